@@ -1,0 +1,93 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+
+/** Where to connect: a URL (`redis://`, `rediss://`), ioredis options, or an existing client. */
+export type RedisConnection = string | RedisOptions | Redis | Cluster;
+
+export type RedisClient = Redis | Cluster;
+
+export interface OpenedConnection {
+  readonly client: RedisClient;
+  /** True when we created the client and must close it; a client the user passed in stays theirs. */
+  readonly owned: boolean;
+}
+
+export function isRedisClient(value: unknown): value is RedisClient {
+  return value instanceof Redis || value instanceof Cluster;
+}
+
+/**
+ * Opens a connection for one role. `dedicated` forces a connection of our own even when the user
+ * passed a client (blocking reads must not share a socket with other commands).
+ */
+export function openConnection(
+  connection: RedisConnection | undefined,
+  role: string,
+  overrides: RedisOptions = {},
+  dedicated = false,
+): OpenedConnection {
+  const connectionName = `nestjs-redis-streams:${role}`;
+  if (isRedisClient(connection)) {
+    if (!dedicated) return { client: connection, owned: false };
+    const client =
+      connection instanceof Cluster
+        ? connection.duplicate(undefined, { redisOptions: { ...connection.options.redisOptions, ...overrides } })
+        : connection.duplicate({ ...overrides, connectionName });
+    return { client, owned: true };
+  }
+  const options = { lazyConnect: true, ...overrides, connectionName };
+  const client =
+    typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...(connection ?? {}), ...options });
+  return { client, owned: true };
+}
+
+/** Closes a connection we own; `quit` first so queued replies arrive, `disconnect` if that fails. */
+export async function closeConnection(opened: OpenedConnection | undefined): Promise<void> {
+  if (!opened?.owned) return;
+  const { client } = opened;
+  if (client.status === 'end') return;
+  try {
+    if (client.status === 'ready') {
+      await withTimeout(client.quit(), 2_000);
+    }
+  } catch {
+    // fall through to a hard disconnect
+  }
+  client.disconnect(false);
+}
+
+/** `redis://user:secret@host` → `redis://user:***@host`. Passwords never reach logs or errors. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  }
+}
+
+/** Describes a connection for log lines without credentials. */
+export function describeConnection(connection: RedisConnection | undefined): string {
+  if (connection === undefined) return 'redis://127.0.0.1:6379';
+  if (typeof connection === 'string') return redactUrl(connection);
+  if (isRedisClient(connection)) return connection instanceof Cluster ? 'a Redis Cluster client' : 'a Redis client';
+  const host = connection.host ?? '127.0.0.1';
+  const port = connection.port ?? 6379;
+  return connection.path ? `unix:${connection.path}` : `${host}:${port}`;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

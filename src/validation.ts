@@ -1,0 +1,57 @@
+import { RedisStreamsOptionError } from './errors.js';
+
+const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+
+export function isStreamId(value: unknown): value is string {
+  return typeof value === 'string' && STREAM_ID.test(value);
+}
+
+/** `value` must be an integer in [min, max]; `undefined` yields `fallback`. */
+export function integerOption(
+  option: string,
+  value: unknown,
+  fallback: number,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new RedisStreamsOptionError(option, `must be an integer, got ${describe(value)}`);
+  }
+  if (value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
+    throw new RedisStreamsOptionError(option, `must be ${range}, got ${value}`);
+  }
+  return value;
+}
+
+export function nonEmptyStringOption(option: string, value: unknown, fallback?: string): string {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new RedisStreamsOptionError(option, `must be a non-empty string, got ${describe(value)}`);
+  }
+  return value;
+}
+
+export function booleanOption(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new RedisStreamsOptionError(option, `must be true or false, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** A stream id, or one of the `extra` special ids (such as `$` or `0`). */
+export function streamIdOption(option: string, value: unknown, fallback: string, extra: readonly string[] = []): string {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && (extra.includes(value) || isStreamId(value))) return value;
+  const allowed = [...extra.map((e) => `"${e}"`), 'a stream id such as 1700000000000-0'].join(', ');
+  throw new RedisStreamsOptionError(option, `must be ${allowed}; got ${describe(value)}`);
+}
+
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (value === null || value === undefined) return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value;
+}

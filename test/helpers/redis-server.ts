@@ -1,0 +1,172 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+export interface RedisServerOptions {
+  /** Turn AOF persistence on (appendfsync always), so a restart keeps the data. */
+  appendOnly?: boolean;
+  /** Extra `redis-server` arguments, e.g. `['--maxmemory', '10mb']`. */
+  args?: string[];
+}
+
+const running = new Set<RedisServerProcess>();
+process.once('exit', () => {
+  for (const server of running) server.killNow();
+});
+
+/** A free TCP port on 127.0.0.1 (the OS picks it; we release it for redis-server at once). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A private redis-server on a free loopback port, with its own data directory. Tests never touch
+ * a server they did not start. It can be killed, paused (SIGSTOP) and restarted on the same port.
+ */
+export class RedisServerProcess {
+  private child?: ChildProcess;
+  private readonly dir = mkdtempSync(join(tmpdir(), 'nrs-redis-'));
+
+  private constructor(
+    readonly port: number,
+    private readonly options: RedisServerOptions,
+  ) {}
+
+  static async start(options: RedisServerOptions = {}): Promise<RedisServerProcess> {
+    for (let attempt = 0; ; attempt++) {
+      const server = new RedisServerProcess(await freePort(), options);
+      try {
+        await server.launch();
+        return server;
+      } catch (error) {
+        // Another process may grab the port between probe and bind; try a new one.
+        if (attempt >= 4) throw error;
+      }
+    }
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** A new ioredis client for this server; the caller closes it. */
+  client(options: { lazyConnect?: boolean } = {}): Redis {
+    return new Redis({ host: '127.0.0.1', port: this.port, maxRetriesPerRequest: 3, ...options });
+  }
+
+  /** SIGKILL: the process dies at once; without AOF its data is gone. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+    running.delete(this);
+  }
+
+  /** SIGSTOP: the server keeps its sockets but answers nothing until `resume()`. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
+  /** Kill (if alive) and start again on the same port and data directory. */
+  async restart(): Promise<void> {
+    await this.kill();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.launch();
+        return;
+      } catch (error) {
+        // The port can linger for a moment after SIGKILL.
+        if (attempt >= 20) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
+  /** Stop for good and remove the data directory. */
+  async stop(): Promise<void> {
+    this.resume();
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  killNow(): void {
+    try {
+      this.child?.kill('SIGCONT');
+      this.child?.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+
+  private launch(): Promise<void> {
+    const args = [
+      '--port', String(this.port),
+      '--bind', '127.0.0.1',
+      '--protected-mode', 'no',
+      '--daemonize', 'no',
+      '--dir', this.dir,
+      '--save', '',
+      '--appendonly', this.options.appendOnly ? 'yes' : 'no',
+      ...(this.options.appendOnly ? ['--appendfsync', 'always'] : []),
+      '--loglevel', 'warning',
+      ...(this.options.args ?? []),
+    ];
+    const child = spawn(redisServerBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    running.add(this);
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    return new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + 10_000;
+      const fail = (why: string) => {
+        child.kill('SIGKILL');
+        running.delete(this);
+        reject(new Error(`redis-server on port ${this.port} ${why}: ${output.trim()}`));
+      };
+      child.once('exit', (code) => fail(`exited with ${code}`));
+      const poll = async () => {
+        const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+        probe.on('error', () => undefined);
+        try {
+          await probe.connect();
+          await probe.ping();
+          child.removeAllListeners('exit');
+          resolve();
+        } catch {
+          if (Date.now() > deadline) fail('did not answer within 10 s');
+          else setTimeout(() => void poll(), 50);
+        } finally {
+          probe.disconnect();
+        }
+      };
+      setTimeout(() => void poll(), 30);
+    });
+  }
+}
+
+function redisServerBinary(): string {
+  return process.env.REDIS_SERVER_BIN ?? 'redis-server';
+}
