@@ -1,0 +1,59 @@
+import { WireField, type StreamFields } from './wire-format.js';
+
+/**
+ * A reply as Nest's `WritePacket`: `response` on success, `err` on failure, `isDisposed: true`
+ * because a Redis Streams reply is always the last (and only) packet of its request.
+ */
+export interface ReplyPacket {
+  response?: unknown;
+  err?: unknown;
+  isDisposed?: boolean;
+}
+
+export interface DecodedReply {
+  /** The correlation id of the request this reply answers. */
+  readonly id: string;
+  readonly packet: ReplyPacket;
+}
+
+/** Reply fields as written to the reply stream: `id <correlationId> packet <JSON>`. */
+export function encodeReply(correlationId: string, packet: ReplyPacket): StreamFields {
+  const fields = Object.create(null) as StreamFields;
+  fields[WireField.id] = correlationId;
+  fields[WireField.packet] = JSON.stringify(packet, errorsAsJson);
+  return fields;
+}
+
+/** The flat `[field, value, ...]` XADD argument list of a reply. */
+export function encodeReplyArgs(correlationId: string, packet: ReplyPacket): string[] {
+  return [WireField.id, correlationId, WireField.packet, JSON.stringify(packet, errorsAsJson)];
+}
+
+/**
+ * Reply fields → `{ id, packet }`. Throws when the entry is not a reply of this wire format
+ * (no `id`, no `packet`, or `packet` not a JSON object).
+ */
+export function decodeReply(fields: StreamFields): DecodedReply {
+  const id = fields[WireField.id];
+  const raw = fields[WireField.packet];
+  if (typeof id !== 'string' || id.length === 0) throw new Error('reply entry has no "id" field');
+  if (typeof raw !== 'string') throw new Error(`reply entry ${id} has no "packet" field`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (error) {
+    throw new Error(`reply entry ${id} has a "packet" that is not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new Error(`reply entry ${id} has a "packet" that is not a JSON object`);
+  }
+  return { id, packet: parsed as ReplyPacket };
+}
+
+/** JSON drops `undefined` members by itself; an `Error` (own props not enumerable) keeps its message. */
+function errorsAsJson(key: string, value: unknown): unknown {
+  if (value instanceof Error) {
+    return key === 'err' ? { message: value.message, name: value.name } : { message: value.message };
+  }
+  return value;
+}
