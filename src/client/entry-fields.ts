@@ -1,0 +1,71 @@
+import { WireField } from '../codec/wire-format.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import { describe } from '../validation.js';
+
+/** The packet after the serializer: what one entry carries. */
+export interface OutgoingPacket {
+  readonly pattern: string;
+  readonly data: unknown;
+  readonly id?: string;
+  readonly metadata?: Record<string, string>;
+}
+
+/**
+ * XADD field list of an event (`pattern`, `data`, `headers`?) or, with `replyTo`, of a request
+ * (plus `id` and `replyTo`). Headers are Nest dispatch metadata overlaid by the call's own headers.
+ */
+export function encodeEntryFields(
+  packet: OutgoingPacket,
+  headers: Record<string, string> | undefined,
+  replyTo?: string,
+): string[] {
+  const fields: string[] = [WireField.pattern, packet.pattern, WireField.data, JSON.stringify(packet.data) ?? 'null'];
+  const merged = mergeHeaders(packet.metadata, headers);
+  if (merged) fields.push(WireField.headers, JSON.stringify(merged));
+  if (replyTo !== undefined && packet.id !== undefined) {
+    fields.push(WireField.id, packet.id, WireField.replyTo, replyTo);
+  }
+  return fields;
+}
+
+function mergeHeaders(
+  metadata: Record<string, string> | undefined,
+  headers: Record<string, string> | undefined,
+): Record<string, string> | undefined {
+  const hasMetadata = metadata !== undefined && Object.keys(metadata).length > 0;
+  const hasHeaders = headers !== undefined && Object.keys(headers).length > 0;
+  if (!hasMetadata) return hasHeaders ? headers : undefined;
+  return hasHeaders ? { ...metadata, ...headers } : metadata;
+}
+
+/** Record headers must be a flat map of strings (they travel as one JSON object). */
+export function validateHeaders(value: unknown): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError('headers', `must be an object of string values, got ${describe(value)}`);
+  }
+  for (const [name, header] of Object.entries(value)) {
+    if (typeof header !== 'string') {
+      throw new RedisStreamsOptionError(`headers.${name}`, `must be a string, got ${describe(header)}`);
+    }
+  }
+  return value as Record<string, string>;
+}
+
+/** A raw field map → XADD arguments, exactly as given (numbers as decimal strings, Buffers as bytes). */
+export function rawEntryFields(data: unknown): (string | Buffer)[] {
+  if (data === null || typeof data !== 'object' || Array.isArray(data) || Buffer.isBuffer(data)) {
+    throw new RedisStreamsOptionError('raw', `data of a raw record must be a field map, got ${describe(data)}`);
+  }
+  const fields: (string | Buffer)[] = [];
+  for (const name of Object.keys(data)) {
+    const value = (data as Record<string, unknown>)[name];
+    if (typeof value === 'string' || Buffer.isBuffer(value)) fields.push(name, value);
+    else if (typeof value === 'number' && Number.isFinite(value)) fields.push(name, String(value));
+    else {
+      throw new RedisStreamsOptionError(`raw`, `field "${name}" must be a string, number or Buffer, got ${describe(value)}`);
+    }
+  }
+  if (fields.length === 0) throw new RedisStreamsOptionError('raw', 'a raw record needs at least one field');
+  return fields;
+}

@@ -1,0 +1,50 @@
+/** Nest's own text for "no handler", so callers can match it the same way on every transport. */
+export const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
+
+/** A `send()` got no reply within its timeout. */
+export class RedisStreamsTimeoutError extends Error {
+  override readonly name = 'RedisStreamsTimeoutError';
+
+  constructor(
+    readonly pattern: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`No reply to "${pattern}" within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * A request found nobody to handle it: its stream does not exist (no server created its group),
+ * or the server that read it has no handler for its pattern. The message is Nest's own text.
+ */
+export class RedisStreamsNoHandlerError extends Error {
+  override readonly name = 'RedisStreamsNoHandlerError';
+
+  constructor(
+    readonly pattern: string,
+    readonly stream: string,
+  ) {
+    super(NO_MESSAGE_HANDLER);
+  }
+}
+
+/** Redis refused or did not answer an XADD (down, paused, reconnecting, wrong type...). */
+export class RedisStreamsPublishError extends Error {
+  override readonly name = 'RedisStreamsPublishError';
+
+  constructor(
+    readonly stream: string,
+    override readonly cause: unknown,
+  ) {
+    super(`Cannot add an entry to stream "${stream}": ${describeCause(cause)}`);
+  }
+}
+
+function describeCause(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  if (message === "Stream isn't writeable and enableOfflineQueue options is false") {
+    return 'the Redis connection is not ready (disconnected or reconnecting)';
+  }
+  if (message === 'Command timed out') return 'Redis did not answer within commandTimeout';
+  return message;
+}

@@ -1,0 +1,99 @@
+import type { Deserializer, Serializer } from '@nestjs/microservices';
+import { RedisStreamsOptionError } from '../errors.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { booleanOption, describe, integerOption } from '../validation.js';
+import { compileTrimming, DEFAULT_TRIMMING, type CompiledTrimming, type StreamTrimming } from './trimming.js';
+
+export interface RedisStreamsClientOptions {
+  /** URL, ioredis options, or an existing `Redis`/`Cluster` (duplicated: the client keeps its own sockets). */
+  connection?: RedisConnection;
+  /** Prepended to every pattern to form the stream key (same rule as the server). Default `''`. */
+  streamPrefix?: string;
+  /** Default trimming of every XADD. Default `{ maxLen: 100000 }` (approximate, `MAXLEN ~`). */
+  trim?: StreamTrimming;
+  /** Trimming per pattern (normalized pattern string → trimming), over `trim`. */
+  trimming?: Record<string, StreamTrimming>;
+  /** Events: don't create a missing stream (`NOMKSTREAM`); the emit then yields `null`. Default false. */
+  noMkStream?: boolean;
+  /** Request/reply: ms to wait for a reply. Default 30000. */
+  timeout?: number;
+  /** ms a Redis command (an XADD) may take, queued or sent, before the call fails. Default 5000. */
+  commandTimeout?: number;
+  /** Reply stream key prefix: `<replyPrefix>{<uuid>}:replies`. Default `'nestjs-redis-streams:'`. */
+  replyPrefix?: string;
+  /** ms the reply stream outlives this client (renewed every third of it). Default 60000. */
+  replyTtl?: number;
+  /** ms between TIME calls that re-measure the server clock for `maxAge` trimming. Default 60000. */
+  clockRefreshInterval?: number;
+  /** Nest serializer applied to the outgoing packet `{ pattern, data, id?, metadata? }`. */
+  serializer?: Serializer;
+  /** Nest deserializer applied to each reply `{ id, response?, err?, isDisposed }`. */
+  deserializer?: Deserializer;
+}
+
+export interface ResolvedClientOptions {
+  readonly connection: RedisConnection | undefined;
+  readonly streamPrefix: string;
+  readonly trim: CompiledTrimming;
+  readonly trimming: ReadonlyMap<string, CompiledTrimming>;
+  readonly noMkStream: boolean;
+  readonly timeout: number;
+  readonly commandTimeout: number;
+  readonly replyPrefix: string;
+  readonly replyTtl: number;
+  readonly clockRefreshInterval: number;
+}
+
+const KNOWN = new Set([
+  'connection',
+  'streamPrefix',
+  'trim',
+  'trimming',
+  'noMkStream',
+  'timeout',
+  'commandTimeout',
+  'replyPrefix',
+  'replyTtl',
+  'clockRefreshInterval',
+  'serializer',
+  'deserializer',
+  // ClientsModule passes `name` through when it is written inside options; harmless.
+  'name',
+]);
+
+/** Validates every option before any connection is opened. */
+export function resolveClientOptions(options: RedisStreamsClientOptions = {}): ResolvedClientOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.has(key)) throw new RedisStreamsOptionError(key, 'is not a RedisStreamsClient option');
+  }
+  const trimming = new Map<string, CompiledTrimming>();
+  if (options.trimming !== undefined) {
+    if (options.trimming === null || typeof options.trimming !== 'object') {
+      throw new RedisStreamsOptionError('trimming', `must be an object of pattern → trimming, got ${describe(options.trimming)}`);
+    }
+    for (const [pattern, value] of Object.entries(options.trimming)) {
+      trimming.set(pattern, compileTrimming(`trimming.${pattern}`, value));
+    }
+  }
+  return {
+    connection: options.connection,
+    streamPrefix: stringOption('streamPrefix', options.streamPrefix, ''),
+    trim: compileTrimming('trim', options.trim ?? DEFAULT_TRIMMING),
+    trimming,
+    noMkStream: booleanOption('noMkStream', options.noMkStream, false),
+    timeout: integerOption('timeout', options.timeout, 30_000, 1),
+    commandTimeout: integerOption('commandTimeout', options.commandTimeout, 5_000, 1),
+    replyPrefix: stringOption('replyPrefix', options.replyPrefix, 'nestjs-redis-streams:'),
+    replyTtl: integerOption('replyTtl', options.replyTtl, 60_000, 1_000),
+    clockRefreshInterval: integerOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
+  };
+}
+
+function stringOption(option: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') throw new RedisStreamsOptionError(option, `must be a string, got ${describe(value)}`);
+  return value;
+}

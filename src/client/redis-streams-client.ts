@@ -1,0 +1,422 @@
+import { randomUUID } from 'node:crypto';
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  ClientProxy,
+  type ClientOptions,
+  type ReadPacket,
+  type WritePacket,
+} from '@nestjs/microservices';
+import { from, throwError, type Observable } from 'rxjs';
+import { decodeReply } from '../codec/reply.js';
+import type { StreamFields } from '../codec/wire-format.js';
+import {
+  closeConnection,
+  describeConnection,
+  openConnection,
+  type OpenedConnection,
+  type RedisClient,
+} from '../redis/connection.js';
+import { streamKeyFor } from '../redis/keys.js';
+import { integerOption } from '../validation.js';
+import { encodeEntryFields, rawEntryFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
+import {
+  NO_MESSAGE_HANDLER,
+  RedisStreamsNoHandlerError,
+  RedisStreamsPublishError,
+  RedisStreamsTimeoutError,
+} from './errors.js';
+import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from './redis-streams-client.options.js';
+import { RedisStreamsRecord, type RedisStreamsRecordOptions } from './redis-streams-record.js';
+import { ReplyListener } from './reply-listener.js';
+import { ServerClock } from './server-clock.js';
+import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
+import { RedisStreamsOptionError } from '../errors.js';
+
+export type RedisStreamsClientStatus = 'connected' | 'disconnected' | 'reconnecting';
+
+/** ioredis events of the client's producer connection, passed through by `on()`. */
+export type RedisStreamsClientEvents = {
+  connect: () => void;
+  ready: () => void;
+  error: (error: Error) => void;
+  close: () => void;
+  reconnecting: (delayMs: number) => void;
+  end: () => void;
+};
+
+type Args = (string | Buffer)[];
+type XAdd = (...args: Args) => Promise<string | null>;
+
+const EMPTY_OPTIONS: RedisStreamsRecordOptions = Object.freeze({});
+const noop = (): void => undefined;
+
+/**
+ * Nest `ClientProxy` for Redis Streams.
+ * - `emit(pattern, data)`: one XADD to the pattern's stream (trimmed with `MAXLEN ~` by default);
+ *   the Observable yields the new entry id. Emits in flight are auto-pipelined.
+ * - `send(pattern, data)`: a request entry (`XADD … NOMKSTREAM`) whose reply comes back on this
+ *   instance's private reply stream, matched by correlation id.
+ */
+export class RedisStreamsClient
+  extends ClientProxy<RedisStreamsClientEvents, RedisStreamsClientStatus>
+  implements OnApplicationShutdown
+{
+  protected readonly logger = new Logger(RedisStreamsClient.name);
+  private readonly config: ResolvedClientOptions;
+  /** One reply stream per client instance, so several instances of a service get only their own replies. */
+  private readonly replyKey: string;
+  private producer: OpenedConnection | undefined;
+  private xadd: XAdd | undefined;
+  private connecting: Promise<RedisClient> | undefined;
+  private generation = 0;
+  private clock: ServerClock | undefined;
+  private replies: { listener: ReplyListener; connection: OpenedConnection } | undefined;
+  private readonly eventListeners: { event: string; callback: (...args: unknown[]) => void }[] = [];
+
+  constructor(options: RedisStreamsClientOptions = {}) {
+    super();
+    this.config = resolveClientOptions(options);
+    this.replyKey = `${this.config.replyPrefix}{${randomUUID()}}:replies`;
+    this.initializeSerializer(options as ClientOptions['options']);
+    this.initializeDeserializer(options as ClientOptions['options']);
+  }
+
+  /** The key of this instance's reply stream. */
+  get replyStream(): string {
+    return this.replyKey;
+  }
+
+  /** Opens the producer connection (idempotent). `emit`/`send` call it for you. */
+  connect(): Promise<RedisClient> {
+    this.connecting ??= this.open().catch((error: unknown) => {
+      this.connecting = undefined;
+      throw error;
+    });
+    return this.connecting;
+  }
+
+  /** Fails pending requests ("Connection closed"), deletes the reply stream, closes both connections. */
+  async close(): Promise<void> {
+    this.generation++;
+    const producer = this.producer;
+    const replies = this.replies;
+    this.producer = undefined;
+    this.xadd = undefined;
+    this.connecting = undefined;
+    this.replies = undefined;
+    this.clock?.stop();
+    this.clock = undefined;
+    this.failPending(new Error('Connection closed'));
+    if (replies) {
+      await replies.listener.stop();
+      await closeConnection(replies.connection);
+      if (producer && producer.client.status === 'ready') {
+        await producer.client.del(this.replyKey).catch(noop);
+      }
+    }
+    await closeConnection(producer);
+    this._status$.next('disconnected');
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
+  }
+
+  /** Listens to an ioredis event of the producer connection (kept across reconnects and `close()`). */
+  override on<K extends keyof RedisStreamsClientEvents>(event: K, callback: RedisStreamsClientEvents[K]): void {
+    const listener = { event, callback: callback as (...args: unknown[]) => void };
+    this.eventListeners.push(listener);
+    this.producer?.client.on(event, listener.callback);
+  }
+
+  /** The producer's ioredis client (`Redis` or `Cluster`). */
+  unwrap<T = RedisClient>(): T {
+    if (!this.producer) throw new Error('Not initialized. Please call the "connect" method first.');
+    return this.producer.client as T;
+  }
+
+  /**
+   * Same contract as Nest's `emit` (eager: the XADD goes out even if nobody subscribes), without
+   * the per-call connect round of Observables once connected: emits are the hot path.
+   */
+  override emit<TResult = string | null, TInput = unknown>(pattern: unknown, data: TInput): Observable<TResult> {
+    if (pattern === null || pattern === undefined || data === null || data === undefined) {
+      // Nest's InvalidMessageException text (the class is not exported).
+      return throwError(() => new Error('The invalid data or message pattern (undefined/null)'));
+    }
+    let result: Promise<TResult>;
+    if (this.xadd) {
+      result = this.dispatchEvent<TResult>(this.packetOf(pattern, data));
+    } else {
+      result = this.connect().then(() => this.dispatchEvent<TResult>(this.packetOf(pattern, data)));
+    }
+    // Nobody may subscribe to an emit; its failure must not become an unhandled rejection.
+    result.catch(noop);
+    return from(result);
+  }
+
+  protected dispatchEvent<T = string | null>(packet: ReadPacket): Promise<T> {
+    try {
+      const { data, options } = unwrapRecord(packet.data);
+      const pattern = this.normalizePattern(packet.pattern);
+      const stream = streamKeyFor(pattern, this.config.streamPrefix);
+      const trimming = this.trimmingFor(pattern, options);
+      const noMkStream = options.noMkStream ?? this.config.noMkStream;
+      if (options.raw) {
+        if (options.headers !== undefined) {
+          throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
+        }
+        return this.add(stream, trimming, noMkStream, rawEntryFields(data)) as Promise<T>;
+      }
+      const headers = validateHeaders(options.headers);
+      const outgoing = { pattern, data, metadata: packet.metadata };
+      const serialized = this.serializer.serialize(outgoing);
+      if (isThenable(serialized)) {
+        return serialized.then((value) =>
+          this.add(stream, trimming, noMkStream, encodeEntryFields(serializedPacket(outgoing, value), headers)),
+        ) as Promise<T>;
+      }
+      const fields = encodeEntryFields(serializedPacket(outgoing, serialized), headers);
+      return this.add(stream, trimming, noMkStream, fields) as Promise<T>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  protected publish(partialPacket: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+    const { data, options } = unwrapRecord(partialPacket.data);
+    if (options.raw) {
+      throw new RedisStreamsOptionError('raw', 'send() needs pattern, id and replyTo fields: raw records are for emit() only');
+    }
+    const pattern = this.normalizePattern(partialPacket.pattern);
+    const stream = streamKeyFor(pattern, this.config.streamPrefix);
+    const timeoutMs = integerOption('timeout', options.timeout, this.config.timeout, 1);
+    const headers = validateHeaders(options.headers);
+    const trimming = this.trimmingFor(pattern, options);
+    const packet = this.assignPacketId({ pattern, data, metadata: partialPacket.metadata });
+    const id = packet.id;
+
+    let settled = false;
+    const teardown = () => {
+      settled = true;
+      clearTimeout(timer);
+      this.routingMap.delete(id);
+    };
+    const deliver = (reply: WritePacket) => {
+      if (settled) return;
+      if (reply.err !== undefined && reply.err !== null) {
+        teardown();
+        callback({ err: translateReplyError(reply.err, pattern, stream), isDisposed: true });
+        return;
+      }
+      if (reply.isDisposed) teardown();
+      callback(reply);
+    };
+    const timer = setTimeout(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
+    this.routingMap.set(id, deliver);
+    const replyTo = this.ensureReplyListener().key;
+
+    const write = (serialized: unknown) =>
+      this.add(stream, trimming, true, encodeEntryFields(serializedPacket(packet, serialized), headers, replyTo));
+    const serialized = this.serializer.serialize(packet);
+    const written = isThenable(serialized) ? serialized.then(write) : write(serialized);
+    written.then(
+      (entryId) => {
+        // NOMKSTREAM returned nil: no server ever created this stream's group.
+        if (entryId === null) deliver({ err: new RedisStreamsNoHandlerError(pattern, stream) });
+      },
+      (error: unknown) => deliver({ err: error }),
+    );
+    return teardown;
+  }
+
+  private packetOf(pattern: unknown, data: unknown): ReadPacket {
+    // `createPacket` (and the dispatch hook that sets `metadata`) exists from Nest 12 on.
+    const create = (ClientProxy.prototype as unknown as { createPacket?: (p: unknown, d: unknown) => ReadPacket }).createPacket;
+    return create ? create.call(this, pattern, data) : { pattern, data };
+  }
+
+  private trimmingFor(pattern: string, options: RedisStreamsRecordOptions): CompiledTrimming {
+    if (options.trim !== undefined) return compileTrimming('trim', options.trim);
+    return this.config.trimming.get(pattern) ?? this.config.trim;
+  }
+
+  /** One XADD: `XADD stream [NOMKSTREAM] [MAXLEN|MINID ~ n] * fields…`. */
+  private add(stream: string, trimming: CompiledTrimming, noMkStream: boolean, fields: Args): Promise<string | null> {
+    const xadd = this.xadd;
+    if (!xadd) return this.connect().then(() => this.add(stream, trimming, noMkStream, fields));
+    const args: Args = [stream];
+    if (noMkStream) args.push('NOMKSTREAM');
+    if (trimming.kind === 'maxAge') {
+      const now = this.clock?.now();
+      if (now === undefined) {
+        return this.clockReady().then(() => this.add(stream, trimming, noMkStream, fields));
+      }
+      args.push(...minIdArgs(trimming, now));
+    } else if (trimming.kind === 'maxLen') {
+      args.push(...trimming.args);
+    }
+    args.push('*', ...fields);
+    return xadd(...args).then(undefined, (error: unknown) => {
+      throw new RedisStreamsPublishError(stream, error);
+    });
+  }
+
+  private clockReady(): Promise<void> {
+    const clock = this.clock;
+    if (!clock) return this.connect().then(() => this.clockReady());
+    clock.start();
+    return clock.ready();
+  }
+
+  private async open(): Promise<RedisClient> {
+    const generation = ++this.generation;
+    const { commandTimeout } = this.config;
+    const opened = openConnection(
+      this.config.connection,
+      'client',
+      // Auto-pipelining: many emits in flight share round trips. commandTimeout bounds every XADD.
+      { enableAutoPipelining: true, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true },
+      true,
+    );
+    const client = opened.client;
+    this.watchStatus(client);
+    for (const { event, callback } of this.eventListeners) client.on(event, callback);
+    try {
+      if (client.status === 'wait') await withTimeout(client.connect(), commandTimeout + 1_000);
+    } catch (error) {
+      client.disconnect();
+      throw new Error(
+        `Cannot connect to Redis at ${describeConnection(this.config.connection)}: ${(error as Error).message}`,
+      );
+    }
+    if (generation !== this.generation) {
+      client.disconnect();
+      throw new Error('Connection closed');
+    }
+    // From now on a command sent while the connection is down fails at once instead of
+    // waiting in ioredis' offline queue (and being written later, after we reported failure).
+    client.options.enableOfflineQueue = false;
+    this.producer = opened;
+    this.xadd = client.xadd.bind(client) as XAdd;
+    this.clock = new ServerClock(client, this.config.clockRefreshInterval);
+    if (this.usesMaxAge()) this.clock.start();
+    this._status$.next('connected');
+    return client;
+  }
+
+  private watchStatus(client: RedisClient): void {
+    let lastError: string | undefined;
+    client.on('ready', () => {
+      lastError = undefined;
+      if (this.producer?.client === client) this._status$.next('connected');
+    });
+    client.on('reconnecting', () => {
+      if (this.producer?.client === client) this._status$.next('reconnecting');
+    });
+    client.on('end', () => {
+      if (this.producer?.client === client) this._status$.next('disconnected');
+    });
+    client.on('error', (error: Error) => {
+      // One line per outage, not one per reconnect attempt.
+      if (this.producer?.client !== client || error.message === lastError) return;
+      lastError = error.message;
+      this.logger.error(`Redis connection error: ${error.message}`);
+    });
+  }
+
+  private usesMaxAge(): boolean {
+    if (this.config.trim.kind === 'maxAge') return true;
+    for (const trimming of this.config.trimming.values()) if (trimming.kind === 'maxAge') return true;
+    return false;
+  }
+
+  private ensureReplyListener(): ReplyListener {
+    if (this.replies) return this.replies.listener;
+    const producer = this.producer;
+    if (!producer) throw new Error('Not initialized. Please call the "connect" method first.');
+    // A blocking read holds its socket: it gets a connection of its own, which waits out outages.
+    const connection = openConnection(
+      this.config.connection,
+      'client-replies',
+      { lazyConnect: true, maxRetriesPerRequest: null, commandTimeout: undefined, enableAutoPipelining: false },
+      true,
+    );
+    connection.client.on('error', noop);
+    const listener = new ReplyListener(
+      connection.client,
+      producer.client,
+      this.replyKey,
+      this.config.replyTtl,
+      (fields) => this.route(fields),
+      this.logger,
+    );
+    this.replies = { listener, connection };
+    listener.start();
+    return listener;
+  }
+
+  private route(fields: StreamFields): void {
+    const { id, packet } = decodeReply(fields);
+    const callback = this.routingMap.get(id);
+    if (!callback) return; // timed out, unsubscribed, or another client's leftover
+    const incoming = this.deserializer.deserialize({ id, ...packet });
+    const deliver = (reply: WritePacket) =>
+      callback({ err: reply.err, response: reply.response, isDisposed: reply.isDisposed !== false });
+    if (isThenable(incoming)) incoming.then(deliver, (error: unknown) => callback({ err: error, isDisposed: true }));
+    else deliver(incoming);
+  }
+
+  private failPending(error: Error): void {
+    const callbacks = [...this.routingMap.values()];
+    this.routingMap.clear();
+    for (const callback of callbacks) {
+      try {
+        callback({ err: error, isDisposed: true });
+      } catch (callbackError) {
+        this.logger.error(callbackError);
+      }
+    }
+  }
+}
+
+function unwrapRecord(value: unknown): { data: unknown; options: RedisStreamsRecordOptions } {
+  return value instanceof RedisStreamsRecord ? { data: value.data, options: value.options } : { data: value, options: EMPTY_OPTIONS };
+}
+
+/** Identity serializers hand the packet back; other serializers return a new packet (or just its data). */
+function serializedPacket(packet: OutgoingPacket, serialized: unknown): OutgoingPacket {
+  if (serialized === packet) return packet;
+  if (serialized !== null && typeof serialized === 'object' && 'data' in serialized) {
+    return { ...packet, ...(serialized as Partial<OutgoingPacket>) };
+  }
+  return { ...packet, data: serialized };
+}
+
+/** Nest's "no handler" reply (a string, or an object carrying it) becomes one error type. */
+function translateReplyError(err: unknown, pattern: string, stream: string): unknown {
+  const message = typeof err === 'string' ? err : (err as { message?: unknown } | null)?.message;
+  return message === NO_MESSAGE_HANDLER && !(err instanceof RedisStreamsNoHandlerError)
+    ? new RedisStreamsNoHandlerError(pattern, stream)
+    : err;
+}
+
+function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error as Error);
+      },
+    );
+  });
+}

@@ -1,0 +1,71 @@
+import type { StreamTrimming } from './trimming.js';
+
+/** Options of one `emit()` / `send()` call, carried by a {@link RedisStreamsRecord}. */
+export interface RedisStreamsRecordOptions {
+  /** String headers written with the entry (`headers` field, JSON); the handler's context shows them. */
+  headers?: Record<string, string>;
+  /**
+   * Events only: `data` is a field map written as it is (`XADD stream * item kettle qty 1`), with
+   * no `pattern`/`data`/`headers` fields, so any other consumer (redis-cli, Python) can read it.
+   * Values may be strings, numbers or Buffers.
+   */
+  raw?: boolean;
+  /** Trimming of this call, instead of the pattern's or the client's. */
+  trim?: StreamTrimming;
+  /** Events only: do not create the stream when it does not exist (`NOMKSTREAM`); nothing is written then. */
+  noMkStream?: boolean;
+  /** Requests only: reply timeout of this call in ms, instead of the client's `timeout`. */
+  timeout?: number;
+}
+
+/**
+ * Data plus per-call options, in the style of Nest's `RmqRecord` / `MqttRecord`:
+ * `client.emit('orders', new RedisStreamsRecord({ item: 'kettle' }, { raw: true }))`.
+ */
+export class RedisStreamsRecord<TData = unknown> {
+  constructor(
+    readonly data: TData,
+    readonly options: RedisStreamsRecordOptions = {},
+  ) {}
+}
+
+/** Builder for {@link RedisStreamsRecord}. */
+export class RedisStreamsRecordBuilder<TData = unknown> {
+  private options: RedisStreamsRecordOptions = {};
+
+  constructor(private data?: TData) {}
+
+  setData(data: TData): this {
+    this.data = data;
+    return this;
+  }
+
+  setOptions(options: RedisStreamsRecordOptions): this {
+    this.options = { ...this.options, ...options };
+    return this;
+  }
+
+  setHeaders(headers: Record<string, string>): this {
+    return this.setOptions({ headers });
+  }
+
+  setRaw(raw = true): this {
+    return this.setOptions({ raw });
+  }
+
+  setTrim(trim: StreamTrimming): this {
+    return this.setOptions({ trim });
+  }
+
+  setNoMkStream(noMkStream = true): this {
+    return this.setOptions({ noMkStream });
+  }
+
+  setTimeout(timeout: number): this {
+    return this.setOptions({ timeout });
+  }
+
+  build(): RedisStreamsRecord<TData> {
+    return new RedisStreamsRecord(this.data as TData, { ...this.options });
+  }
+}

@@ -1,0 +1,95 @@
+import type { Logger } from '@nestjs/common';
+import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
+import type { RedisClient } from '../redis/connection.js';
+
+type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] | null;
+
+const READ_COUNT = 100;
+const BLOCK_MS = 5_000;
+const MAX_BACKOFF_MS = 2_000;
+
+/**
+ * Reads this client's private reply stream with one blocking XREAD on a dedicated connection.
+ * The stream has a single reader, so no consumer group: it reads from `0-0` (no entry can be
+ * missed, even one written before the first read) and then from the last id seen. Handled
+ * entries are deleted (one XDEL per batch), and a periodic PEXPIRE keeps the stream alive only
+ * while this client lives.
+ */
+export class ReplyListener {
+  private lastId = '0-0';
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly reader: RedisClient,
+    private readonly commands: RedisClient,
+    readonly key: string,
+    private readonly ttlMs: number,
+    private readonly onReply: (fields: StreamFields, entryId: string) => void,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    if (this.loop) return;
+    this.loop = this.run();
+    this.keepAlive = setInterval(() => this.renew(), Math.max(1, Math.floor(this.ttlMs / 3)));
+    this.keepAlive.unref();
+  }
+
+  /** Stops reading; the caller closes the reader connection, which ends a pending XREAD. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.keepAlive);
+    this.reader.disconnect(false);
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        const reply = (await this.reader.xread(
+          'COUNT',
+          READ_COUNT,
+          'BLOCK',
+          BLOCK_MS,
+          'STREAMS',
+          this.key,
+          this.lastId,
+        )) as XReadReply;
+        failures = 0;
+        if (reply) this.handle(reply);
+      } catch (error) {
+        if (this.stopped) return;
+        failures++;
+        if (failures === 1) this.logger.warn(`Reading replies from "${this.key}" failed: ${(error as Error).message}; retrying`);
+        await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)));
+      }
+    }
+  }
+
+  private handle(reply: NonNullable<XReadReply>): void {
+    const handled: string[] = [];
+    for (const [, entries] of reply) {
+      for (const [id, flat] of entries) {
+        this.lastId = id;
+        handled.push(id);
+        try {
+          this.onReply(fieldsFromArray(flat), id);
+        } catch (error) {
+          this.logger.error(`Reply ${id} on "${this.key}" could not be routed: ${(error as Error).message}`);
+        }
+      }
+    }
+    if (handled.length > 0) {
+      this.commands.xdel(this.key, ...handled).catch((error: unknown) => {
+        this.logger.warn(`XDEL of handled replies on "${this.key}" failed: ${(error as Error).message}`);
+      });
+    }
+  }
+
+  private renew(): void {
+    this.commands.pexpire(this.key, this.ttlMs).catch(() => undefined);
+  }
+}

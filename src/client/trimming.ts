@@ -1,0 +1,81 @@
+import { parse, pattern as isoDurationPattern, toSeconds } from 'iso8601-duration';
+import { RedisStreamsOptionError } from '../errors.js';
+import { describe, integerOption } from '../validation.js';
+
+/**
+ * How XADD trims the stream it writes to.
+ * - `{ maxLen }`: keep about the newest `maxLen` entries (`MAXLEN ~`), or exactly that many with `exact: true`;
+ * - `{ maxAge }`: drop entries older than `maxAge` (milliseconds or an ISO-8601 duration such as `PT10M`),
+ *   measured on the Redis server's clock (`MINID ~ <server time - maxAge>`);
+ * - `false`: no trimming.
+ */
+export type StreamTrimming = false | MaxLenTrimming | MaxAgeTrimming;
+
+export interface MaxLenTrimming {
+  maxLen: number;
+  /** `MAXLEN =` instead of `MAXLEN ~`. Exact trimming costs more CPU on Redis; default false. */
+  exact?: boolean;
+}
+
+export interface MaxAgeTrimming {
+  maxAge: number | string;
+  /** `MINID =` instead of `MINID ~`; default false. */
+  exact?: boolean;
+}
+
+export const DEFAULT_TRIMMING: MaxLenTrimming = { maxLen: 100_000 };
+
+/** A validated trimming, ready to produce XADD arguments. */
+export type CompiledTrimming =
+  | { readonly kind: 'none'; readonly args: readonly string[] }
+  | { readonly kind: 'maxLen'; readonly args: readonly string[] }
+  | { readonly kind: 'maxAge'; readonly ageMs: number; readonly operator: '~' | '=' };
+
+const NO_TRIMMING: CompiledTrimming = { kind: 'none', args: [] };
+
+/** Validates once, so the hot path only copies a ready-made argument list. */
+export function compileTrimming(option: string, value: unknown): CompiledTrimming {
+  if (value === false) return NO_TRIMMING;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError(option, `must be false, { maxLen } or { maxAge }, got ${describe(value)}`);
+  }
+  const { maxLen, maxAge, exact } = value as { maxLen?: unknown; maxAge?: unknown; exact?: unknown };
+  if (exact !== undefined && typeof exact !== 'boolean') {
+    throw new RedisStreamsOptionError(`${option}.exact`, `must be true or false, got ${describe(exact)}`);
+  }
+  const operator = exact ? '=' : '~';
+  if (maxLen !== undefined && maxAge !== undefined) {
+    throw new RedisStreamsOptionError(option, 'give either maxLen or maxAge, not both');
+  }
+  if (maxLen !== undefined) {
+    const n = integerOption(`${option}.maxLen`, maxLen, 0, 0);
+    return { kind: 'maxLen', args: ['MAXLEN', operator, String(n)] };
+  }
+  if (maxAge !== undefined) {
+    return { kind: 'maxAge', ageMs: durationMs(`${option}.maxAge`, maxAge), operator };
+  }
+  throw new RedisStreamsOptionError(option, 'must contain maxLen or maxAge (or be false for no trimming)');
+}
+
+/** The `MINID` arguments for an age, given the server's current time in milliseconds. */
+export function minIdArgs(trimming: { ageMs: number; operator: '~' | '=' }, serverNowMs: number): string[] {
+  return ['MINID', trimming.operator, String(Math.max(0, Math.floor(serverNowMs - trimming.ageMs)))];
+}
+
+/** Milliseconds (a positive integer) or an ISO-8601 duration (`PT10M`, `P1D`) → strictly positive ms. */
+export function durationMs(option: string, value: unknown): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value <= 0) {
+      throw new RedisStreamsOptionError(option, `must be a positive number of milliseconds, got ${value}`);
+    }
+    return Math.floor(value);
+  }
+  if (typeof value === 'string' && isoDurationPattern.test(value)) {
+    const ms = Math.floor(toSeconds(parse(value)) * 1000);
+    if (ms > 0) return ms;
+  }
+  throw new RedisStreamsOptionError(
+    option,
+    `must be a positive number of milliseconds or an ISO-8601 duration such as "PT10M", got ${describe(value)}`,
+  );
+}
