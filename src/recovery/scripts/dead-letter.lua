@@ -1,0 +1,104 @@
+-- Dead-letter a batch of pending entries (atomicity A1). One call is one atomic unit.
+--
+-- KEYS[1] source stream, KEYS[2] dead-letter stream (same hash slot on Cluster)
+-- ARGV[1] group
+-- ARGV[2] expected owner consumer, or '' for any owner
+-- ARGV[3] minimum delivery count (0: no check)
+-- ARGV[4] minimum idle time in ms (0: no check)
+-- ARGV[5] reason (max_deliveries, decode_error, ...)
+-- ARGV[6] dead-letter MAXLEN ~ (0: no trimming)
+-- ARGV[7] n, the number of ids; then n pairs: id, error text
+--
+-- Per id: re-read the PEL row (the caller's view may be stale), validate, XADD to the dead-letter
+-- stream (the write that preserves the message) and XACK last (the destructive write). A failure
+-- half-way leaves the entry pending, never lost; a re-run finds the id no longer pending (no-op).
+--
+-- Returns one row per id: { id, status, dead-letter id or '', owner or '', deliveries }
+-- status: moved | tombstone | not_pending | not_owner | below_min_deliveries | not_idle
+
+-- Redis 6.2: TIME is non-deterministic, so writes after it need effects replication (7.0: always on).
+if redis.replicate_commands then redis.replicate_commands() end
+
+local source, dead = KEYS[1], KEYS[2]
+local group, expectedOwner = ARGV[1], ARGV[2]
+local minDeliveries, minIdle = tonumber(ARGV[3]), tonumber(ARGV[4])
+local reason, maxLen, n = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+if n == nil or #ARGV ~= 7 + 2 * n then
+  return redis.error_reply('ERR dead-letter script: expected ' .. tostring(n) .. ' id/error pairs')
+end
+
+-- Validate both keys before any write: a dead-letter key of the wrong type must fail the whole
+-- call while every entry is still pending.
+local deadType = redis.call('TYPE', dead)['ok']
+if deadType ~= 'stream' and deadType ~= 'none' then
+  return redis.error_reply('WRONGTYPE dead-letter key "' .. dead .. '" holds a ' .. deadType .. ', not a stream; nothing was moved')
+end
+local sourceType = redis.call('TYPE', source)['ok']
+if sourceType ~= 'stream' and sourceType ~= 'none' then
+  return redis.error_reply('WRONGTYPE stream key "' .. source .. '" holds a ' .. sourceType .. ', not a stream')
+end
+
+local time = redis.call('TIME')
+local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
+
+local results = {}
+for i = 1, n do
+  local id, errorText = ARGV[6 + 2 * i], ARGV[7 + 2 * i]
+  local row = nil
+  if sourceType == 'stream' then
+    local pending = redis.pcall('XPENDING', source, group, id, id, 1)
+    if pending['err'] then
+      -- No group: nothing can be pending. Anything else is a real error.
+      if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
+    else
+      row = pending[1]
+    end
+  end
+
+  if row == nil then
+    results[i] = { id, 'not_pending', '', '', 0 }
+  else
+    local owner, idle, deliveries = row[2], row[3], row[4]
+    if expectedOwner ~= '' and owner ~= expectedOwner then
+      results[i] = { id, 'not_owner', '', owner, deliveries }
+    elseif deliveries < minDeliveries then
+      results[i] = { id, 'below_min_deliveries', '', owner, deliveries }
+    elseif idle < minIdle then
+      results[i] = { id, 'not_idle', '', owner, deliveries }
+    else
+      local entry = redis.call('XRANGE', source, id, id)[1]
+      local fields = entry and entry[2] or {}
+      local status, entryReason = 'moved', reason
+      if entry == nil then
+        -- Trimmed or XDEL'ed while pending: record a tombstone so the loss is never silent.
+        status, entryReason = 'tombstone', 'trimmed'
+      end
+      local args = { dead }
+      if maxLen > 0 then
+        args[#args + 1] = 'MAXLEN'
+        args[#args + 1] = '~'
+        args[#args + 1] = maxLen
+      end
+      -- The header: fixed names in a fixed order (see dead-letter-format.ts), then the original
+      -- fields verbatim, so a redrive restores them exactly even if their names start with "dlq:".
+      local header = {
+        '*',
+        'dlq:stream', source,
+        'dlq:id', id,
+        'dlq:group', group,
+        'dlq:consumer', owner,
+        'dlq:deliveries', deliveries,
+        'dlq:reason', entryReason,
+        'dlq:error', errorText,
+        'dlq:at', now,
+        'dlq:fields', #fields / 2,
+      }
+      for _, value in ipairs(header) do args[#args + 1] = value end
+      for _, value in ipairs(fields) do args[#args + 1] = value end
+      local deadId = redis.call('XADD', unpack(args))
+      redis.call('XACK', source, group, id)
+      results[i] = { id, status, deadId, owner, deliveries }
+    end
+  end
+end
+return results
