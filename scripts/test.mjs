@@ -5,7 +5,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: 'inherit', shell: false }).status ?? 1;
 
-if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0) {
+if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0 || run('node', ['scripts/copy-assets.mjs', 'build/src']) !== 0) {
   console.error('type-check failed');
   console.log('0 passed, 1 failed');
   process.exit(1);
