@@ -58,7 +58,8 @@ const noop = (): void => undefined;
  *   instance's private reply stream, matched by correlation id.
  */
 export class RedisStreamsClient
-  extends ClientProxy<RedisStreamsClientEvents, RedisStreamsClientStatus>
+  // Status stays `string` in the base type so the class fits `ClientsModule`'s `customClass`.
+  extends ClientProxy<RedisStreamsClientEvents, string>
   implements OnApplicationShutdown
 {
   protected readonly logger = new Logger(RedisStreamsClient.name);
@@ -79,6 +80,11 @@ export class RedisStreamsClient
     this.replyKey = `${this.config.replyPrefix}{${randomUUID()}}:replies`;
     this.initializeSerializer(options as ClientOptions['options']);
     this.initializeDeserializer(options as ClientOptions['options']);
+  }
+
+  /** 'connected' | 'reconnecting' | 'disconnected' of the producer connection. */
+  override get status(): Observable<RedisStreamsClientStatus> {
+    return super.status as Observable<RedisStreamsClientStatus>;
   }
 
   /** The key of this instance's reply stream. */
