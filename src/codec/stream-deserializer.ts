@@ -1,0 +1,69 @@
+import { WireField, type Headers, type StreamFields } from './wire-format.js';
+
+/** Where an entry came from, handed to the deserializer (and named in decode errors). */
+export interface StreamEntryOrigin {
+  readonly stream: string;
+  readonly id: string;
+}
+
+/** What a deserializer makes of an entry. `id` + `replyTo` together mark a request. */
+export interface DecodedEntry {
+  /** The Nest pattern; when absent, the pattern of the handler bound to the stream is used. */
+  pattern?: string;
+  data: unknown;
+  /** Correlation id of a request. */
+  id?: string;
+  /** Reply stream key of a request. */
+  replyTo?: string;
+  headers?: Headers;
+}
+
+/** Nest-style pluggable decoder of stream entries (server option `deserializer`). May be async. */
+export interface StreamDeserializer {
+  deserialize(fields: StreamFields, origin: StreamEntryOrigin): DecodedEntry | Promise<DecodedEntry>;
+}
+
+/**
+ * The default wire format (see wire-format.ts): `data` is JSON, `headers` a JSON object of strings,
+ * `pattern`, `id` and `replyTo` plain strings. Throws (with a plain message) on anything else;
+ * the server wraps that into a `RedisStreamsDecodeError` naming the stream and id.
+ */
+export class JsonStreamDeserializer implements StreamDeserializer {
+  deserialize(fields: StreamFields): DecodedEntry {
+    const rawData = fields[WireField.data];
+    if (rawData === undefined) {
+      throw new Error(`no "${WireField.data}" field (fields: ${Object.keys(fields).join(', ') || 'none'}); use extras.raw for foreign entries`);
+    }
+    let data: unknown;
+    try {
+      data = JSON.parse(rawData);
+    } catch (error) {
+      throw new Error(`"${WireField.data}" is not JSON: ${(error as Error).message}`);
+    }
+    const decoded: DecodedEntry = { pattern: fields[WireField.pattern], data };
+    const rawHeaders = fields[WireField.headers];
+    if (rawHeaders !== undefined) decoded.headers = parseHeaders(rawHeaders);
+    const id = fields[WireField.id];
+    const replyTo = fields[WireField.replyTo];
+    if (id !== undefined) decoded.id = id;
+    if (replyTo !== undefined) decoded.replyTo = replyTo;
+    return decoded;
+  }
+}
+
+function parseHeaders(raw: string): Headers {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (error) {
+    throw new Error(`"${WireField.headers}" is not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new Error(`"${WireField.headers}" is not a JSON object`);
+  }
+  const headers = Object.create(null) as Headers;
+  for (const [name, value] of Object.entries(parsed as Record<string, unknown>)) {
+    headers[name] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  return headers;
+}

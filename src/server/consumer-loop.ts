@@ -1,0 +1,277 @@
+import type { Logger } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connection.js';
+import type { Dispatcher } from './dispatcher.js';
+import { errorMessage, isNoGroupError } from './groups.js';
+import type { StreamBinding } from './handler-binding.js';
+import type { IncomingEntry } from './in-flight.js';
+import { forEachStreamOfReply, type ReadEntry } from './read-reply.js';
+
+/** What a reader needs from the server. */
+export interface ReaderHost {
+  readonly consumer: string;
+  readonly blockMs: number;
+  readonly readBatch: number;
+  readonly reconnectInitialMs: number;
+  readonly reconnectMaxMs: number;
+  readonly dispatcher: Dispatcher;
+  /** The command connection (XPENDING for re-read delivery counts, CLIENT UNBLOCK on stop). */
+  readonly commands: RedisClient;
+  readonly logger: Logger;
+  deliver(binding: StreamBinding, entries: IncomingEntry[]): void;
+  /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
+  dropDeleted(binding: StreamBinding, ids: string[]): void;
+  /** NOGROUP: recreate the groups of these bindings at `0`. */
+  recreateGroups(bindings: readonly StreamBinding[]): Promise<void>;
+}
+
+/**
+ * One blocking connection reading all streams of one group. It first re-reads this consumer's
+ * own pending entries (id `0`, so a restarted worker gets its unfinished work back), then reads
+ * new entries with `>`. COUNT never exceeds the free prefetch slots. Errors back off and retry;
+ * NOGROUP recreates the group.
+ */
+export class StreamReader {
+  private stopping = false;
+  private loop: Promise<void> | undefined;
+  private reading = false;
+  private clientId: number | undefined;
+  private failures = 0;
+  private sleepTimer: NodeJS.Timeout | undefined;
+  private wakeSleep: (() => void) | undefined;
+  private readonly byStream = new Map<string, StreamBinding>();
+  private readonly blockingHead: (string | number)[];
+  private readonly blockingTail: (string | number)[];
+
+  constructor(
+    readonly group: string,
+    readonly bindings: readonly StreamBinding[],
+    readonly client: RedisClient,
+    private readonly host: ReaderHost,
+    /** Most slots this reader may reserve, so a reader blocked on idle streams cannot starve the others. */
+    private readonly slotShare: number,
+  ) {
+    for (const binding of bindings) this.byStream.set(binding.stream, binding);
+    const streams = bindings.map((binding) => binding.stream);
+    this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
+    this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
+    client.on('close', this.forgetClientId);
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops reading: unblocks a blocked read (CLIENT UNBLOCK) or, failing that, drops the connection. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    this.cancelSleep();
+    if (this.loop === undefined) return;
+    if (this.reading) await this.unblock();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)));
+    const stopped = await Promise.race([this.loop.then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (stopped) {
+      // A read that can neither be unblocked nor answered (connection down): drop it.
+      this.client.disconnect(false);
+      await this.loop;
+    }
+    this.client.off('close', this.forgetClientId);
+  }
+
+  private readonly forgetClientId = (): void => {
+    this.clientId = undefined;
+  };
+
+  private async run(): Promise<void> {
+    try {
+      await this.readOwnPending();
+      while (!this.stopping) await this.readNew();
+    } catch (error) {
+      this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
+    }
+  }
+
+  /**
+   * Reserves slots for one read over `streams` streams. XREADGROUP's COUNT applies per stream, so
+   * COUNT is the reservation divided by the stream count. Returns COUNT (0 when stopping); the
+   * caller unreserves `count * streams`.
+   */
+  private async reserveSlots(streams: number): Promise<number> {
+    const { dispatcher } = this.host;
+    for (;;) {
+      if (this.stopping) return 0;
+      const total = Math.min(this.host.readBatch, this.slotShare, dispatcher.freeSlots());
+      const count = Math.floor(total / streams);
+      if (count > 0) {
+        dispatcher.reserve(count * streams);
+        return count;
+      }
+      await dispatcher.waitForSlot(streams);
+    }
+  }
+
+  private async readNew(): Promise<void> {
+    const streams = this.bindings.length;
+    const count = await this.reserveSlots(streams);
+    if (count === 0) return;
+    const reserved = count * streams;
+    let reply: unknown;
+    try {
+      if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
+      this.reading = true;
+      reply = await this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail);
+      this.failures = 0;
+    } catch (error) {
+      this.host.dispatcher.unreserve(reserved);
+      await this.recover(error);
+      return;
+    } finally {
+      this.reading = false;
+    }
+    this.host.dispatcher.unreserve(reserved);
+    forEachStreamOfReply(reply, (stream, entries) => {
+      const binding = this.byStream.get(stream);
+      if (binding !== undefined) this.host.deliver(binding, toIncoming(entries, 1));
+    });
+  }
+
+  /**
+   * Re-reads this consumer's own pending entries, page by page (id `0`, then after the last id
+   * seen). Redis adds one to their delivery counts; XPENDING tells the new counts.
+   */
+  private async readOwnPending(): Promise<void> {
+    const cursors = new Map<StreamBinding, string>(this.bindings.map((binding) => [binding, '0']));
+    while (!this.stopping && cursors.size > 0) {
+      const pending = [...cursors.keys()];
+      const count = await this.reserveSlots(pending.length);
+      if (count === 0) return;
+      const reserved = count * pending.length;
+      let reply: unknown;
+      try {
+        reply = await this.client.call(
+          'XREADGROUP',
+          'GROUP',
+          this.group,
+          this.host.consumer,
+          'COUNT',
+          count,
+          'STREAMS',
+          ...pending.map((binding) => binding.stream),
+          ...pending.map((binding) => cursors.get(binding) as string),
+        );
+        this.failures = 0;
+      } catch (error) {
+        this.host.dispatcher.unreserve(reserved);
+        // After NOGROUP the group is new and its PEL empty: nothing of ours left to re-read.
+        if (isNoGroupError(error)) cursors.clear();
+        await this.recover(error);
+        continue;
+      }
+      const pages: Array<[StreamBinding, ReadEntry[]]> = [];
+      const answered = new Set<StreamBinding>();
+      forEachStreamOfReply(reply, (stream, entries) => {
+        const binding = this.byStream.get(stream);
+        if (binding === undefined || !cursors.has(binding)) return;
+        answered.add(binding);
+        if (entries.length === 0) cursors.delete(binding);
+        else {
+          cursors.set(binding, (entries[entries.length - 1] as ReadEntry).id);
+          pages.push([binding, entries]);
+        }
+      });
+      for (const binding of pending) if (!answered.has(binding)) cursors.delete(binding);
+      try {
+        for (const [binding, entries] of pages) await this.deliverReRead(binding, entries);
+      } finally {
+        this.host.dispatcher.unreserve(reserved);
+      }
+    }
+  }
+
+  private async deliverReRead(binding: StreamBinding, entries: ReadEntry[]): Promise<void> {
+    const deleted = entries.filter((entry) => entry.fields === null).map((entry) => entry.id);
+    if (deleted.length > 0) this.host.dropDeleted(binding, deleted);
+    const live = entries.filter((entry) => entry.fields !== null);
+    if (live.length === 0) return;
+    const counts = new Map<string, number>();
+    try {
+      const first = (live[0] as ReadEntry).id;
+      const last = (live[live.length - 1] as ReadEntry).id;
+      const rows = (await this.host.commands.call(
+        'XPENDING', binding.stream, binding.group, first, last, live.length, this.host.consumer,
+      )) as Array<[string, string, number, number]>;
+      for (const row of rows) counts.set(String(row[0]), Number(row[3]));
+    } catch (error) {
+      this.host.logger.warn(`XPENDING on "${binding.stream}" failed; re-read entries get delivery count 2: ${errorMessage(error)}`);
+    }
+    this.host.deliver(
+      binding,
+      live.map((entry) => ({ id: entry.id, fields: entry.fields as NonNullable<ReadEntry['fields']>, deliveryCount: counts.get(entry.id) ?? 2 })),
+    );
+  }
+
+  private async recover(error: unknown): Promise<void> {
+    if (this.stopping) return;
+    if (isNoGroupError(error)) {
+      this.host.logger.warn(`group "${this.group}" or one of its streams is gone (${errorMessage(error)}); recreating it at 0`);
+      try {
+        await this.host.recreateGroups(this.bindings);
+        return;
+      } catch (recreateError) {
+        error = recreateError;
+      }
+    }
+    const delay = Math.min(this.host.reconnectMaxMs, this.host.reconnectInitialMs * 2 ** Math.min(this.failures, 20));
+    if (this.failures === 0) {
+      this.host.logger.warn(`read of group "${this.group}" failed (${errorMessage(error)}); retrying with backoff`);
+    }
+    this.failures++;
+    await this.sleep(delay / 2 + Math.random() * (delay / 2));
+  }
+
+  private async fetchClientId(): Promise<void> {
+    try {
+      this.clientId = Number(await this.client.call('CLIENT', 'ID'));
+    } catch {
+      this.clientId = undefined;
+    }
+  }
+
+  private async unblock(): Promise<void> {
+    const { commands } = this.host;
+    if (this.clientId === undefined || !(commands instanceof Redis) || commands.status !== 'ready') return;
+    try {
+      await commands.call('CLIENT', 'UNBLOCK', this.clientId);
+    } catch {
+      // stop() falls back to dropping the connection
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeSleep = resolve;
+      this.sleepTimer = setTimeout(() => {
+        this.sleepTimer = undefined;
+        this.wakeSleep = undefined;
+        resolve();
+      }, ms);
+    });
+  }
+
+  private cancelSleep(): void {
+    if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
+    this.sleepTimer = undefined;
+    this.wakeSleep?.();
+    this.wakeSleep = undefined;
+  }
+}
+
+function toIncoming(entries: ReadEntry[], deliveryCount: number): IncomingEntry[] {
+  const incoming: IncomingEntry[] = [];
+  for (const entry of entries) {
+    if (entry.fields !== null) incoming.push({ id: entry.id, fields: entry.fields, deliveryCount });
+  }
+  return incoming;
+}

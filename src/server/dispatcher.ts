@@ -1,0 +1,159 @@
+import type { StreamBinding } from './handler-binding.js';
+import { EntryState, type InFlightEntry, type IncomingEntry } from './in-flight.js';
+
+/**
+ * Prefetch and concurrency accounting. Every entry from any source enters through `admit` and
+ * holds one prefetch slot until `release` (acked, nacked, failed, handed back); it holds one
+ * handler slot while its handler runs. Readers reserve slots before a read so several readers
+ * (one per group) never fetch more than `prefetch` together.
+ */
+export class Dispatcher {
+  private readonly inFlight = new Map<string, InFlightEntry>();
+  private reserved = 0;
+  private running = 0;
+  private accepting = true;
+  private nextLane = 0;
+  private slotWaiters: Array<() => void> = [];
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly prefetch: number,
+    private readonly concurrency: number,
+    private readonly bindings: readonly StreamBinding[],
+    private readonly start: (entry: InFlightEntry) => void,
+  ) {}
+
+  /** Prefetch slots neither held by an entry nor reserved by a read in progress. */
+  freeSlots(): number {
+    return this.prefetch - this.inFlight.size - this.reserved;
+  }
+
+  runningCount(): number {
+    return this.running;
+  }
+
+  inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  reserve(count: number): void {
+    this.reserved += count;
+  }
+
+  unreserve(count: number): void {
+    this.reserved -= count;
+    if (count > 0) this.wakeSlotWaiters();
+  }
+
+  /** Ids of the entries this binding holds (queued, running, or waiting for their ack). */
+  idsOf(binding: StreamBinding): string[] {
+    const ids: string[] = [];
+    for (const entry of this.inFlight.values()) if (entry.binding === binding) ids.push(entry.id);
+    return ids;
+  }
+
+  has(key: string): boolean {
+    return this.inFlight.has(key);
+  }
+
+  /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
+  waitForSlot(wanted = 1): Promise<void> {
+    if (!this.accepting || this.freeSlots() >= wanted) return Promise.resolve();
+    return new Promise((resolve) => this.slotWaiters.push(resolve));
+  }
+
+  /**
+   * Registers entries of one binding and starts handlers as slots allow. An entry already in
+   * flight (same stream, group, id) is skipped: it is the same delivery, already being handled.
+   */
+  admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
+    const prefix = binding.key + '\u0000';
+    for (const incoming of entries) {
+      const key = prefix + incoming.id;
+      if (this.inFlight.has(key)) continue;
+      const entry: InFlightEntry = {
+        binding,
+        key,
+        id: incoming.id,
+        fields: incoming.fields,
+        deliveryCount: incoming.deliveryCount,
+        state: EntryState.Queued,
+        settled: false,
+      };
+      this.inFlight.set(key, entry);
+      binding.queue.push(entry);
+    }
+    this.pump();
+  }
+
+  /** The entry's handler returned (or failed): its handler slot goes to the next queued entry. */
+  finished(entry: InFlightEntry): void {
+    if (entry.state !== EntryState.Running) return;
+    entry.state = EntryState.Finished;
+    this.running--;
+    entry.binding.running--;
+    if (this.running === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+    this.pump();
+  }
+
+  /** The entry left this consumer's hands (acked, nacked, failed, handed back): its prefetch slot is free. */
+  release(entry: InFlightEntry): void {
+    if (this.inFlight.get(entry.key) !== entry) return;
+    this.inFlight.delete(entry.key);
+    this.wakeSlotWaiters();
+  }
+
+  /** Stop starting handlers; slot waiters wake so readers can see they must stop. */
+  stopAccepting(): void {
+    this.accepting = false;
+    this.wakeSlotWaiters(true);
+  }
+
+  /** Removes and returns every entry not started yet (for the handoff on close). */
+  takeQueued(): InFlightEntry[] {
+    const taken: InFlightEntry[] = [];
+    for (const binding of this.bindings) {
+      for (const entry of binding.queue) taken.push(entry);
+      binding.queue.length = 0;
+    }
+    return taken;
+  }
+
+  /** Resolves when no handler runs. */
+  whenIdle(): Promise<void> {
+    if (this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Starts queued entries while handler slots allow, taking lanes in turn so no stream starves. */
+  private pump(): void {
+    const lanes = this.bindings.length;
+    while (this.accepting && this.running < this.concurrency) {
+      let entry: InFlightEntry | undefined;
+      for (let i = 0; i < lanes; i++) {
+        const lane = this.bindings[(this.nextLane + i) % lanes] as StreamBinding;
+        if (lane.queue.length > 0 && lane.running < lane.concurrency) {
+          entry = lane.queue.shift();
+          this.nextLane = (this.nextLane + i + 1) % lanes;
+          break;
+        }
+      }
+      if (entry === undefined) return;
+      entry.state = EntryState.Running;
+      this.running++;
+      entry.binding.running++;
+      this.start(entry);
+    }
+  }
+
+  private wakeSlotWaiters(force = false): void {
+    if (this.slotWaiters.length === 0 || (!force && this.freeSlots() <= 0)) return;
+    const waiters = this.slotWaiters;
+    this.slotWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}

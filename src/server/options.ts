@@ -1,0 +1,200 @@
+import { hostname } from 'node:os';
+import type { ConsumerSerializer } from '@nestjs/microservices';
+import { RedisStreamsOptionError } from '../errors.js';
+import type { RedisConnection } from '../redis/connection.js';
+import type { StreamDeserializer } from '../codec/stream-deserializer.js';
+import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
+
+export type AckMode = 'auto' | 'manual';
+
+export interface RedisStreamsServerOptions {
+  /** Where to connect: URL, ioredis options, or an existing `Redis`/`Cluster` client (used for commands; readers get their own). */
+  connection?: RedisConnection;
+  /** Consumer group of every handler; a handler may name another one in its `extras.group`. */
+  group: string;
+  /** Consumer name inside the group. Keep it stable across restarts (see docs/server.md). Default `${hostname}-${pid}`. */
+  consumer?: string;
+  /** Prepended to every pattern to form the stream key. Default `''`. */
+  prefix?: string;
+  /** Where a new group starts: `0` (default: entries written before the first worker are consumed), `$`, or a stream id. */
+  startId?: string;
+  /** Handlers running at once, over all streams. Default 50 (or `prefetch` when that is smaller). */
+  concurrency?: number;
+  /** Entries fetched but not yet acked (or nacked), over all streams. Default 2 × concurrency. Must be ≥ concurrency. */
+  prefetch?: number;
+  /** Largest COUNT of one XREADGROUP. Default 100. */
+  readBatch?: number;
+  /** BLOCK of the blocking XREADGROUP, in ms. Default 5000. */
+  blockMs?: number;
+  /** `auto`: ack when the handler succeeded. `manual`: the handler calls `ctx.ack()` / `ctx.nack()`. Default `auto`. */
+  ackMode?: AckMode;
+  /** How long `close()` waits for running handlers, in ms. Default 10000. */
+  shutdownTimeout?: number;
+  /** Consumer that `close()` hands fetched-but-unstarted entries to (XCLAIM … IDLE huge JUSTID). Default `handoff`. */
+  handoffConsumer?: string;
+  /** PEXPIRE of a reply stream after each reply, in ms (a dead client's reply stream goes away). Default 60000. */
+  replyTtl?: number;
+  /** Approximate MAXLEN of a reply stream. Default 1000. */
+  replyMaxLen?: number;
+  /** First and largest delay between retries of a failing read, in ms. Defaults 100 and 5000. */
+  reconnectDelay?: { initialMs?: number; maxMs?: number };
+  /** Decodes an entry's fields into `{ pattern, data, id?, replyTo?, headers? }`. Default: the JSON wire format. */
+  deserializer?: StreamDeserializer;
+  /** Turns a reply packet (`{ response?, err?, isDisposed }`) into what is written as the reply's `packet`. Default: identity. */
+  serializer?: ConsumerSerializer;
+}
+
+export interface ResolvedServerOptions {
+  readonly connection: RedisConnection | undefined;
+  readonly group: string;
+  readonly consumer: string;
+  readonly prefix: string;
+  readonly startId: string;
+  readonly concurrency: number;
+  readonly prefetch: number;
+  readonly readBatch: number;
+  readonly blockMs: number;
+  readonly ackMode: AckMode;
+  readonly shutdownTimeout: number;
+  readonly handoffConsumer: string;
+  readonly replyTtl: number;
+  readonly replyMaxLen: number;
+  readonly reconnectInitialMs: number;
+  readonly reconnectMaxMs: number;
+}
+
+/** Per-handler options, given as the pattern decorator's `extras`. */
+export interface RedisStreamsHandlerExtras {
+  /** Consumer group of this handler (default: the server's `group`). */
+  group?: string;
+  /** Hand the handler the entry's field map exactly as stored, without decoding. */
+  raw?: boolean;
+  /** Ack mode of this handler (default: the server's `ackMode`). */
+  ackMode?: AckMode;
+  /** Start id when this handler's group is created (default: the server's `startId`). */
+  startId?: string;
+  /** Handlers of this stream running at once (default and upper bound: the server's `concurrency`). */
+  concurrency?: number;
+  /** Deliveries after which recovery dead-letters an entry (used by the recovery provider). */
+  maxDeliveries?: number;
+}
+
+export interface ResolvedHandlerExtras {
+  readonly group: string;
+  readonly raw: boolean;
+  readonly ackMode: AckMode;
+  readonly startId: string;
+  readonly concurrency: number;
+  readonly maxDeliveries: number | undefined;
+}
+
+export const DEFAULT_CONCURRENCY = 50;
+export const DEFAULT_READ_BATCH = 100;
+export const DEFAULT_BLOCK_MS = 5_000;
+export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
+export const DEFAULT_HANDOFF_CONSUMER = 'handoff';
+export const DEFAULT_REPLY_TTL = 60_000;
+export const DEFAULT_REPLY_MAXLEN = 1_000;
+const START_ID_SPECIALS = ['0', '$'] as const;
+
+export function defaultConsumerName(): string {
+  return `${hostname()}-${process.pid}`;
+}
+
+/** Validates every server option and fills defaults; throws `RedisStreamsOptionError` naming the first bad one. */
+export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
+  }
+  const group = nonEmptyStringOption('group', options.group);
+  const consumer = nonEmptyStringOption('consumer', options.consumer, defaultConsumerName());
+  const prefix = options.prefix === undefined ? '' : stringOption('prefix', options.prefix);
+  const startId = streamIdOption('startId', options.startId, '0', START_ID_SPECIALS);
+  const prefetchGiven = integerOption('prefetch', options.prefetch, 0, 1);
+  const concurrency = integerOption(
+    'concurrency',
+    options.concurrency,
+    prefetchGiven > 0 ? Math.min(DEFAULT_CONCURRENCY, prefetchGiven) : DEFAULT_CONCURRENCY,
+    1,
+  );
+  const prefetch = prefetchGiven > 0 ? prefetchGiven : 2 * concurrency;
+  if (prefetch < concurrency) {
+    throw new RedisStreamsOptionError(
+      'prefetch',
+      `must be at least concurrency (${concurrency}), got ${prefetch}: handlers could never all be busy`,
+    );
+  }
+  const readBatch = integerOption('readBatch', options.readBatch, DEFAULT_READ_BATCH, 1, 10_000);
+  const blockMs = integerOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
+  const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
+  const shutdownTimeout = integerOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
+  const handoffConsumer = nonEmptyStringOption('handoffConsumer', options.handoffConsumer, DEFAULT_HANDOFF_CONSUMER);
+  if (handoffConsumer === consumer) {
+    throw new RedisStreamsOptionError('handoffConsumer', `must differ from the consumer name "${consumer}"`);
+  }
+  const replyTtl = integerOption('replyTtl', options.replyTtl, DEFAULT_REPLY_TTL, 1);
+  const replyMaxLen = integerOption('replyMaxLen', options.replyMaxLen, DEFAULT_REPLY_MAXLEN, 1);
+  const delay = options.reconnectDelay ?? {};
+  if (delay === null || typeof delay !== 'object') {
+    throw new RedisStreamsOptionError('reconnectDelay', `must be an object, got ${describe(delay)}`);
+  }
+  const reconnectInitialMs = integerOption('reconnectDelay.initialMs', delay.initialMs, 100, 1);
+  const reconnectMaxMs = integerOption('reconnectDelay.maxMs', delay.maxMs, Math.max(5_000, reconnectInitialMs), reconnectInitialMs);
+  codecOption('deserializer', options.deserializer, 'deserialize');
+  codecOption('serializer', options.serializer, 'serialize');
+  return {
+    connection: options.connection,
+    group,
+    consumer,
+    prefix,
+    startId,
+    concurrency,
+    prefetch,
+    readBatch,
+    blockMs,
+    ackMode,
+    shutdownTimeout,
+    handoffConsumer,
+    replyTtl,
+    replyMaxLen,
+    reconnectInitialMs,
+    reconnectMaxMs,
+  };
+}
+
+/** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
+export function resolveHandlerExtras(
+  pattern: string,
+  extras: Record<string, unknown> | undefined,
+  server: ResolvedServerOptions,
+): ResolvedHandlerExtras {
+  const given = extras ?? {};
+  const name = (option: string) => `extras.${option} (handler "${pattern}")`;
+  return {
+    group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
+    raw: booleanOption(name('raw'), given.raw, false),
+    ackMode: ackModeOption(name('ackMode'), given.ackMode, server.ackMode),
+    startId: streamIdOption(name('startId'), given.startId, server.startId, START_ID_SPECIALS),
+    concurrency: Math.min(integerOption(name('concurrency'), given.concurrency, server.concurrency, 1), server.concurrency),
+    maxDeliveries:
+      given.maxDeliveries === undefined ? undefined : integerOption(name('maxDeliveries'), given.maxDeliveries, 0, 1),
+  };
+}
+
+function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMode {
+  if (value === undefined) return fallback;
+  if (value === 'auto' || value === 'manual') return value;
+  throw new RedisStreamsOptionError(option, `must be "auto" or "manual", got ${describe(value)}`);
+}
+
+function stringOption(option: string, value: unknown): string {
+  if (typeof value !== 'string') throw new RedisStreamsOptionError(option, `must be a string, got ${describe(value)}`);
+  return value;
+}
+
+function codecOption(option: string, value: unknown, method: string): void {
+  if (value === undefined) return;
+  if (value === null || typeof value !== 'object' || typeof (value as Record<string, unknown>)[method] !== 'function') {
+    throw new RedisStreamsOptionError(option, `must be an object with a ${method}() method`);
+  }
+}

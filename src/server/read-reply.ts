@@ -1,0 +1,31 @@
+import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
+
+export interface ReadEntry {
+  readonly id: string;
+  /** `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
+  readonly fields: StreamFields | null;
+}
+
+/**
+ * Calls `onStream(stream, entries)` for each stream of an XREADGROUP reply. ioredis hands the
+ * reply as nested pairs (`[[key, entries], …]`, RESP2) or, through `call` on RESP3, as the
+ * flattened map (`[key, entries, key, entries]`); both are accepted.
+ */
+export function forEachStreamOfReply(reply: unknown, onStream: (stream: string, entries: ReadEntry[]) => void): void {
+  if (!Array.isArray(reply) || reply.length === 0) return;
+  if (Array.isArray(reply[0])) {
+    for (const pair of reply as unknown[][]) onStream(String(pair[0]), toEntries(pair[1]));
+    return;
+  }
+  for (let i = 0; i + 1 < reply.length; i += 2) onStream(String(reply[i]), toEntries(reply[i + 1]));
+}
+
+function toEntries(raw: unknown): ReadEntry[] {
+  if (!Array.isArray(raw)) return [];
+  const entries: ReadEntry[] = [];
+  for (const item of raw) {
+    const [id, flat] = item as [string, (string | Buffer)[] | null];
+    entries.push({ id: String(id), fields: Array.isArray(flat) ? fieldsFromArray(flat) : null });
+  }
+  return entries;
+}

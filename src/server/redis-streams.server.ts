@@ -1,0 +1,502 @@
+import { Logger } from '@nestjs/common';
+import { Server, type ConsumerDeserializer, type CustomTransportStrategy } from '@nestjs/microservices';
+import { isObservable, lastValueFrom, type Observable } from 'rxjs';
+import type { ReplyPacket } from '../codec/reply.js';
+import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
+import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { Cluster } from 'ioredis';
+import { AckBatcher } from './ack-batcher.js';
+import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
+import { StreamReader, type ReaderHost } from './consumer-loop.js';
+import { RedisStreamsContext, type EntrySettler } from './context.js';
+import { Dispatcher } from './dispatcher.js';
+import { createGroup, errorMessage } from './groups.js';
+import { handOffEntries } from './handoff.js';
+import {
+  bindHandlers,
+  bindingKey,
+  describeBinding,
+  groupBindingsForReaders,
+  type HandledStream,
+  type StreamBinding,
+} from './handler-binding.js';
+import type { InFlightEntry, IncomingEntry } from './in-flight.js';
+import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
+import { writeReply } from './reply-writer.js';
+
+/** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
+export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
+
+/** Nest's NO_MESSAGE_HANDLER text, so clients of any Nest transport recognize it. */
+export const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
+
+/** Events of `server.on(event, callback)`. */
+export type RedisStreamsServerEvents = {
+  /** A connection, read, ack or reply failed (the server goes on). */
+  error: (error: Error) => void;
+  /** An entry could not be decoded; it stays pending. */
+  decodeError: (error: RedisStreamsDecodeError) => void;
+  /** A group (and maybe its stream) was missing and was created again at `0`. */
+  groupRecreated: (info: { stream: string; group: string }) => void;
+  /** Entries handed back on close. */
+  handoff: (info: { count: number; consumer: string }) => void;
+};
+
+/** Connections behind `unwrap()`. */
+export interface RedisStreamsConnections {
+  /** Acks, replies, group creation, handoff. */
+  readonly commands: RedisClient;
+  /** One blocking reader connection per consumer group. */
+  readonly readers: readonly RedisClient[];
+}
+
+/** Renews the lease of an in-flight entry; installed by a recovery provider. @internal */
+export type LeaseExtender = (entry: { stream: string; group: string; id: string }, ms: number | undefined) => Promise<void>;
+
+type Listener = (...args: unknown[]) => void;
+
+const READER_STOP_GRACE_MS = 2_000;
+
+/**
+ * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
+ * reads its own stream (`prefix + pattern`) through a consumer group; entries are acked only after
+ * the handler succeeded. See docs/server.md.
+ */
+export class RedisStreamsServer
+  extends Server<RedisStreamsServerEvents, RedisStreamsStatus>
+  implements CustomTransportStrategy, EntrySettler
+{
+  override readonly transportId = REDIS_STREAMS_TRANSPORT;
+  /** Handler failures must reach us (we await handlers ourselves) so that a failed entry is not acked. */
+  override readonly propagatesEventHandlerErrors = true;
+  protected override readonly logger = new Logger(RedisStreamsServer.name);
+
+  private readonly options: ResolvedServerOptions;
+  private readonly decoder: StreamDeserializer;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private state: 'idle' | 'starting' | 'listening' | 'closing' | 'closed' = 'idle';
+  private commands: OpenedConnection | undefined;
+  private readerConnections: OpenedConnection[] = [];
+  private readers: StreamReader[] = [];
+  private bindings: StreamBinding[] = [];
+  private readonly bindingsByKey = new Map<string, StreamBinding>();
+  private dispatcher: Dispatcher | undefined;
+  private acker: AckBatcher | undefined;
+  private statusTracker: ConnectionStatusTracker | undefined;
+  private leaseExtender: LeaseExtender | undefined;
+
+  constructor(options: RedisStreamsServerOptions) {
+    super();
+    this.options = resolveServerOptions(options);
+    this.decoder = options.deserializer ?? new JsonStreamDeserializer();
+    this.initializeSerializer(options);
+    this.initializeDeserializer({ deserializer: this.decoder as unknown as ConsumerDeserializer });
+  }
+
+  /** The consumer name this server reads as. */
+  get consumer(): string {
+    return this.options.consumer;
+  }
+
+  async listen(callback: (error?: unknown) => void): Promise<void> {
+    try {
+      await this.start();
+    } catch (error) {
+      callback(error);
+      return;
+    }
+    callback();
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed' || this.state === 'closing') return;
+    const wasRunning = this.state === 'listening';
+    this.state = 'closing';
+    try {
+      if (wasRunning) await this.drain();
+    } finally {
+      this.statusTracker?.stop();
+      await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
+      await closeConnection(this.commands);
+      this.state = 'closed';
+      if (wasRunning) this._status$.next('disconnected');
+    }
+  }
+
+  override on<
+    EventKey extends keyof RedisStreamsServerEvents = keyof RedisStreamsServerEvents,
+    EventCallback extends RedisStreamsServerEvents[EventKey] = RedisStreamsServerEvents[EventKey],
+  >(event: EventKey, callback: EventCallback): void {
+    let set = this.listeners.get(event);
+    if (set === undefined) this.listeners.set(event, (set = new Set()));
+    set.add(callback as unknown as Listener);
+  }
+
+  /** `{ commands, readers }`: the ioredis clients this server uses. Only after `listen()`. */
+  unwrap<T = RedisStreamsConnections>(): T {
+    if (this.commands === undefined) {
+      throw new Error('Not initialized. Please call the "listen"/"startAllMicroservices" method before accessing the server.');
+    }
+    const connections: RedisStreamsConnections = {
+      commands: this.commands.client,
+      readers: this.readerConnections.map((opened) => opened.client),
+    };
+    return connections as T;
+  }
+
+  // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
+
+  /** @internal Prefetch slots a claim may fill now. */
+  freePrefetchSlots(): number {
+    return this.dispatcher?.freeSlots() ?? 0;
+  }
+
+  /** @internal Whether this process holds (queued or running) that entry. */
+  isInFlight(stream: string, group: string, id: string): boolean {
+    return this.dispatcher?.has(`${bindingKey(stream, group)}\u0000${id}`) ?? false;
+  }
+
+  /**
+   * @internal Hands claimed entries to the handlers through the same accounting as reads. The
+   * caller claims at most `freePrefetchSlots()` entries. Returns how many were new here.
+   */
+  dispatchEntries(stream: string, group: string, entries: readonly IncomingEntry[]): number {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    if (binding === undefined || this.dispatcher === undefined) {
+      throw new Error(`no handler of this server reads stream "${stream}" with group "${group}"`);
+    }
+    if (this.state !== 'listening') return 0;
+    const before = this.dispatcher.inFlightCount();
+    this.dispatcher.admit(binding, entries);
+    return this.dispatcher.inFlightCount() - before;
+  }
+
+  /** @internal Every stream + group this server reads, with the handler's options. */
+  handledStreams(): HandledStream[] {
+    return this.bindings.map(describeBinding);
+  }
+
+  /** @internal Ids this process holds for a stream + group (lease renewal). */
+  inFlightIds(stream: string, group: string): string[] {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    if (binding === undefined || this.dispatcher === undefined) return [];
+    return this.dispatcher.idsOf(binding);
+  }
+
+  /** @internal The command connection (after `listen()`). */
+  commandConnection(): RedisClient {
+    return this.unwrap<RedisStreamsConnections>().commands;
+  }
+
+  /** @internal Installed by a recovery provider to make `ctx.extendLease()` renew idle times. */
+  setLeaseExtender(extender: LeaseExtender | undefined): void {
+    this.leaseExtender = extender;
+  }
+
+  // ---- EntrySettler (RedisStreamsContext) ----
+
+  ack(entry: InFlightEntry): Promise<void> {
+    if (entry.settled || this.acker === undefined) return Promise.resolve();
+    entry.settled = true;
+    return this.acker.add(entry);
+  }
+
+  nack(entry: InFlightEntry): void {
+    if (entry.settled) return;
+    entry.settled = true;
+    this.dispatcher?.release(entry);
+  }
+
+  extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
+    if (this.leaseExtender === undefined) return Promise.resolve();
+    return this.leaseExtender({ stream: entry.binding.stream, group: entry.binding.group, id: entry.id }, ms);
+  }
+
+  // ---- startup ----
+
+  private async start(): Promise<void> {
+    if (this.state !== 'idle') throw new Error(`RedisStreamsServer cannot listen: it is ${this.state}`);
+    this.state = 'starting';
+    const options = this.options;
+    // Validate every handler's extras before the first command.
+    const bindings = bindHandlers(this.getHandlers(), options);
+    if (bindings.length > options.prefetch) {
+      throw new RedisStreamsOptionError(
+        'prefetch',
+        `must be at least the number of handled streams (${bindings.length}), got ${options.prefetch}`,
+      );
+    }
+    this.bindings = bindings;
+    for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
+
+    this.commands = openConnection(options.connection, 'server');
+    const commands = this.commands.client;
+    this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
+    this.acker = new AckBatcher(commands, this.releaseEntry, this.logger);
+    this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
+    this.statusTracker.watch(commands);
+    if (this.commands.owned) commands.on('error', this.onConnectionError);
+
+    for (const binding of bindings) {
+      await createGroup(commands, binding.stream, binding.group, binding.startId);
+    }
+
+    const perStream = commands instanceof Cluster;
+    const readerGroups = groupBindingsForReaders(bindings, perStream);
+    const host = this.readerHost(commands);
+    for (const group of readerGroups) {
+      const first = group[0] as StreamBinding;
+      const opened = openConnection(
+        options.connection,
+        `server-reader:${first.group}`,
+        {
+          // A read waits for the reconnect instead of failing; the watchdog frees a read Redis never answers.
+          maxRetriesPerRequest: null,
+          blockingTimeout: options.blockMs + 10_000,
+          blockingTimeoutGrace: 5_000,
+        },
+        true,
+      );
+      opened.client.on('error', this.onConnectionError);
+      this.readerConnections.push(opened);
+      this.statusTracker.watch(opened.client);
+      const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
+      this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
+    }
+    if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
+    this.state = 'listening';
+    for (const reader of this.readers) reader.start();
+  }
+
+  private readerHost(commands: RedisClient): ReaderHost {
+    const { options } = this;
+    return {
+      consumer: options.consumer,
+      blockMs: options.blockMs,
+      readBatch: options.readBatch,
+      reconnectInitialMs: options.reconnectInitialMs,
+      reconnectMaxMs: options.reconnectMaxMs,
+      dispatcher: this.dispatcher as Dispatcher,
+      commands,
+      logger: this.logger,
+      deliver: (binding, entries) => this.dispatcher?.admit(binding, entries),
+      dropDeleted: (binding, ids) => this.dropDeleted(binding, ids),
+      recreateGroups: (bindings) => this.recreateGroups(bindings),
+    };
+  }
+
+  // ---- handling one entry ----
+
+  private readonly startEntry = (entry: InFlightEntry): void => {
+    void this.handleEntry(entry);
+  };
+
+  private readonly releaseEntry = (entry: InFlightEntry): void => {
+    this.dispatcher?.release(entry);
+  };
+
+  private async handleEntry(entry: InFlightEntry): Promise<void> {
+    const { binding } = entry;
+    let decoded: DecodedEntry;
+    try {
+      decoded = binding.raw ? { data: entry.fields } : await this.decoder.deserialize(entry.fields, { stream: binding.stream, id: entry.id });
+    } catch (error) {
+      this.reportDecodeError(entry, error);
+      this.finish(entry, false);
+      return;
+    }
+    const pattern = decoded.pattern ?? binding.pattern;
+    const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
+    if (!binding.raw && decoded.id !== undefined && decoded.replyTo !== undefined) {
+      await this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
+      return;
+    }
+    let succeeded = true;
+    try {
+      await settle(binding.handler(decoded.data, context));
+    } catch (error) {
+      succeeded = false;
+      this.reportHandlerError(entry, error);
+    }
+    this.finish(entry, succeeded);
+  }
+
+  private async handleRequestEntry(
+    entry: InFlightEntry,
+    decoded: DecodedEntry & { id: string; replyTo: string },
+    pattern: string,
+    context: RedisStreamsContext,
+  ): Promise<void> {
+    const { binding } = entry;
+    const handler = pattern === binding.pattern ? binding.handler : this.getHandlerByPattern(pattern);
+    let packet: ReplyPacket;
+    let handled = false;
+    if (handler === null || handler.isEventHandler) {
+      packet = { err: NO_MESSAGE_HANDLER, isDisposed: true };
+    } else {
+      handled = true;
+      try {
+        const response = await lastValueFrom(this.transformToObservable(handler(decoded.data, context)), {
+          defaultValue: undefined,
+        });
+        packet = { response, isDisposed: true };
+      } catch (error) {
+        packet = { err: error, isDisposed: true };
+      }
+    }
+    try {
+      const outgoing = (await this.serializer.serialize({ ...packet, id: decoded.id })) as ReplyPacket;
+      await writeReply(this.commandConnection(), decoded.replyTo, decoded.id, outgoing, {
+        maxLen: this.options.replyMaxLen,
+        ttlMs: this.options.replyTtl,
+      });
+    } catch (error) {
+      this.emitError(
+        new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),
+      );
+      this.finish(entry, false);
+      return;
+    }
+    if (!handled && !entry.settled) {
+      // Nothing here can ever answer it: ack in any ack mode.
+      this.dispatcher?.finished(entry);
+      void this.ack(entry);
+      return;
+    }
+    this.finish(entry, true);
+  }
+
+  /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
+  private finish(entry: InFlightEntry, succeeded: boolean): void {
+    this.dispatcher?.finished(entry);
+    if (entry.settled) return;
+    if (!succeeded || this.state === 'closed') {
+      entry.settled = true;
+      this.dispatcher?.release(entry);
+      return;
+    }
+    if (entry.binding.ackMode === 'auto') void this.ack(entry);
+  }
+
+  private reportDecodeError(entry: InFlightEntry, error: unknown): void {
+    const decodeError =
+      error instanceof RedisStreamsDecodeError
+        ? error
+        : new RedisStreamsDecodeError(entry.binding.stream, entry.id, errorMessage(error));
+    this.logger.error(`${decodeError.message}; the entry stays pending`);
+    this.emit('decodeError', decodeError);
+  }
+
+  private reportHandlerError(entry: InFlightEntry, error: unknown): void {
+    const { binding } = entry;
+    const detail = error instanceof Error ? error.message : safeJson(error);
+    this.logger.error(
+      `handler of "${binding.pattern}" failed on entry ${entry.id} of "${binding.stream}" (group "${binding.group}", delivery ${entry.deliveryCount}); it stays pending: ${detail}`,
+    );
+  }
+
+  // ---- recovery of the reading side ----
+
+  private async recreateGroups(bindings: readonly StreamBinding[]): Promise<void> {
+    const commands = this.commandConnection();
+    for (const binding of bindings) {
+      // Never `$`: entries written between the loss and now must not be skipped.
+      if (await createGroup(commands, binding.stream, binding.group, '0')) {
+        this.logger.warn(`recreated group "${binding.group}" on "${binding.stream}" at 0`);
+        this.emit('groupRecreated', { stream: binding.stream, group: binding.group });
+      }
+    }
+  }
+
+  private dropDeleted(binding: StreamBinding, ids: string[]): void {
+    this.logger.warn(
+      `${ids.length} pending entries of "${binding.stream}" (group "${binding.group}") were deleted or trimmed before they were handled; acking them: ${ids.slice(0, 10).join(', ')}`,
+    );
+    this.commandConnection()
+      .xack(binding.stream, binding.group, ...ids)
+      .catch((error: unknown) => this.emitError(new Error(`XACK of deleted entries failed: ${errorMessage(error)}`)));
+  }
+
+  // ---- shutdown ----
+
+  private async drain(): Promise<void> {
+    const dispatcher = this.dispatcher as Dispatcher;
+    dispatcher.stopAccepting();
+    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+    const queued = dispatcher.takeQueued();
+    if (queued.length > 0) {
+      try {
+        const moved = await handOffEntries(this.commandConnection(), queued, this.options.handoffConsumer);
+        this.logger.log(`handed ${moved} fetched but unstarted entries to consumer "${this.options.handoffConsumer}"`);
+        this.emit('handoff', { count: moved, consumer: this.options.handoffConsumer });
+      } catch (error) {
+        this.emitError(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
+      } finally {
+        for (const entry of queued) {
+          entry.settled = true;
+          dispatcher.release(entry);
+        }
+      }
+    }
+    await this.waitForRunningHandlers(dispatcher);
+    await this.acker?.drain();
+  }
+
+  private async waitForRunningHandlers(dispatcher: Dispatcher): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), this.options.shutdownTimeout);
+    });
+    const late = await Promise.race([dispatcher.whenIdle().then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (late) {
+      this.logger.warn(
+        `${dispatcher.runningCount()} handlers still ran after shutdownTimeout (${this.options.shutdownTimeout} ms); their entries stay pending`,
+      );
+    }
+  }
+
+  // ---- events ----
+
+  private readonly onConnectionError = (error: Error): void => {
+    // ioredis reports every failed reconnect; the status events tell the story, so log at debug.
+    this.logger.debug?.(`connection error: ${error.message}`);
+  };
+
+  private emitError(error: Error): void {
+    this.logger.error(error.message);
+    this.emit('error', error);
+  }
+
+  private emit(event: string, ...args: unknown[]): void {
+    const set = this.listeners.get(event);
+    if (set === undefined) return;
+    for (const listener of set) {
+      try {
+        listener(...args);
+      } catch (error) {
+        this.logger.error(`listener of "${event}" threw: ${errorMessage(error)}`);
+      }
+    }
+  }
+}
+
+/** Waits for a handler's result: a value, a promise, or an Observable (until it completes). */
+function settle(result: unknown): Promise<unknown> {
+  if (isObservable(result)) return lastValueFrom(result as Observable<unknown>, { defaultValue: undefined });
+  if (result instanceof Promise) {
+    return result.then((value: unknown) =>
+      isObservable(value) ? lastValueFrom(value as Observable<unknown>, { defaultValue: undefined }) : value,
+    );
+  }
+  return Promise.resolve(result);
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
