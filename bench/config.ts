@@ -1,0 +1,69 @@
+/** How big each scenario is. `--quick` (or BENCH_QUICK=1) is a smoke run of a few seconds per scenario. */
+export interface BenchConfig {
+  quick: boolean;
+  /** Measured runs per contender (the median is reported), after `warmups` unreported ones. */
+  runs: number;
+  warmups: number;
+  /** Only run scenarios whose id contains one of these (from `--only a,b`). */
+  only: string[];
+  inFlight: number;
+  emitMessages: number;
+  consumeMessages: number;
+  endToEndMessages: number;
+  /** BullMQ is an order of magnitude slower; a smaller count keeps the run short (rates are compared). */
+  bullmqMessages: number;
+  lightLoadRate: number;
+  lightLoadSeconds: number;
+  requestsSerial: number;
+  requestsParallel: number;
+  claimEntries: number;
+  backlogEntries: number;
+  backlogSeconds: number;
+  /** MAXLEN ~ used by every raw XADD (the same cap our client applies by default). */
+  maxLen: number;
+}
+
+export function benchConfig(argv: readonly string[] = process.argv.slice(2), env = process.env): BenchConfig {
+  const quick = argv.includes('--quick') || env.BENCH_QUICK === '1';
+  const onlyIndex = argv.indexOf('--only');
+  const only = onlyIndex >= 0 ? (argv[onlyIndex + 1] ?? '').split(',').filter(Boolean) : (env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+  const base = {
+    quick,
+    only,
+    inFlight: 256,
+    lightLoadRate: 1000,
+    maxLen: 1_000_000,
+  };
+  if (quick) {
+    return {
+      ...base,
+      runs: 1,
+      warmups: 1,
+      emitMessages: 5_000,
+      consumeMessages: 5_000,
+      endToEndMessages: 5_000,
+      bullmqMessages: 2_000,
+      lightLoadSeconds: 1,
+      requestsSerial: 200,
+      requestsParallel: 2_000,
+      claimEntries: 5_000,
+      backlogEntries: 20_000,
+      backlogSeconds: 2,
+    };
+  }
+  return {
+    ...base,
+    runs: 3,
+    warmups: 1,
+    emitMessages: 100_000,
+    consumeMessages: 100_000,
+    endToEndMessages: 100_000,
+    bullmqMessages: 20_000,
+    lightLoadSeconds: 5,
+    requestsSerial: 2_000,
+    requestsParallel: 20_000,
+    claimEntries: 100_000,
+    backlogEntries: 1_000_000,
+    backlogSeconds: 10,
+  };
+}

@@ -1,0 +1,79 @@
+// The benchmark run (`npm run bench [-- --quick] [-- --only e2e,emit] [-- --profile]`): starts a
+// private redis-server, runs every scenario against its baselines, prints one table and writes the
+// results as JSON (.bench-results/latest.json).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { RedisServerProcess } from '../test/helpers/redis-server.js';
+import { benchConfig } from './config.js';
+import { describeMachine, readLoadAverage } from './machine.js';
+import { runScenario, type BenchContext, type Scenario, type ScenarioResult } from './measure.js';
+import { renderTable, renderTargets } from './report.js';
+import { backlogScenario } from './scenarios/backlog.js';
+import { claimScenario } from './scenarios/claim.js';
+import { consumeScenario } from './scenarios/consume.js';
+import { emitScenario } from './scenarios/emit.js';
+import { endToEndScenario } from './scenarios/end-to-end.js';
+import { lightLoadScenario } from './scenarios/light-load.js';
+import { requestReplyScenario } from './scenarios/request-reply.js';
+import { evaluateTargets } from './targets.js';
+
+const SCENARIOS: readonly Scenario[] = [
+  emitScenario,
+  consumeScenario,
+  endToEndScenario,
+  lightLoadScenario,
+  requestReplyScenario(1),
+  requestReplyScenario(100),
+  claimScenario('NONE'),
+  claimScenario('STORE'),
+  backlogScenario,
+];
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const config = benchConfig();
+const resultsDir = process.env.BENCH_RESULTS_DIR ?? join(root, '.bench-results');
+const log = (line: string) => console.log(line);
+const startedAt = new Date();
+const t0 = Date.now();
+
+const selected = SCENARIOS.filter((s) => config.only.length === 0 || config.only.some((id) => s.id === id || s.id.startsWith(`${id}-`)));
+log(`nestjs-redis-streams bench (${config.quick ? 'quick' : 'full'}): ${selected.map((s) => s.id).join(', ')}`);
+
+const server = await RedisServerProcess.start();
+const admin = server.client();
+const results: ScenarioResult[] = [];
+let failed = false;
+try {
+  const machine = await describeMachine(admin);
+  log(`machine: ${JSON.stringify(machine)}`);
+  const ctx: BenchContext = { config, server, admin, log };
+  for (const scenario of selected) {
+    const started = Date.now();
+    log(`\n${scenario.id}: ${scenario.title} (load ${readLoadAverage()})`);
+    await admin.flushall();
+    try {
+      results.push(...(await runScenario(scenario, ctx)));
+    } catch (error) {
+      failed = true;
+      log(`  scenario ${scenario.id} failed: ${(error as Error).stack ?? error}`);
+    }
+    log(`  (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  }
+  failed ||= results.some((r) => r.error !== undefined && !/has not landed/.test(r.error));
+  const outcomes = evaluateTargets(results);
+  const elapsedS = (Date.now() - t0) / 1000;
+  log(`\nResults (median of ${config.runs} run(s) after ${config.warmups} warm-up(s); ratios are to the row marked ref)\n`);
+  log(renderTable(results, outcomes));
+  log(`\nTargets\n${renderTargets(outcomes)}`);
+  log(`\nfinished in ${elapsedS.toFixed(0)} s (load ${readLoadAverage()})`);
+  mkdirSync(resultsDir, { recursive: true });
+  const json = JSON.stringify({ startedAt: startedAt.toISOString(), elapsedS, config, machine, results, targets: outcomes }, null, 2);
+  writeFileSync(join(resultsDir, 'latest.json'), json);
+  writeFileSync(join(resultsDir, `${config.quick ? 'quick' : 'full'}-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`), json);
+  log(`results written to ${join(resultsDir, 'latest.json')}`);
+} finally {
+  await admin.quit().catch(() => undefined);
+  await server.stop();
+}
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,155 @@
+import type { Redis } from 'ioredis';
+import type { RedisServerProcess } from '../test/helpers/redis-server.js';
+import type { BenchConfig } from './config.js';
+import { median } from './stats.js';
+
+/** What one run of one contender measured. Absent metrics do not apply to the scenario. */
+export interface RunResult {
+  msgsPerSec?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  /** Peak resident set of the process under test, MB. */
+  peakRssMb?: number;
+  /** Peak RSS minus RSS just before the measured work, MB. */
+  rssGrowthMb?: number;
+  /** Anything else worth keeping in the JSON (acked rate, counts...). */
+  extra?: Record<string, number>;
+}
+
+export type Metric = Exclude<keyof RunResult, 'extra'>;
+export const METRICS: readonly Metric[] = ['msgsPerSec', 'p50Ms', 'p99Ms', 'peakRssMb', 'rssGrowthMb'];
+
+export interface BenchContext {
+  config: BenchConfig;
+  server: RedisServerProcess;
+  /** Admin connection for setup, checks and cleanup (never the connection under test). */
+  admin: Redis;
+  log: (line: string) => void;
+}
+
+/** One implementation taking part in a scenario. */
+export interface Contender {
+  /** `streams` (ours), `raw`, `nest-redis`, `bullmq`. */
+  impl: string;
+  label: string;
+  setup?(): Promise<void>;
+  /** One run; `round` counts warm-ups too (so keys can be unique per run). */
+  run(round: number): Promise<RunResult>;
+  teardown?(): Promise<void>;
+  /** Why the contender cannot run (e.g. our piece has not landed yet). */
+  unavailable?: string;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  title: string;
+  impl: string;
+  label: string;
+  /** The contender whose numbers the ratio column divides by (the raw baseline, or the named peer). */
+  reference: string;
+  median: RunResult;
+  runs: RunResult[];
+  error?: string;
+}
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /** The impl the ratio column compares with. */
+  reference: string;
+  contenders(ctx: BenchContext): Contender[];
+  /** Shared setup and teardown (fill a stream once for every contender...). */
+  setup?(ctx: BenchContext): Promise<void>;
+  teardown?(ctx: BenchContext): Promise<void>;
+  /** Overrides of the global run counts (the 1M backlog is too costly to repeat 4 times). */
+  runs?: (config: BenchConfig) => { warmups: number; runs: number };
+}
+
+/**
+ * Runs every contender `warmups + runs` times, interleaved (A B C, A B C, ...) so that drift of a
+ * shared machine hits all contenders alike, and keeps the median of each metric of the measured runs.
+ */
+export async function runScenario(scenario: Scenario, ctx: BenchContext): Promise<ScenarioResult[]> {
+  const { warmups, runs } = scenario.runs?.(ctx.config) ?? ctx.config;
+  const contenders = scenario.contenders(ctx);
+  const results = new Map<Contender, { runs: RunResult[]; error?: string }>();
+  for (const contender of contenders) {
+    results.set(contender, contender.unavailable ? { runs: [], error: contender.unavailable } : { runs: [] });
+  }
+  await scenario.setup?.(ctx);
+  try {
+    for (const contender of contenders) {
+      const state = results.get(contender)!;
+      if (state.error) continue;
+      try {
+        await contender.setup?.();
+      } catch (error) {
+        state.error = describeError(error);
+      }
+    }
+    for (let round = 0; round < warmups + runs; round++) {
+      for (const contender of contenders) {
+        const state = results.get(contender)!;
+        if (state.error) continue;
+        try {
+          const result = await contender.run(round);
+          const tag = round < warmups ? 'warm-up' : `run ${round - warmups + 1}/${runs}`;
+          ctx.log(`  ${scenario.id} ${contender.label} ${tag}: ${formatRun(result)}`);
+          if (round >= warmups) state.runs.push(result);
+        } catch (error) {
+          state.error = describeError(error);
+          ctx.log(`  ${scenario.id} ${contender.label} FAILED: ${state.error}`);
+        }
+      }
+    }
+  } finally {
+    for (const contender of contenders) {
+      await contender.teardown?.().catch((error: unknown) => ctx.log(`  teardown of ${contender.label}: ${describeError(error)}`));
+    }
+    await scenario.teardown?.(ctx);
+  }
+  return contenders.map((contender) => {
+    const state = results.get(contender)!;
+    return {
+      scenario: scenario.id,
+      title: scenario.title,
+      impl: contender.impl,
+      label: contender.label,
+      reference: scenario.reference,
+      median: medianOf(state.runs),
+      runs: state.runs,
+      ...(state.error ? { error: state.error } : {}),
+    };
+  });
+}
+
+function medianOf(runs: RunResult[]): RunResult {
+  const out: RunResult = {};
+  for (const metric of METRICS) {
+    const values = runs.map((run) => run[metric]).filter((value): value is number => typeof value === 'number' && Number.isFinite(value));
+    if (values.length > 0) out[metric] = median(values);
+  }
+  const extraKeys = new Set(runs.flatMap((run) => Object.keys(run.extra ?? {})));
+  if (extraKeys.size > 0) {
+    out.extra = {};
+    for (const key of extraKeys) {
+      out.extra[key] = median(runs.map((run) => run.extra?.[key]).filter((value): value is number => typeof value === 'number'));
+    }
+  }
+  return out;
+}
+
+export function formatRun(result: RunResult): string {
+  const parts: string[] = [];
+  if (result.msgsPerSec !== undefined) parts.push(`${Math.round(result.msgsPerSec)} msg/s`);
+  if (result.p50Ms !== undefined) parts.push(`p50 ${result.p50Ms.toFixed(2)} ms`);
+  if (result.p99Ms !== undefined) parts.push(`p99 ${result.p99Ms.toFixed(2)} ms`);
+  if (result.peakRssMb !== undefined) parts.push(`peak RSS ${result.peakRssMb.toFixed(1)} MB`);
+  if (result.rssGrowthMb !== undefined) parts.push(`RSS growth ${result.rssGrowthMb.toFixed(1)} MB`);
+  return parts.join(', ');
+}
+
+export function describeError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n').slice(0, 3).join(' | ');
+}

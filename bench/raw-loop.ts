@@ -1,0 +1,65 @@
+import type { Redis } from 'ioredis';
+
+type StreamReply = [key: string, entries: [id: string, fields: string[]][]][] | null;
+
+/** XGROUP CREATE at `0` with MKSTREAM; an existing group is fine. */
+export async function ensureGroup(redis: Redis, key: string, group: string): Promise<void> {
+  try {
+    await redis.xgroup('CREATE', key, group, '0', 'MKSTREAM');
+  } catch (error) {
+    if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+  }
+}
+
+/**
+ * The raw ioredis consumer every stream scenario is compared with: XREADGROUP COUNT 100 (blocking),
+ * JSON.parse of the `data` field, the handler, then one XACK for the batch, in a loop.
+ */
+export class RawConsumerLoop {
+  private running = false;
+  private done?: Promise<void>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly key: string,
+    private readonly group: string,
+    private readonly consumer: string,
+    private readonly handle: (payload: unknown) => void,
+    private readonly count = 100,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.done = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.done;
+  }
+
+  private async loop(): Promise<void> {
+    const { redis, key, group, consumer } = this;
+    while (this.running) {
+      const reply = (await redis.xreadgroup(
+        'GROUP', group, consumer, 'COUNT', this.count, 'BLOCK', 200, 'STREAMS', key, '>',
+      )) as StreamReply;
+      const entries = reply?.[0]?.[1];
+      if (!entries || entries.length === 0) continue;
+      const ids: string[] = [];
+      for (let i = 0; i < entries.length; i++) {
+        const [id, fields] = entries[i] as [string, string[]];
+        ids.push(id);
+        this.handle(JSON.parse(dataField(fields)));
+      }
+      await redis.xack(key, group, ...ids);
+    }
+  }
+}
+
+function dataField(fields: string[]): string {
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if (fields[i] === 'data') return fields[i + 1] as string;
+  }
+  return 'null';
+}

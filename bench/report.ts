@@ -1,0 +1,71 @@
+import type { Metric, ScenarioResult } from './measure.js';
+import type { TargetOutcome } from './targets.js';
+import { TARGETS } from './targets.js';
+
+/** The ratio column: throughput ours/ref (higher is better), latency and RSS ours/ref (lower is better). */
+function ratioMetric(result: ScenarioResult): Metric | undefined {
+  for (const metric of ['msgsPerSec', 'p50Ms', 'peakRssMb'] as const) {
+    if (result.median[metric] !== undefined) return metric;
+  }
+  return undefined;
+}
+
+export function ratioToReference(result: ScenarioResult, all: readonly ScenarioResult[]): string {
+  const metric = ratioMetric(result);
+  const reference = all.find((r) => r.scenario === result.scenario && r.impl === result.reference);
+  const value = metric ? result.median[metric] : undefined;
+  const refValue = metric ? reference?.median[metric] : undefined;
+  if (value === undefined || refValue === undefined || refValue === 0) return '';
+  const label = metric === 'msgsPerSec' ? '' : metric === 'p50Ms' ? ' p50' : ' RSS';
+  return `${(value / refValue).toFixed(2)}×${label}`;
+}
+
+const fmt = (value: number | undefined, digits = 0): string =>
+  value === undefined || !Number.isFinite(value) ? '' : digits === 0 ? Math.round(value).toLocaleString('en-US') : value.toFixed(digits);
+
+function rss(result: ScenarioResult): string {
+  const { peakRssMb, rssGrowthMb } = result.median;
+  if (peakRssMb === undefined) return '';
+  return rssGrowthMb === undefined ? fmt(peakRssMb, 1) : `${fmt(peakRssMb, 1)} (+${fmt(rssGrowthMb, 1)})`;
+}
+
+function targetCell(result: ScenarioResult, outcomes: readonly TargetOutcome[]): string {
+  const ids = TARGETS.filter((target) => target.scenario === result.scenario).map((target) => target.id);
+  if (result.impl !== 'streams') return '';
+  return outcomes
+    .filter((outcome) => ids.includes(outcome.id))
+    .map((outcome) => (outcome.status === 'n/a' ? 'n/a' : `${outcome.status === 'pass' ? 'PASS' : 'FAIL'} ${shortText(outcome)}`))
+    .join('; ');
+}
+
+function shortText(outcome: TargetOutcome): string {
+  const target = TARGETS.find((t) => t.id === outcome.id)!;
+  const measured = outcome.measured === undefined ? '?' : target.op === '<' ? `${outcome.measured.toFixed(1)}` : `${outcome.measured.toFixed(2)}×`;
+  if (target.op === '<') return `${target.metric === 'rssGrowthMb' ? 'growth' : 'RSS'} ${measured} < ${target.bound} MB`;
+  const metric = target.metric === 'msgsPerSec' ? '' : `${target.metric.replace('Ms', '')} `;
+  return `${metric}${measured} ${target.op === '>=' ? '≥' : '≤'} ${target.factor}× ${target.against}`;
+}
+
+/** The results as an aligned text table (also valid Markdown). */
+export function renderTable(results: readonly ScenarioResult[], outcomes: readonly TargetOutcome[]): string {
+  const header = ['scenario', 'implementation', 'msgs/s', 'p50 ms', 'p99 ms', 'RSS MB', 'vs ref', 'targets'];
+  const rows = results.map((result) => [
+    result.scenario,
+    result.label,
+    result.error && result.runs.length === 0 ? `(${result.error})` : fmt(result.median.msgsPerSec),
+    fmt(result.median.p50Ms, 2),
+    fmt(result.median.p99Ms, 2),
+    rss(result),
+    result.impl === result.reference ? 'ref' : ratioToReference(result, results),
+    targetCell(result, outcomes),
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column] as number)).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+export function renderTargets(outcomes: readonly TargetOutcome[]): string {
+  return outcomes
+    .map((outcome) => `${outcome.status.padEnd(4)}  ${outcome.text}${outcome.measured === undefined ? '' : `: ${shortText(outcome)}`}${outcome.why ? ` (${outcome.why})` : ''}`)
+    .join('\n');
+}

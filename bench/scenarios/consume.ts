@@ -1,0 +1,49 @@
+import { fillStream, waitAcked } from '../producers.js';
+import type { BenchContext, Contender, RunResult, Scenario } from '../measure.js';
+import { streamsPieces } from '../streams.js';
+import { WorkerProcess } from '../worker-process.js';
+
+/**
+ * Consume only: the stream is filled first (not timed); a fresh worker process then starts and
+ * consumes it; the rate runs from the start call to the handler seeing the last message. The
+ * rate until the group has nothing pending (acks included) is kept as `ackedMsgsPerSec`.
+ */
+export const consumeScenario: Scenario = {
+  id: 'consume',
+  title: 'consume only, pre-filled stream, no-op handler',
+  reference: 'raw',
+  contenders: (ctx) => [
+    workerContender(ctx, 'raw', 'raw XREADGROUP COUNT 100 + XACK loop', 'raw-worker'),
+    {
+      ...workerContender(ctx, 'streams', 'RedisStreamsServer', 'streams-worker'),
+      ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
+    },
+  ],
+};
+
+function workerContender(ctx: BenchContext, impl: string, label: string, script: string): Contender {
+  return {
+    impl,
+    label,
+    run: async (round): Promise<RunResult> => {
+      const total = ctx.config.consumeMessages;
+      const key = `bench:consume:${impl}:${round}`;
+      const group = 'bench';
+      await fillStream(ctx.admin, key, total);
+      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false });
+      try {
+        const reached = worker.waitFor(total, 120_000);
+        const startedAt = await worker.go();
+        const reachedAt = await reached;
+        const ackedAt = await waitAcked(ctx.admin, key, group);
+        return {
+          msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
+          extra: { ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9) },
+        };
+      } finally {
+        await worker.stop();
+        await ctx.admin.del(key);
+      }
+    },
+  };
+}

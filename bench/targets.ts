@@ -1,0 +1,65 @@
+import type { Metric, ScenarioResult } from './measure.js';
+
+/** A goal from the issue: our transport against a peer (a ratio) or against a fixed bound. */
+export interface Target {
+  id: string;
+  text: string;
+  scenario: string;
+  metric: Metric;
+  /** `>=`: at least `factor` × the peer; `<=`: at most `factor` × the peer; `<`: below `bound`. */
+  op: '>=' | '<=' | '<';
+  against?: string;
+  factor?: number;
+  bound?: number;
+}
+
+export const TARGETS: readonly Target[] = [
+  { id: 'e2e-raw', text: 'end to end ≥ 0.8× raw loop', scenario: 'e2e', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.8 },
+  { id: 'e2e-nest', text: 'end to end ≥ 1.5× Nest Redis pub/sub', scenario: 'e2e', metric: 'msgsPerSec', op: '>=', against: 'nest-redis', factor: 1.5 },
+  { id: 'e2e-bullmq', text: 'end to end ≥ 6× BullMQ', scenario: 'e2e', metric: 'msgsPerSec', op: '>=', against: 'bullmq', factor: 6 },
+  { id: 'emit', text: 'emit ≥ 0.9× raw auto-pipelined XADD', scenario: 'emit', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.9 },
+  { id: 'consume', text: 'consume ≥ 0.8× raw read/ack loop', scenario: 'consume', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.8 },
+  { id: 'light-p50', text: 'light load p50 ≤ 1.5× raw', scenario: 'light-load', metric: 'p50Ms', op: '<=', against: 'raw', factor: 1.5 },
+  { id: 'light-p99', text: 'light load p99 ≤ 2× raw', scenario: 'light-load', metric: 'p99Ms', op: '<=', against: 'raw', factor: 2 },
+  { id: 'rpc-100', text: 'request/reply, 100 in flight ≥ 1.0× Nest Redis', scenario: 'rpc-100', metric: 'msgsPerSec', op: '>=', against: 'nest-redis', factor: 1 },
+  { id: 'rpc-1-p50', text: 'request/reply, 1 in flight: p50 ≤ 1.2× Nest Redis', scenario: 'rpc-1', metric: 'p50Ms', op: '<=', against: 'nest-redis', factor: 1.2 },
+  { id: 'claim-none', text: 'claim NONE ≥ 0.8× raw XAUTOCLAIM loop', scenario: 'claim-none', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.8 },
+  { id: 'claim-store', text: 'claim STORE ≥ 0.8× raw XAUTOCLAIM loop', scenario: 'claim-store', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.8 },
+  { id: 'claim-store-rss', text: 'claim STORE peak RSS growth < 50 MB (100k entries)', scenario: 'claim-store', metric: 'rssGrowthMb', op: '<', bound: 50 },
+  { id: 'backlog-rss', text: '1M-backlog worker peak RSS < 200 MB', scenario: 'backlog', metric: 'peakRssMb', op: '<', bound: 200 },
+];
+
+export interface TargetOutcome {
+  id: string;
+  text: string;
+  /** Ours / peer for ratio targets, the measured value for bounds. */
+  measured?: number;
+  status: 'pass' | 'FAIL' | 'n/a';
+  why?: string;
+}
+
+const OURS = 'streams';
+
+export function evaluateTargets(results: readonly ScenarioResult[], targets: readonly Target[] = TARGETS): TargetOutcome[] {
+  const find = (scenario: string, impl: string) => results.find((r) => r.scenario === scenario && r.impl === impl);
+  return targets.map((target): TargetOutcome => {
+    const base = { id: target.id, text: target.text };
+    const ours = find(target.scenario, OURS);
+    const value = ours?.median[target.metric];
+    if (!ours || value === undefined) return { ...base, status: 'n/a', why: ours?.error ?? 'not measured' };
+    if (target.op === '<') {
+      return { ...base, measured: value, status: value < (target.bound as number) ? 'pass' : 'FAIL' };
+    }
+    const peer = find(target.scenario, target.against as string);
+    const peerValue = peer?.median[target.metric];
+    if (!peer || peerValue === undefined || peerValue === 0) return { ...base, status: 'n/a', why: peer?.error ?? `${target.against} not measured` };
+    const ratio = value / peerValue;
+    const ok = target.op === '>=' ? ratio >= (target.factor as number) : ratio <= (target.factor as number);
+    return { ...base, measured: ratio, status: ok ? 'pass' : 'FAIL' };
+  });
+}
+
+/** Which targets concern one row of the table (for the per-row column). */
+export function targetsOf(scenario: string, impl: string): readonly Target[] {
+  return impl === OURS ? TARGETS.filter((target) => target.scenario === scenario) : [];
+}
