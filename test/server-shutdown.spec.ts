@@ -1,0 +1,111 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsContext } from '../src/server/context.js';
+import { ourClients, pendingRows, startServer, xaddEvent } from './fixtures/server-app.js';
+import { RedisServerProcess } from './helpers/redis-server.js';
+import { waitFor } from './helpers/wait.js';
+
+const gate = {
+  open: undefined as (() => void) | undefined,
+  opened: undefined as Promise<void> | undefined,
+  started: [] as string[],
+  finished: [] as string[],
+};
+function closeGate(): void {
+  gate.opened = new Promise((resolve) => (gate.open = resolve));
+}
+
+@Controller()
+class SlowController {
+  @EventPattern<string>('slow')
+  async onSlow(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    gate.started.push(ctx.getId());
+    await gate.opened;
+    gate.finished.push(ctx.getId());
+  }
+}
+
+const after = { seen: [] as unknown[] };
+
+@Controller()
+class AfterRestartController {
+  @EventPattern<string>('after-restart')
+  onEvent(@Payload() data: unknown): void {
+    after.seen.push(data);
+  }
+}
+
+describe('RedisStreamsServer: shutdown and Redis restarts', () => {
+  let redis: RedisServerProcess;
+  let client: Redis;
+
+  beforeAll(async () => {
+    redis = await RedisServerProcess.start();
+    client = redis.client();
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  it('close() under load: running handlers finish and ack, buffered entries are handed back at once with unchanged counts', async () => {
+    closeGate();
+    const { app } = await startServer({ connection: redis.url, group: 'g', consumer: 'leaving', concurrency: 2, prefetch: 10 }, [SlowController]);
+    const ids: string[] = [];
+    for (let n = 0; n < 10; n++) ids.push((await xaddEvent(client, 'slow', 'slow', { n })) as string);
+    await waitFor(async () => gate.started.length === 2 && (await pendingRows(client, 'slow', 'g', 'leaving')).length === 10, '2 running, 10 fetched');
+
+    const closing = app.close();
+    closing.catch(() => undefined);
+    try {
+      // While the two handlers still run, the 8 unstarted entries already belong to the handoff consumer.
+      await waitFor(async () => (await pendingRows(client, 'slow', 'g', 'handoff')).length === 8, 'handoff of the 8 buffered entries');
+      const handedOff = await pendingRows(client, 'slow', 'g', 'handoff');
+      expect(handedOff.map((row) => row.id)).toEqual(ids.filter((id) => !gate.started.includes(id)));
+      expect(handedOff.every((row) => row.deliveries === 1)).toBe(true);
+      // A min-idle of a minute: only the handed-back entries qualify, not the two still running.
+      const claimed = (await client.call('XAUTOCLAIM', 'slow', 'g', 'other', 60_000, '0-0', 'COUNT', 100)) as [string, Array<[string, string[]]>];
+      expect(claimed[1].map(([id]) => id)).toEqual(handedOff.map((row) => row.id));
+      expect(gate.finished).toEqual([]);
+    } finally {
+      gate.open?.();
+      await closing;
+    }
+    expect(gate.finished.sort()).toEqual([...gate.started].sort());
+    expect(await pendingRows(client, 'slow', 'g', 'leaving')).toEqual([]);
+    expect((await pendingRows(client, 'slow', 'g')).map((row) => row.consumer)).toEqual(Array(8).fill('other'));
+    expect(await ourClients(client)).toEqual([]);
+  });
+
+  it('Redis restarted without persistence: status goes down and back, the group is recreated, new entries flow', async () => {
+    const { app, server } = await startServer(
+      { connection: redis.url, group: 'g', consumer: 'survivor', reconnectDelay: { initialMs: 20, maxMs: 200 } },
+      [AfterRestartController],
+    );
+    try {
+      const statuses: string[] = [];
+      const recreated: Array<{ stream: string; group: string }> = [];
+      server.status.subscribe((status) => statuses.push(status));
+      server.on('groupRecreated', (info) => recreated.push(info));
+      await waitFor(() => statuses.at(-1) === 'connected', 'connected');
+      await xaddEvent(client, 'after-restart', 'after-restart', { n: 'before' });
+      await waitFor(() => after.seen.length === 1, 'entry before restart');
+
+      await redis.restart();
+      await waitFor(() => recreated.length > 0, 'group recreated', { timeout: 15_000 });
+      expect(recreated[0]).toEqual({ stream: 'after-restart', group: 'g' });
+      expect(statuses.some((status) => status === 'disconnected' || status === 'reconnecting')).toBe(true);
+      await waitFor(() => statuses.at(-1) === 'connected', 'connected again', { timeout: 15_000 });
+
+      await xaddEvent(client, 'after-restart', 'after-restart', { n: 'after' });
+      await waitFor(() => after.seen.length === 2, 'entry written after the restart');
+      expect(after.seen).toEqual([{ n: 'before' }, { n: 'after' }]);
+      await waitFor(async () => (await pendingRows(client, 'after-restart', 'g')).length === 0, 'acked');
+    } finally {
+      await app.close();
+    }
+    expect(await ourClients(client)).toEqual([]);
+  });
+});
