@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { Server, type ConsumerDeserializer, type CustomTransportStrategy } from '@nestjs/microservices';
+import { Server, type ConsumerDeserializer, type CustomTransportStrategy, type OutgoingResponse } from '@nestjs/microservices';
 import { isObservable, lastValueFrom, type Observable } from 'rxjs';
 import type { ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
@@ -346,7 +346,8 @@ export class RedisStreamsServer
       }
     }
     try {
-      const outgoing = (await this.serializer.serialize({ ...packet, id: decoded.id })) as ReplyPacket;
+      // The correlation id travels in the reply's own `id` field, not inside the packet.
+      const outgoing = (await this.serializer.serialize(packet as OutgoingResponse)) as ReplyPacket;
       await writeReply(this.commandConnection(), decoded.replyTo, decoded.id, outgoing, {
         maxLen: this.options.replyMaxLen,
         ttlMs: this.options.replyTtl,

@@ -1,0 +1,129 @@
+import { Controller } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsOptionError } from '../src/errors.js';
+import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
+import type { RedisStreamsServerOptions } from '../src/server/options.js';
+import { ourClients } from './fixtures/server-app.js';
+import { RedisServerProcess } from './helpers/redis-server.js';
+
+function optionError(build: () => unknown): RedisStreamsOptionError {
+  try {
+    build();
+  } catch (error) {
+    expect(error).toBeInstanceOf(RedisStreamsOptionError);
+    return error as RedisStreamsOptionError;
+  }
+  throw new Error('expected a RedisStreamsOptionError');
+}
+
+// Never contacted: construction must fail before any connection is opened.
+const base: RedisStreamsServerOptions = { connection: 'redis://127.0.0.1:1', group: 'g' };
+
+describe('RedisStreamsServer options are validated in the constructor', () => {
+  const cases: Array<[string, Partial<Record<keyof RedisStreamsServerOptions, unknown>>, string]> = [
+    ['negative concurrency', { concurrency: -1 }, 'concurrency'],
+    ['fractional concurrency', { concurrency: 2.5 }, 'concurrency'],
+    ['prefetch below concurrency', { concurrency: 10, prefetch: 5 }, 'prefetch'],
+    ['empty group', { group: '' }, 'group'],
+    ['missing group', { group: undefined }, 'group'],
+    ['bad start id', { startId: 'latest' }, 'startId'],
+    ['unknown ackMode', { ackMode: 'sometimes' }, 'ackMode'],
+    ['zero blockMs', { blockMs: 0 }, 'blockMs'],
+    ['negative blockMs', { blockMs: -5 }, 'blockMs'],
+    ['empty consumer', { consumer: '' }, 'consumer'],
+    ['negative shutdownTimeout', { shutdownTimeout: -1 }, 'shutdownTimeout'],
+    ['readBatch of 0', { readBatch: 0 }, 'readBatch'],
+    ['replyTtl of 0', { replyTtl: 0 }, 'replyTtl'],
+    ['handoff consumer equal to the consumer', { consumer: 'w1', handoffConsumer: 'w1' }, 'handoffConsumer'],
+    ['deserializer without deserialize()', { deserializer: {} }, 'deserializer'],
+  ];
+  for (const [title, patch, option] of cases) {
+    it(`${title} → RedisStreamsOptionError naming "${option}"`, () => {
+      const error = optionError(() => new RedisStreamsServer({ ...base, ...patch } as RedisStreamsServerOptions));
+      expect(error.option).toBe(option);
+      expect(error.message).toContain(`"${option}"`);
+    });
+  }
+
+  it('accepts `$` and explicit stream ids as startId, and defaults prefetch to 2 × concurrency', () => {
+    expect(() => new RedisStreamsServer({ ...base, startId: '$' })).not.toThrow();
+    expect(() => new RedisStreamsServer({ ...base, startId: '1700000000000-0' })).not.toThrow();
+    expect(() => new RedisStreamsServer({ ...base, concurrency: 7 })).not.toThrow();
+    // prefetch alone below the default concurrency lowers concurrency instead of failing.
+    expect(() => new RedisStreamsServer({ ...base, prefetch: 3 })).not.toThrow();
+  });
+});
+
+@Controller()
+class BadGroupController {
+  @EventPattern<string>('bad-extras', { group: '' })
+  on(@Payload() _data: unknown): void {}
+}
+
+@Controller()
+class BadRawController {
+  @EventPattern<string>('bad-extras', { raw: 'yes' })
+  on(@Payload() _data: unknown): void {}
+}
+
+@Controller()
+class BadAckModeController {
+  @EventPattern<string>('bad-extras', { ackMode: 'later' })
+  on(@Payload() _data: unknown): void {}
+}
+
+@Controller()
+class BadStartIdController {
+  @EventPattern<string>('bad-extras', { startId: 'now' })
+  on(@Payload() _data: unknown): void {}
+}
+
+@Controller()
+class BadConcurrencyController {
+  @EventPattern<string>('bad-extras', { concurrency: 0 })
+  on(@Payload() _data: unknown): void {}
+}
+
+describe('per-handler extras are validated in listen(), before any command', () => {
+  let redis: RedisServerProcess;
+  let client: Redis;
+  beforeAll(async () => {
+    redis = await RedisServerProcess.start();
+    client = redis.client();
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  const cases: Array<[string, new () => unknown, string]> = [
+    ['empty group', BadGroupController, 'extras.group'],
+    ['non-boolean raw', BadRawController, 'extras.raw'],
+    ['unknown ackMode', BadAckModeController, 'extras.ackMode'],
+    ['bad startId', BadStartIdController, 'extras.startId'],
+    ['concurrency 0', BadConcurrencyController, 'extras.concurrency'],
+  ];
+  for (const [title, controller, option] of cases) {
+    it(`${title} → RedisStreamsOptionError naming "${option}" and the handler`, async () => {
+      const moduleRef = await Test.createTestingModule({ controllers: [controller] }).compile();
+      const server = new RedisStreamsServer({ connection: redis.url, group: 'g' });
+      const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+      try {
+        const error = await app.listen().then(
+          () => undefined,
+          (reason: unknown) => reason,
+        );
+        expect(error).toBeInstanceOf(RedisStreamsOptionError);
+        expect((error as RedisStreamsOptionError).option).toBe(`${option} (handler "bad-extras")`);
+        // No command reached Redis: neither the stream nor a connection of ours exists.
+        expect(await client.exists('bad-extras')).toBe(0);
+        expect(await ourClients(client)).toEqual([]);
+      } finally {
+        await app.close();
+      }
+    });
+  }
+});

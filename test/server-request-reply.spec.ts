@@ -1,0 +1,104 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
+import type { Redis } from 'ioredis';
+import { of } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeReply, type DecodedReply } from '../src/codec/reply.js';
+import { fieldsFromArray } from '../src/codec/wire-format.js';
+import { RedisStreamsContext } from '../src/server/context.js';
+import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import { RedisServerProcess } from './helpers/redis-server.js';
+import { waitFor } from './helpers/wait.js';
+
+@Controller()
+class MathController {
+  @MessagePattern('sum')
+  sum(@Payload() numbers: number[], @Ctx() ctx: RedisStreamsContext): { total: number; stream: string } {
+    return { total: numbers.reduce((a, b) => a + b, 0), stream: ctx.getStream() };
+  }
+
+  @MessagePattern('count-up')
+  countUp(@Payload() to: number) {
+    return of(...Array.from({ length: to }, (_, i) => i + 1));
+  }
+
+  @MessagePattern('divide')
+  async divide(@Payload() [a, b]: [number, number]): Promise<number> {
+    if (b === 0) throw new RpcException({ code: 'DIVISION_BY_ZERO', message: 'cannot divide by zero' });
+    return a / b;
+  }
+
+  @MessagePattern('crash')
+  crash(): never {
+    throw new Error('internal detail that must not leak');
+  }
+
+  @EventPattern<string>('notify')
+  notify(@Payload() _data: unknown): void {}
+}
+
+async function request(client: Redis, stream: string, pattern: string, data: unknown, id: string, replyTo: string): Promise<string> {
+  return (await client.xadd(stream, '*', 'pattern', pattern, 'data', JSON.stringify(data), 'id', id, 'replyTo', replyTo)) as string;
+}
+
+async function repliesOn(client: Redis, replyTo: string): Promise<DecodedReply[]> {
+  const entries = (await client.xrange(replyTo, '-', '+')) as Array<[string, string[]]>;
+  return entries.map(([, flat]) => decodeReply(fieldsFromArray(flat)));
+}
+
+describe('RedisStreamsServer: request/reply', () => {
+  let redis: RedisServerProcess;
+  let client: Redis;
+  let running: RunningServer;
+
+  beforeAll(async () => {
+    redis = await RedisServerProcess.start();
+    client = redis.client();
+    running = await startServer({ connection: redis.url, group: 'rpc', consumer: 'r1', replyTtl: 30_000 }, [MathController]);
+  });
+  afterAll(async () => {
+    await running.app.close();
+    client.disconnect();
+    await redis.stop();
+  });
+
+  it('writes the handler result to replyTo (id + packet), with an expiry, and acks the request', async () => {
+    await request(client, 'sum', 'sum', [1, 2, 3], 'corr-1', 'replies:a');
+    await waitFor(async () => (await client.xlen('replies:a')) === 1, 'reply entry');
+    expect(await repliesOn(client, 'replies:a')).toEqual([{ id: 'corr-1', packet: { response: { total: 6, stream: 'sum' }, isDisposed: true } }]);
+    const ttl = await client.pttl('replies:a');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(30_000);
+    await waitFor(async () => (await pendingRows(client, 'sum', 'rpc')).length === 0, 'request acked');
+  });
+
+  it('an Observable result replies with its last value', async () => {
+    await request(client, 'count-up', 'count-up', 4, 'corr-obs', 'replies:b');
+    await waitFor(async () => (await client.xlen('replies:b')) === 1, 'reply entry');
+    expect((await repliesOn(client, 'replies:b'))[0]?.packet.response).toBe(4);
+  });
+
+  it('errors reply as { err, isDisposed }: an RpcException object passes through, other errors are generic', async () => {
+    await request(client, 'divide', 'divide', [1, 0], 'corr-div', 'replies:c');
+    await request(client, 'crash', 'crash', null, 'corr-crash', 'replies:c');
+    await waitFor(async () => (await client.xlen('replies:c')) === 2, 'two error replies');
+    const replies = await repliesOn(client, 'replies:c');
+    const byId = Object.fromEntries(replies.map((reply) => [reply.id, reply.packet]));
+    expect(byId['corr-div']).toMatchObject({ err: { code: 'DIVISION_BY_ZERO', message: 'cannot divide by zero' }, isDisposed: true });
+    expect(byId['corr-div']).not.toHaveProperty('response');
+    expect(byId['corr-crash']).toMatchObject({ err: { status: 'error', message: 'Internal server error' }, isDisposed: true });
+    await waitFor(async () => (await pendingRows(client, 'divide', 'rpc')).length + (await pendingRows(client, 'crash', 'rpc')).length === 0, 'error requests acked');
+  });
+
+  it('a request for no message handler (unknown pattern, or an event-only stream) gets NO_MESSAGE_HANDLER and is acked', async () => {
+    await request(client, 'sum', 'no-such-pattern', 1, 'corr-none', 'replies:d');
+    await request(client, 'notify', 'notify', 1, 'corr-event', 'replies:d');
+    await waitFor(async () => (await client.xlen('replies:d')) === 2, 'two replies');
+    const replies = await repliesOn(client, 'replies:d');
+    expect(replies.map((reply) => reply.id).sort()).toEqual(['corr-event', 'corr-none']);
+    for (const reply of replies) {
+      expect(reply.packet).toMatchObject({ err: 'There is no matching message handler defined in the remote service.', isDisposed: true });
+    }
+    await waitFor(async () => (await pendingRows(client, 'notify', 'rpc')).length + (await pendingRows(client, 'sum', 'rpc')).length === 0, 'acked');
+  });
+});
