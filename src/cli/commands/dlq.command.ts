@@ -1,0 +1,108 @@
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { DeadLetterService, resolveListOptions, resolveSelection, type DeadLetterSelection } from '../../recovery/dead-letter.service.js';
+import { nonEmptyStringOption } from '../../validation.js';
+import { integerArgument, parseIdList } from '../arguments.js';
+import { resolveUrl, withRedis } from '../connection.js';
+import { addConnectionOption, type CliContext } from '../context.js';
+import { CliError } from '../errors.js';
+import type { CliIo } from '../io.js';
+import { printJson } from '../output.js';
+
+interface DlqFlags {
+  url?: string;
+  deadLetterKey?: string;
+}
+
+interface ListFlags extends DlqFlags {
+  start?: string;
+  end?: string;
+  count?: string;
+}
+
+interface SelectionFlags extends DlqFlags {
+  all?: boolean;
+  idsFrom?: string;
+}
+
+/** `dlq list | redrive | purge`: the DeadLetterService on the command line, one JSON object per run. */
+export function registerDlqCommand(program: Command, { io }: CliContext): void {
+  const dlq = program
+    .command('dlq')
+    .description("dead letters of a stream (default key {<key>}:dead): list, redrive back to the stream, purge");
+
+  const list = dlq
+    .command('list')
+    .description('print one page of dead letters, oldest first (nextStart continues)')
+    .argument('<key>', 'source stream key')
+    .option('--start <id>', 'first id, "-" (default) or "(id" for exclusive (a page\'s nextStart)')
+    .option('--end <id>', 'last id, "+" (default)')
+    .option('--count <n>', 'at most this many, 1..10000 (default 100)');
+  addDlqOptions(list).action(async (key: string, flags: ListFlags) => {
+    const options = { deadLetterKey: flags.deadLetterKey, start: flags.start, end: flags.end, count: integerArgument(flags.count) as number | undefined };
+    validateKey(key, flags);
+    resolveListOptions(options); // a bad option is reported before connecting
+    printJson(io, await withRedis(resolveUrl(flags, io), (redis) => new DeadLetterService(redis).list(key, options)));
+  });
+
+  const redrive = dlq
+    .command('redrive')
+    .description('add dead letters back to the stream as new entries (with dlq:* history fields), then delete them')
+    .argument('<key>', 'source stream key')
+    .argument('[ids...]', 'dead-letter ids');
+  addSelectionOptions(redrive).action(async (key: string, ids: string[], flags: SelectionFlags) => {
+    validateKey(key, flags);
+    const selection = await selectionFrom(ids, flags, io);
+    printJson(io, await withRedis(resolveUrl(flags, io), (redis) =>
+      new DeadLetterService(redis).redrive(key, selection, { deadLetterKey: flags.deadLetterKey }),
+    ));
+  });
+
+  const purge = dlq
+    .command('purge')
+    .description('delete dead letters for good')
+    .argument('<key>', 'source stream key')
+    .argument('[ids...]', 'dead-letter ids');
+  addSelectionOptions(purge).action(async (key: string, ids: string[], flags: SelectionFlags) => {
+    validateKey(key, flags);
+    const selection = await selectionFrom(ids, flags, io);
+    printJson(io, await withRedis(resolveUrl(flags, io), (redis) =>
+      new DeadLetterService(redis).purge(key, selection, { deadLetterKey: flags.deadLetterKey }),
+    ));
+  });
+}
+
+function addDlqOptions(command: Command): Command {
+  command.option('--dead-letter-key <key>', 'dead-letter stream key (default {<key>}:dead)');
+  return addConnectionOption(command);
+}
+
+function addSelectionOptions(command: Command): Command {
+  command
+    .option('--all', 'every dead letter of the stream present when the run starts')
+    .option('--ids-from <file>', 'also read ids from a file ("-" for stdin): a JSON array, {"ids": [...]}, or ids separated by whitespace');
+  return addDlqOptions(command);
+}
+
+function validateKey(key: string, flags: DlqFlags): void {
+  nonEmptyStringOption('key', key);
+  if (flags.deadLetterKey !== undefined) nonEmptyStringOption('deadLetterKey', flags.deadLetterKey);
+}
+
+async function selectionFrom(ids: readonly string[], flags: SelectionFlags, io: CliIo): Promise<DeadLetterSelection> {
+  const all = [...ids, ...(flags.idsFrom === undefined ? [] : await readIds(flags.idsFrom, io))];
+  if (flags.all) {
+    if (all.length > 0) throw new CliError('give dead-letter ids or --all, not both', 2);
+    return 'all';
+  }
+  if (all.length === 0) throw new CliError('give dead-letter ids (or --ids-from) or --all', 2);
+  return resolveSelection(all);
+}
+
+async function readIds(source: string, io: CliIo): Promise<string[]> {
+  try {
+    return parseIdList(source === '-' ? await io.readStdin() : await readFile(source, 'utf8'));
+  } catch (error) {
+    throw new CliError(`invalid --ids-from: ${(error as Error).message}`, 2);
+  }
+}
