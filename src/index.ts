@@ -30,3 +30,30 @@ export { JsonStreamDeserializer } from './codec/stream-deserializer.js';
 export type { DecodedEntry, StreamDeserializer, StreamEntryOrigin } from './codec/stream-deserializer.js';
 export { decodeReply, encodeReply } from './codec/reply.js';
 export type { DecodedReply, ReplyPacket } from './codec/reply.js';
+export {
+  DeadLetterService,
+  REDIS_STREAMS_DEAD_LETTER_OPTIONS,
+} from './recovery/dead-letter.service.js';
+export type {
+  DeadLetterKeyOption,
+  DeadLetterPage,
+  DeadLetterSelection,
+  DeadLetterServiceOptions,
+  ListDeadLettersOptions,
+  PurgeResult,
+  RedriveResult,
+  RedriveStatus,
+} from './recovery/dead-letter.service.js';
+export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
+export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
+export { moveToDeadLetter } from './recovery/dead-letter-move.js';
+export type {
+  DeadLetterMoveOutcome,
+  DeadLetterMoveResult,
+  DeadLetterMoveStatus,
+  MoveToDeadLetterRequest,
+} from './recovery/dead-letter-move.js';
+export { handOffEntries, renewLeases } from './recovery/leases.js';
+export type { HandOffRequest, HandOffResult, LeaseRenewal, LeaseRequest, LostLease, LostLeaseReason } from './recovery/leases.js';
+export { reapConsumers } from './recovery/consumer-reaper.js';
+export type { ReapConsumersRequest, ReapResult, ReapStatus } from './recovery/consumer-reaper.js';
