@@ -32,7 +32,7 @@ export function benchConfig(argv: readonly string[] = process.argv.slice(2), env
     only,
     inFlight: 256,
     lightLoadRate: 1000,
-    maxLen: 1_000_000,
+    maxLen: 100_000,
   };
   if (quick) {
     return {
