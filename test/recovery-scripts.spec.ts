@@ -185,6 +185,17 @@ describe('recovery scripts (real redis-server)', () => {
       await expect(moveToDeadLetter(redis, { ...base, reason: '' })).rejects.toMatchObject({ option: 'reason' });
       await expect(moveToDeadLetter(redis, { ...base, batchSize: 0 })).rejects.toMatchObject({ option: 'batchSize' });
       await expect(moveToDeadLetter(redis, { ...base, minDeliveries: -1 })).rejects.toMatchObject({ option: 'minDeliveries' });
+      await expect(moveToDeadLetter(redis, { ...base, deadLetterKey: STREAM })).rejects.toMatchObject({ option: 'deadLetterKey' });
+    });
+
+    it('keeps working after SCRIPT FLUSH (EVALSHA falls back to EVAL on NOSCRIPT)', async () => {
+      const ids = await publish(2);
+      await deliver('c1', 2);
+      await moveToDeadLetter(redis, { stream: STREAM, group: GROUP, ids: [ids[0]!], reason: 'manual' });
+      await redis.script('FLUSH');
+      const after = await moveToDeadLetter(redis, { stream: STREAM, group: GROUP, ids: [ids[1]!], reason: 'manual' });
+      expect(after.moved).toEqual([ids[1]]);
+      expect(await redis.xlen(DEAD)).toBe(2);
     });
 
     it('dead-letters every id exactly once when 4 movers race over 200 pending ids', async () => {

@@ -89,6 +89,7 @@ export async function moveToDeadLetter(client: RedisClient, request: MoveToDeadL
   const minDeliveries = integerOption('minDeliveries', request.minDeliveries, 0, 0);
   const minIdleTime = millisecondsOption('minIdleTime', request.minIdleTime, 0);
   const deadLetterKey = nonEmptyStringOption('deadLetterKey', request.deadLetterKey, defaultDeadLetterKey(stream));
+  if (deadLetterKey === stream) throw new RedisStreamsOptionError('deadLetterKey', `must differ from the stream key "${stream}"`);
   const maxLen = integerOption('maxLen', request.maxLen, 0, 0);
   const batchSize = batchSizeOption('batchSize', request.batchSize);
 

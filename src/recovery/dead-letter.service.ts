@@ -109,9 +109,9 @@ export class DeadLetterService {
   /** Atomic move of pending entries to the dead-letter stream; see `moveToDeadLetter`. */
   moveToDeadLetter(request: MoveToDeadLetterRequest): Promise<DeadLetterMoveResult> {
     return moveToDeadLetter(this.client, {
-      maxLen: this.maxLen,
-      batchSize: this.batchSize,
       ...request,
+      maxLen: request?.maxLen ?? this.maxLen,
+      batchSize: request?.batchSize ?? this.batchSize,
       deadLetterKey: request?.deadLetterKey ?? this.deadLetterKeyFor(request?.stream),
     });
   }
@@ -206,9 +206,11 @@ export class DeadLetterService {
     if (options === null || typeof options !== 'object') {
       throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
     }
-    return options.deadLetterKey === undefined
+    const key = options.deadLetterKey === undefined
       ? this.deadLetterKeyFor(stream)
       : nonEmptyStringOption('deadLetterKey', options.deadLetterKey);
+    if (key === stream) throw new RedisStreamsOptionError('deadLetterKey', `must differ from the stream key "${stream}"`);
+    return key;
   }
 
   /** Pages of the dead-letter stream up to its last id at the start (new dead letters are not chased). */
