@@ -57,3 +57,11 @@ export { handOffEntries, renewLeases } from './recovery/leases.js';
 export type { HandOffRequest, HandOffResult, LeaseRenewal, LeaseRequest, LostLease, LostLeaseReason } from './recovery/leases.js';
 export { reapConsumers } from './recovery/consumer-reaper.js';
 export type { ReapConsumersRequest, ReapResult, ReapStatus } from './recovery/consumer-reaper.js';
+export { RedisStreamsModule } from './module/redis-streams.module.js';
+export type {
+  RedisStreamsModuleAsyncOptions,
+  RedisStreamsModuleOptions,
+  RedisStreamsModuleRootOptions,
+} from './module/redis-streams-module.options.js';
+export { RedisStreamsServerFactory } from './module/redis-streams-server.factory.js';
+export { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from './module/tokens.js';

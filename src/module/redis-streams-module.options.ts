@@ -1,0 +1,27 @@
+import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
+import type { RedisConnection } from '../redis/connection.js';
+import type { RedisStreamsServerOptions } from '../server/options.js';
+
+/**
+ * What `RedisStreamsModule.forRoot` takes (and `forRootAsync`'s factory returns), provided as
+ * `REDIS_STREAMS_MODULE_OPTIONS`. Features read their own section (add yours here).
+ */
+export interface RedisStreamsModuleOptions {
+  /** The shared command connection (`REDIS_STREAMS_CONNECTION`): URL, ioredis options, or a client (then it stays yours). */
+  connection?: RedisConnection;
+  /** Defaults for servers built by `RedisStreamsServerFactory.create()` (connection: the module's). */
+  server?: Partial<RedisStreamsServerOptions>;
+  /** Other features' sections (claim, recovery, …) ride along untouched. */
+  [feature: string]: unknown;
+}
+
+export interface RedisStreamsModuleRootOptions extends RedisStreamsModuleOptions {
+  /** Register the module globally (its providers injectable everywhere without importing it). */
+  isGlobal?: boolean;
+}
+
+export interface RedisStreamsModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  useFactory: (...args: never[]) => RedisStreamsModuleOptions | Promise<RedisStreamsModuleOptions>;
+  inject?: FactoryProvider['inject'];
+  isGlobal?: boolean;
+}

@@ -1,0 +1,73 @@
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { RedisStreamsOptionError } from '../errors.js';
+import { describe } from '../validation.js';
+import { RedisStreamsClientModule } from '../client/redis-streams-client.module.js';
+import { RedisStreamsConnectionHost } from './connection-host.js';
+import { FEATURE_PROVIDERS } from './feature-providers.js';
+import type {
+  RedisStreamsModuleAsyncOptions,
+  RedisStreamsModuleOptions,
+  RedisStreamsModuleRootOptions,
+} from './redis-streams-module.options.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from './tokens.js';
+
+/**
+ * Provides the shared connection (`REDIS_STREAMS_CONNECTION`), the resolved options
+ * (`REDIS_STREAMS_MODULE_OPTIONS`) and the feature services (`FEATURE_PROVIDERS`, among them
+ * `RedisStreamsServerFactory`).
+ */
+@Module({})
+export class RedisStreamsModule {
+  static forRoot(options: RedisStreamsModuleRootOptions = {}): DynamicModule {
+    const { isGlobal = false, ...moduleOptions } = checkModuleOptions(options) as RedisStreamsModuleRootOptions;
+    return build({ provide: REDIS_STREAMS_MODULE_OPTIONS, useValue: moduleOptions }, [], isGlobal);
+  }
+
+  static forRootAsync(options: RedisStreamsModuleAsyncOptions): DynamicModule {
+    if (options === null || typeof options !== 'object' || typeof options.useFactory !== 'function') {
+      throw new RedisStreamsOptionError('useFactory', 'forRootAsync needs a useFactory function');
+    }
+    const optionsProvider: Provider = {
+      provide: REDIS_STREAMS_MODULE_OPTIONS,
+      useFactory: async (...args: never[]) => checkModuleOptions(await options.useFactory(...args)),
+      inject: options.inject ?? [],
+    };
+    return build(optionsProvider, options.imports ?? [], options.isGlobal ?? false);
+  }
+
+  /** Registers `RedisStreamsClient`s (see RedisStreamsClientModule.register). */
+  static registerClient(...registrations: Parameters<typeof RedisStreamsClientModule.register>): DynamicModule {
+    return RedisStreamsClientModule.register(...registrations);
+  }
+
+  /** Registers `RedisStreamsClient`s built by factories (see RedisStreamsClientModule.registerAsync). */
+  static registerClientAsync(...registrations: Parameters<typeof RedisStreamsClientModule.registerAsync>): DynamicModule {
+    return RedisStreamsClientModule.registerAsync(...registrations);
+  }
+}
+
+function build(optionsProvider: Provider, imports: DynamicModule['imports'], isGlobal: boolean): DynamicModule {
+  const connectionProvider: Provider = {
+    provide: REDIS_STREAMS_CONNECTION,
+    useFactory: (host: RedisStreamsConnectionHost) => host.client,
+    inject: [RedisStreamsConnectionHost],
+  };
+  return {
+    module: RedisStreamsModule,
+    global: isGlobal,
+    imports: imports ?? [],
+    providers: [optionsProvider, RedisStreamsConnectionHost, connectionProvider, ...FEATURE_PROVIDERS],
+    exports: [REDIS_STREAMS_MODULE_OPTIONS, REDIS_STREAMS_CONNECTION, ...FEATURE_PROVIDERS],
+  };
+}
+
+function checkModuleOptions(options: unknown): RedisStreamsModuleOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new RedisStreamsOptionError('options', `RedisStreamsModule options must be an object, got ${describe(options)}`);
+  }
+  const { server } = options as RedisStreamsModuleOptions;
+  if (server !== undefined && (server === null || typeof server !== 'object')) {
+    throw new RedisStreamsOptionError('server', `must be an object of server defaults, got ${describe(server)}`);
+  }
+  return options as RedisStreamsModuleOptions;
+}
