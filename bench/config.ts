@@ -1,4 +1,7 @@
-/** How big each scenario is. `--quick` (or BENCH_QUICK=1) is a smoke run of a few seconds per scenario. */
+/**
+ * How big each scenario is. `--quick` (or BENCH_QUICK=1) is a smoke run of a few seconds per
+ * scenario; `--only e2e,claim` (or BENCH_ONLY) picks scenarios by id or id prefix.
+ */
 export interface BenchConfig {
   quick: boolean;
   /** Measured runs per contender (the median is reported), after `warmups` unreported ones. */
@@ -25,6 +28,17 @@ export interface BenchConfig {
 
 export function benchConfig(argv: readonly string[] = process.argv.slice(2), env = process.env): BenchConfig {
   const quick = argv.includes('--quick') || env.BENCH_QUICK === '1';
+  const config = sized(quick, argv, env);
+  // `--runs N` / `--warmups N` (e.g. a single run of every scenario under --profile).
+  const count = (flag: string) => {
+    const index = argv.indexOf(flag);
+    const value = index >= 0 ? Number(argv[index + 1]) : Number.NaN;
+    return Number.isInteger(value) && value >= 0 ? value : undefined;
+  };
+  return { ...config, runs: Math.max(1, count('--runs') ?? config.runs), warmups: count('--warmups') ?? config.warmups };
+}
+
+function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv): BenchConfig {
   const onlyIndex = argv.indexOf('--only');
   const only = onlyIndex >= 0 ? (argv[onlyIndex + 1] ?? '').split(',').filter(Boolean) : (env.BENCH_ONLY ?? '').split(',').filter(Boolean);
   const base = {

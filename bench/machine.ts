@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus, availableParallelism, totalmem, release } from 'node:os';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 
 /** What the numbers were measured on: cores, node, redis-server, and the versions of every contender. */
@@ -23,8 +24,10 @@ export async function describeMachine(admin: Redis): Promise<Record<string, unkn
 
 function packageVersion(name: string): string {
   try {
+    // Some packages do not export ./package.json: find the package folder from its entry point.
     const require = createRequire(import.meta.url);
-    const path = require.resolve(`${name}/package.json`);
+    const entry = require.resolve(name);
+    const path = join(entry.slice(0, entry.lastIndexOf(`node_modules/${name}/`) + `node_modules/${name}/`.length), 'package.json');
     return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';

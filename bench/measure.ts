@@ -92,7 +92,10 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
         const state = results.get(contender)!;
         if (state.error) continue;
         try {
+          // Redis' own count of the commands each run sent (round trips are what a 2-core box pays for).
+          await ctx.admin.config('RESETSTAT');
           const result = await contender.run(round);
+          result.extra = { ...result.extra, ...commandCounts(await ctx.admin.info('commandstats')) };
           const tag = round < warmups ? 'warm-up' : `run ${round - warmups + 1}/${runs}`;
           ctx.log(`  ${scenario.id} ${contender.label} ${tag}: ${formatRun(result)}`);
           if (round >= warmups) state.runs.push(result);
@@ -121,6 +124,18 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
       ...(state.error ? { error: state.error } : {}),
     };
   });
+}
+
+/** `INFO commandstats` → `{ 'calls.xack': n, ... }` for the commands that carry the work. */
+export function commandCounts(info: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([a-z|_-]+):calls=(\d+)/gm)) {
+    const command = match[1] as string;
+    if (/^(x|evalsha|eval|publish|subscribe|fcall|lpush|rpush|lmove|brpoplpush|bzpopmin|zadd|multi|exec|hset)/.test(command)) {
+      counts[`calls.${command}`] = Number(match[2]);
+    }
+  }
+  return counts;
 }
 
 function medianOf(runs: RunResult[]): RunResult {

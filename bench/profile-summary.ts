@@ -30,7 +30,7 @@ function label(frame: CallFrame): string {
 
 const isOurs = (frame: CallFrame) => /\/build\/src\//.test(frame.url);
 
-function summarize(file: string, top = 12): string {
+function summarize(file: string, top = Number(process.env.BENCH_PROFILE_TOP ?? 12)): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
@@ -73,7 +73,7 @@ function summarize(file: string, top = 12): string {
   const pct = (us: number) => `${((100 * us) / Math.max(1, busyUs)).toFixed(1).padStart(5)}%`;
   const list = (entries: [string, number][]) =>
     entries.sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, us]) => `    ${pct(us)}  ${(us / 1000).toFixed(0).padStart(6)} ms  ${key}`);
-  const ours = [...selfByLabel.entries()].filter(([key]) => key.includes('src/'));
+  const ours = [...selfByLabel.entries()].filter(([key]) => key.includes('.ts (js line'));
   return [
     `${file}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (${pct(gcUs).trim()} GC); % of busy time`,
     '  top self time:',
