@@ -65,3 +65,29 @@ export type {
 } from './module/redis-streams-module.options.js';
 export { RedisStreamsServerFactory } from './module/redis-streams-server.factory.js';
 export { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from './module/tokens.js';
+export { StreamClaimService } from './claim/claim.service.js';
+export { StreamInspectionService } from './claim/inspection.service.js';
+export { RedisStreamsClaimError } from './claim/claim.errors.js';
+export type { ClaimFailureReason } from './claim/claim.errors.js';
+export type {
+  ClaimedMessage,
+  ClaimModuleOptions,
+  ClaimOptions,
+  ClaimResult,
+  ClaimResultBase,
+  ClaimResultFor,
+  FetchClaimResult,
+  FetchOneClaimResult,
+  FetchType,
+  NoneClaimResult,
+  StoreClaimResult,
+  StreamClaimServiceOptions,
+} from './claim/claim.types.js';
+export type {
+  ConsumerInfo,
+  GroupInfo,
+  PendingEntry,
+  PendingRangeOptions,
+  PendingSummary,
+  StreamInfo,
+} from './claim/inspection.types.js';

@@ -1,4 +1,5 @@
 import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
+import type { StreamClaimServiceOptions } from '../claim/claim.types.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { RedisStreamsServerOptions } from '../server/options.js';
 
@@ -11,6 +12,8 @@ export interface RedisStreamsModuleOptions {
   connection?: RedisConnection;
   /** Defaults for servers built by `RedisStreamsServerFactory.create()` (connection: the module's). */
   server?: Partial<RedisStreamsServerOptions>;
+  /** `StreamClaimService`: where STORE files go (default `os.tmpdir()/nestjs-redis-streams`). */
+  claim?: StreamClaimServiceOptions;
   /** Other features' sections (claim, recovery, …) ride along untouched. */
   [feature: string]: unknown;
 }

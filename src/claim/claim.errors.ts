@@ -1,0 +1,56 @@
+/** Why a claim or inspection command failed in a way the caller can act on. */
+export type ClaimFailureReason = 'missing-group' | 'missing-stream' | 'wrong-type' | 'redis-error';
+
+/**
+ * A claim, ack or inspection command failed: the group or stream does not exist, the key is not
+ * a stream, or Redis refused the command. `cause` keeps the Redis error.
+ */
+export class RedisStreamsClaimError extends Error {
+  override readonly name = 'RedisStreamsClaimError';
+
+  constructor(
+    readonly reason: ClaimFailureReason,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Turns a Redis reply error into a `RedisStreamsClaimError` that names the stream and group.
+ * `streamExists` is only asked on NOGROUP (an error path), to tell a missing stream from a
+ * missing group without a round trip on the normal path.
+ */
+export async function translateRedisError(
+  error: unknown,
+  key: string,
+  group: string | undefined,
+  streamExists: () => Promise<boolean>,
+): Promise<unknown> {
+  if (error instanceof RedisStreamsClaimError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (message.startsWith('NOGROUP') || message.startsWith('ERR no such key')) {
+    const exists = await streamExists().catch(() => true);
+    if (!exists) return new RedisStreamsClaimError('missing-stream', `stream "${key}" does not exist`, { cause: error });
+    if (group !== undefined) {
+      return new RedisStreamsClaimError('missing-group', `group "${group}" does not exist on stream "${key}"`, {
+        cause: error,
+      });
+    }
+  }
+  if (message.startsWith('WRONGTYPE')) {
+    return new RedisStreamsClaimError('wrong-type', `key "${key}" does not hold a stream`, { cause: error });
+  }
+  if (/^[A-Z]+ /.test(message) && isReplyError(error)) {
+    return new RedisStreamsClaimError('redis-error', `Redis refused the command on stream "${key}": ${message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+/** ioredis' ReplyError: an answer from the server, as opposed to a connection problem. */
+function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}

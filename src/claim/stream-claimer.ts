@@ -1,0 +1,140 @@
+import { RedisStreamsOptionError } from '../errors.js';
+import type { RedisClient } from '../redis/connection.js';
+import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
+import { translateRedisError } from './claim.errors.js';
+import { resolveClaimOptions, type ResolvedClaimOptions } from './claim-options.js';
+import { createSink, DEFAULT_STORE_DIRECTORY, type ClaimSink } from './claim-sinks.js';
+import type {
+  ClaimModuleOptions,
+  ClaimOptions,
+  ClaimResultBase,
+  ClaimResultFor,
+  FetchType,
+  StreamClaimServiceOptions,
+} from './claim.types.js';
+import { parseAutoclaimReply } from './xautoclaim-reply.js';
+
+/** `deletedIds` lists at most this many ids; `deletedCount` counts them all. */
+export const DELETED_IDS_LIMIT = 1000;
+/** Ids per XACK; larger lists are split into pipelined batches. */
+export const ACK_BATCH_SIZE = 1000;
+
+/**
+ * Takes over entries of a consumer group that were delivered and never acknowledged (XAUTOCLAIM),
+ * following the contract of the "Redis Stream Claim" task: bounded by page size, records and
+ * pages, resumable through `cursor`, reporting entries deleted while pending.
+ *
+ * Plain class without Nest imports, so the CLI starts fast; `StreamClaimService` is its injectable form.
+ */
+export class StreamClaimer {
+  private readonly storeDirectory: string;
+
+  constructor(
+    private readonly redis: RedisClient,
+    options?: ClaimModuleOptions | StreamClaimServiceOptions | null,
+  ) {
+    const claimOptions: StreamClaimServiceOptions | undefined =
+      options && 'claim' in options ? options.claim : (options as StreamClaimServiceOptions | null | undefined) ?? undefined;
+    this.storeDirectory = claimOptions?.storeDirectory ?? DEFAULT_STORE_DIRECTORY;
+  }
+
+  /**
+   * Runs XAUTOCLAIM pages from `startId` until the cursor returns to `0-0`, `maxRecords` entries
+   * were taken, or `maxPages` pages were scanned. Every option is checked before any command.
+   * Each taken entry becomes pending for `consumer` with its delivery count raised by one.
+   */
+  async claim<F extends FetchType = 'FETCH'>(options: ClaimOptions<F>): Promise<ClaimResultFor<F>> {
+    const resolved = resolveClaimOptions(options);
+    const sink = await createSink(resolved.fetchType, resolved.key, this.storeDirectory);
+    try {
+      const scan = await this.scan(resolved, sink);
+      const bodies = await sink.finish();
+      return assemble(resolved, scan, bodies) as ClaimResultFor<F>;
+    } catch (error) {
+      await sink.abort().catch(() => undefined);
+      throw await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key));
+    }
+  }
+
+  /**
+   * Acknowledges `ids` (XACK) and resolves with how many were pending and are now acknowledged.
+   * Ids that were not pending (already acked, or never delivered) are not counted.
+   */
+  async ack(key: string, group: string, ids: readonly string[]): Promise<number> {
+    validateAckArguments(key, group, ids);
+    if (ids.length === 0) return 0;
+    const batches: Promise<number>[] = [];
+    for (let start = 0; start < ids.length; start += ACK_BATCH_SIZE) {
+      // Sent without waiting for each other: one connection pipelines them.
+      batches.push(this.redis.xack(key, group, ...ids.slice(start, start + ACK_BATCH_SIZE)));
+    }
+    try {
+      const acked = await Promise.all(batches);
+      return acked.reduce((sum, n) => sum + Number(n), 0);
+    } catch (error) {
+      throw await translateRedisError(error, key, group, () => this.streamExists(key));
+    }
+  }
+
+  private async scan(options: ResolvedClaimOptions, sink: ClaimSink): Promise<ScanState> {
+    const { key, group, consumer, minIdleMs, count, maxRecords, maxPages } = options;
+    const state: ScanState = { ids: [], cursor: options.startId, pages: 0, deletedIds: [], deletedCount: 0 };
+    while (state.pages < maxPages && state.ids.length < maxRecords) {
+      const pageSize = Math.min(count, maxRecords - state.ids.length);
+      const reply: unknown = await this.redis.xautoclaim(key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize);
+      state.pages++;
+      const page = parseAutoclaimReply(reply);
+      state.cursor = page.cursor;
+      for (const entry of page.entries) state.ids.push(entry.id);
+      if (page.entries.length > 0) await sink.accept(page.entries);
+      state.deletedCount += page.deletedIds.length;
+      for (const id of page.deletedIds) {
+        if (state.deletedIds.length >= DELETED_IDS_LIMIT) break;
+        state.deletedIds.push(id);
+      }
+      if (state.cursor === '0-0') break;
+    }
+    return state;
+  }
+
+  private async streamExists(key: string): Promise<boolean> {
+    return (await this.redis.exists(key)) === 1;
+  }
+}
+
+interface ScanState {
+  ids: string[];
+  cursor: string;
+  pages: number;
+  deletedIds: string[];
+  deletedCount: number;
+}
+
+/** The result in the seed's field order (it is also the CLI's JSON output). */
+function assemble(options: ResolvedClaimOptions, scan: ScanState, bodies: Record<string, unknown>): ClaimResultBase {
+  return {
+    key: options.key,
+    group: options.group,
+    consumer: options.consumer,
+    count: scan.ids.length,
+    ids: scan.ids,
+    ...bodies,
+    cursor: scan.cursor,
+    completed: scan.cursor === '0-0',
+    pages: scan.pages,
+    deletedIds: scan.deletedIds,
+    deletedCount: scan.deletedCount,
+  };
+}
+
+/** Validates `ack` arguments (naming the bad one) before any command is sent. */
+export function validateAckArguments(key: string, group: string, ids: readonly string[]): void {
+  nonEmptyStringOption('key', key);
+  nonEmptyStringOption('group', group);
+  if (!Array.isArray(ids)) throw new RedisStreamsOptionError('ids', `must be an array of stream ids, got ${describe(ids)}`);
+  for (let i = 0; i < ids.length; i++) {
+    if (!isStreamId(ids[i])) {
+      throw new RedisStreamsOptionError('ids', `ids[${i}] must be a stream id such as 1700000000000-0, got ${describe(ids[i])}`);
+    }
+  }
+}

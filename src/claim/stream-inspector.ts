@@ -1,0 +1,94 @@
+import { RedisStreamsOptionError } from '../errors.js';
+import type { RedisClient } from '../redis/connection.js';
+import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
+import { translateRedisError } from './claim.errors.js';
+import { durationMillisOption } from './duration.js';
+import {
+  parseConsumers,
+  parseGroups,
+  parsePendingEntries,
+  parsePendingSummary,
+  parseStreamInfo,
+} from './inspection-replies.js';
+import type {
+  ConsumerInfo,
+  GroupInfo,
+  PendingEntry,
+  PendingRangeOptions,
+  PendingSummary,
+  StreamInfo,
+} from './inspection.types.js';
+
+/**
+ * Read-only views of a stream, its groups, consumers and pending entries (XPENDING, XINFO).
+ * Plain class without Nest imports (the CLI uses it); `StreamInspectionService` is its injectable form.
+ */
+export class StreamInspector {
+  constructor(private readonly redis: RedisClient) {}
+
+  /** XPENDING summary: how many entries are pending, the id range, and per-consumer counts. */
+  async pendingSummary(key: string, group: string): Promise<PendingSummary> {
+    nonEmptyStringOption('key', key);
+    nonEmptyStringOption('group', group);
+    const reply = await this.run(key, group, ['XPENDING', key, group]);
+    return parsePendingSummary(key, group, reply);
+  }
+
+  /** XPENDING extended form: pending entries with owner, idle time and delivery count. */
+  async pendingRange(key: string, group: string, options: PendingRangeOptions = {}): Promise<PendingEntry[]> {
+    const { start, end, count, consumer, minIdleMs } = resolvePendingRangeOptions(key, group, options);
+    const args: (string | number)[] = ['XPENDING', key, group];
+    if (minIdleMs !== undefined) args.push('IDLE', minIdleMs);
+    args.push(start, end, count);
+    if (consumer !== undefined) args.push(consumer);
+    return parsePendingEntries(await this.run(key, group, args));
+  }
+
+  /** XINFO GROUPS: every group of the stream with pending count, last delivered id and lag. */
+  async groups(key: string): Promise<GroupInfo[]> {
+    nonEmptyStringOption('key', key);
+    return parseGroups(await this.run(key, undefined, ['XINFO', 'GROUPS', key]));
+  }
+
+  /** XINFO CONSUMERS: the group's consumers with pending counts and idle times. */
+  async consumers(key: string, group: string): Promise<ConsumerInfo[]> {
+    nonEmptyStringOption('key', key);
+    nonEmptyStringOption('group', group);
+    return parseConsumers(await this.run(key, group, ['XINFO', 'CONSUMERS', key, group]));
+  }
+
+  /** XINFO STREAM: length and first/last entry ids. */
+  async stream(key: string): Promise<StreamInfo> {
+    nonEmptyStringOption('key', key);
+    return parseStreamInfo(key, await this.run(key, undefined, ['XINFO', 'STREAM', key]));
+  }
+
+  private async run(key: string, group: string | undefined, [command, ...args]: (string | number)[]): Promise<unknown> {
+    try {
+      return await this.redis.call(command as string, ...args);
+    } catch (error) {
+      throw await translateRedisError(error, key, group, async () => (await this.redis.exists(key)) === 1);
+    }
+  }
+}
+
+/** Validates `pendingRange` arguments (naming the bad one) before any command is sent. */
+export function resolvePendingRangeOptions(key: string, group: string, options: PendingRangeOptions) {
+  nonEmptyStringOption('key', key);
+  nonEmptyStringOption('group', group);
+  return {
+    start: rangeBound('start', options.start, '-'),
+    end: rangeBound('end', options.end, '+'),
+    count: integerOption('count', options.count, 100, 1, 10_000),
+    consumer: options.consumer === undefined ? undefined : nonEmptyStringOption('consumer', options.consumer),
+    minIdleMs: options.minIdleTime === undefined ? undefined : durationMillisOption('minIdleTime', options.minIdleTime),
+  };
+}
+
+/** `-`, `+`, a stream id, or `(id` (exclusive). */
+function rangeBound(option: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (value === '-' || value === '+') return value;
+  if (typeof value === 'string' && isStreamId(value.startsWith('(') ? value.slice(1) : value)) return value;
+  throw new RedisStreamsOptionError(option, `must be "-", "+", a stream id or "(" followed by a stream id; got ${describe(value)}`);
+}

@@ -1,0 +1,15 @@
+import type { RegisterCommand } from '../context.js';
+import { registerAckCommand } from './ack.command.js';
+import { registerClaimCommand } from './claim.command.js';
+import { registerDlqCommand } from './dlq.command.js';
+import { registerInfoCommand } from './info.command.js';
+import { registerPendingCommand } from './pending.command.js';
+
+/** Every subcommand, in help order. Add a command: one file in this folder and one entry here. */
+export const COMMANDS: readonly RegisterCommand[] = [
+  registerClaimCommand,
+  registerAckCommand,
+  registerPendingCommand,
+  registerInfoCommand,
+  registerDlqCommand,
+];

@@ -1,0 +1,48 @@
+import { CommanderError } from 'commander';
+import { RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsClaimError } from '../claim/claim.errors.js';
+import { flagFor } from './arguments.js';
+import { CliError } from './errors.js';
+import type { CliIo } from './io.js';
+
+/** The result, as one line of JSON: exactly `JSON.stringify` of what the service returned. */
+export function printJson(io: CliIo, value: unknown): void {
+  io.stdout(`${JSON.stringify(value)}\n`);
+}
+
+/** Positional arguments named in the service's option errors. */
+const POSITIONAL = ['key', 'group', 'consumer', 'ids'];
+
+/** One line for stderr and the exit code for an error, with every secret masked. */
+export function describeFailure(error: unknown, secrets: readonly string[]): { line: string; exitCode: number } {
+  let line: string;
+  let exitCode = 1;
+  if (error instanceof RedisStreamsOptionError) {
+    const detail = error.message.replace(/^Invalid option "[^"]*": /, '');
+    line = `error: invalid ${flagFor(error.option, POSITIONAL)}: ${detail}`;
+    exitCode = 2;
+  } else if (error instanceof CliError) {
+    line = `error: ${error.message}`;
+    exitCode = error.exitCode;
+  } else if (error instanceof CommanderError) {
+    line = error.message.replace(/^error: /, 'error: ');
+    exitCode = error.exitCode === 0 ? 0 : 2;
+  } else if (error instanceof RedisStreamsClaimError) {
+    line = `error: ${error.message}`;
+  } else {
+    line = `error: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return { line: mask(firstLine(line), secrets), exitCode };
+}
+
+function firstLine(text: string): string {
+  return text.split(/\r?\n/).find((part) => part.trim().length > 0) ?? text;
+}
+
+function mask(text: string, secrets: readonly string[]): string {
+  let masked = text;
+  for (const secret of secrets) {
+    if (secret.length > 0) masked = masked.split(secret).join('***');
+  }
+  return masked;
+}

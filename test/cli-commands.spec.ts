@@ -1,0 +1,271 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { StreamClaimService } from '../src/claim/claim.service.js';
+import { StreamInspectionService } from '../src/claim/inspection.service.js';
+import { freePort, RedisServerProcess } from './helpers/redis-server.js';
+import { makeIdle } from './claim-fixtures.js';
+
+const CLI = 'build/src/cli/main.js';
+
+/** The CLI runs from the tsc output; compile when it is missing or older than any source. */
+function ensureCompiled(): void {
+  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newestSource('src')) return;
+  // tsc emits even when another file has a type error; the CLI file is what matters here.
+  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { stdio: 'ignore' });
+  if (!existsSync(CLI)) throw new Error(`${CLI} was not produced by tsc`);
+}
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}, stdin?: string): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`CLI did not finish within 20 s: ${args.join(' ')}`));
+    }, 20_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+/** A failure: non-zero exit, nothing on stdout, exactly one line on stderr. */
+function expectOneLineFailure(run: CliRun, code: number): string {
+  expect(run.code).toBe(code);
+  expect(run.stdout).toBe('');
+  expect(run.stderr.endsWith('\n')).toBe(true);
+  expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+  return run.stderr.trimEnd();
+}
+
+describe('CLI nestjs-redis-streams', () => {
+  let server: RedisServerProcess;
+  let closedUrl: string;
+
+  beforeAll(async () => {
+    ensureCompiled();
+    server = await RedisServerProcess.start();
+    closedUrl = `redis://127.0.0.1:${await freePort()}`;
+  }, 120_000);
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  describe('bad input: exit code 2 and one line naming the option, before connecting', () => {
+    const claim = ['claim', 'orders', 'billing', 'recovery'];
+    it('claim names the bad option: range, integer, start id, fetch type, duration, missing', async () => {
+      const cases: [string[], string][] = [
+        [['--min-idle-time', 'PT10M', '--max-records', '10001'], '--max-records'],
+        [['--min-idle-time', 'PT10M', '--count', 'ten'], '--count'],
+        [['--min-idle-time', 'PT10M', '--start-id', 'latest'], '--start-id'],
+        [['--min-idle-time', 'PT10M', '--fetch-type', 'ALL'], '--fetch-type'],
+        [['--min-idle-time', 'PT0.0004S'], '--min-idle-time'],
+        [[], '--min-idle-time'],
+      ];
+      const runs = await Promise.all(cases.map(([extra]) => cli([...claim, ...extra, '--url', closedUrl])));
+      runs.forEach((run, i) => {
+        const line = expectOneLineFailure(run, 2);
+        expect(line).toContain(cases[i]![1]);
+        expect(line).not.toContain('connect');
+      });
+    });
+
+    it('missing arguments and bad ids are usage errors too', async () => {
+      const [missing, badId, badCount] = await Promise.all([
+        cli(['claim', 'orders', '--min-idle-time', '1']),
+        cli(['ack', 'orders', 'billing', '1-0', 'oops', '--url', closedUrl]),
+        cli(['pending', 'orders', 'billing', '--entries', '--count', '0', '--url', closedUrl]),
+      ]);
+      expect(expectOneLineFailure(missing, 2)).toContain("'group'");
+      expect(expectOneLineFailure(badId, 2)).toContain('<ids>');
+      expect(expectOneLineFailure(badCount, 2)).toContain('--count');
+    });
+  });
+
+  it('connection refused: says so on one line, exit 1, and never prints the password', async () => {
+    const url = closedUrl.replace('redis://', 'redis://admin:s3cr3t-P4ss@');
+    const [flagRun, envRun] = await Promise.all([
+      cli(['claim', 'orders', 'billing', 'r', '--min-idle-time', 'PT10M', '--url', url]),
+      cli(['info', 'orders'], { REDIS_URL: url }),
+    ]);
+    const viaFlag = expectOneLineFailure(flagRun, 1);
+    expect(viaFlag).toContain('connection refused');
+    expect(viaFlag).toContain('admin:***@');
+    expect(viaFlag).not.toContain('s3cr3t');
+    const viaEnv = expectOneLineFailure(envRun, 1);
+    expect(viaEnv).toContain('connection refused');
+    expect(viaEnv).not.toContain('s3cr3t');
+  });
+
+  it('a rejected password is reported without the password', async () => {
+    const admin = server.client();
+    await admin.acl('SETUSER', 'alice', 'on', '>right-pass', '~*', '+@all');
+    admin.disconnect();
+    const url = server.url.replace('redis://', 'redis://alice:wr0ng-s3cret@');
+    const line = expectOneLineFailure(await cli(['info', 'orders', '--url', url]), 1);
+    expect(line).toMatch(/WRONGPASS|NOAUTH|invalid/i);
+    expect(line).not.toContain('wr0ng-s3cret');
+  });
+
+  describe('against redis-server', () => {
+    let redis: Redis;
+    const storeDir = mkdtempSync(join(tmpdir(), 'nrs-cli-store-'));
+
+    beforeAll(() => {
+      redis = server.client();
+    });
+    afterAll(async () => {
+      redis.disconnect();
+      await rm(storeDir, { recursive: true, force: true });
+    });
+    beforeEach(async () => {
+      await redis.flushall();
+    });
+
+    /** The same pending state in database `db`: explicit ids, 12 idle entries, one deleted. */
+    async function prepare(db: number): Promise<Redis> {
+      const client = new Redis({ port: server.port, db, maxRetriesPerRequest: 3 });
+      await client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+      for (let i = 1; i <= 12; i++) await client.xadd('orders', `${1_700_000_000_000 + i}-0`, 'n', String(i), '__proto__', 'p');
+      const ids = (await client.xreadgroup('GROUP', 'billing', 'w1', 'STREAMS', 'orders', '>')) as [string, [string, string[]][]][];
+      const pending = ids[0]![1].map(([id]) => id);
+      await makeIdle(client, 'orders', 'billing', 'w1', pending);
+      await client.xdel('orders', pending[1]!);
+      return client;
+    }
+
+    it('claim prints exactly JSON.stringify of the service result for the same state', async () => {
+      const a = await prepare(0);
+      const b = await prepare(1);
+      try {
+        for (const [fetchType, extra] of [
+          ['FETCH', { count: 4, maxPages: 2 }],
+          ['NONE', {}],
+          ['FETCH_ONE', {}],
+        ] as const) {
+          const options = { key: 'orders', group: 'billing', consumer: 'recovery', minIdleTime: 'PT10M', fetchType, ...extra };
+          const expected = await new StreamClaimService(a).claim(options);
+          const args = ['claim', 'orders', 'billing', 'recovery', '--min-idle-time', 'PT10M', '--fetch-type', fetchType];
+          if ('count' in extra) args.push('--count', String(extra.count), '--max-pages', String(extra.maxPages));
+          const run = await cli([...args, '--url', `${server.url}/1`]);
+          expect(run.stderr).toBe('');
+          expect(run.code).toBe(0);
+          expect(run.stdout).toBe(`${JSON.stringify(expected)}\n`);
+        }
+      } finally {
+        a.disconnect();
+        b.disconnect();
+      }
+    });
+
+    it('STORE through the CLI writes the file under --store-dir', async () => {
+      (await prepare(0)).disconnect();
+      const run = await cli(['claim', 'orders', 'billing', 'recovery', '--min-idle-time', '600000', '--fetch-type', 'STORE', '--store-dir', storeDir, '--url', server.url]);
+      expect(run.code).toBe(0);
+      const result = JSON.parse(run.stdout) as { uri: string; ids: string[]; count: number };
+      expect(result.count).toBe(11);
+      expect(result.uri.startsWith(`file://${storeDir}/`)).toBe(true);
+    });
+
+    it('flow 1: recover and acknowledge (claim, process, ack --ids-from)', async () => {
+      (await prepare(0)).disconnect();
+      const claimed = await cli(['claim', 'orders', 'billing', 'billing_recovery', '--min-idle-time', 'PT10M', '--max-records', '100', '--url', server.url]);
+      expect(claimed.code).toBe(0);
+      const result = JSON.parse(claimed.stdout) as { count: number; ids: string[]; messages: { id: string }[] };
+      expect(result.count).toBe(11);
+      const file = join(storeDir, 'claim.json');
+      writeFileSync(file, claimed.stdout);
+      const acked = await cli(['ack', 'orders', 'billing', '--ids-from', file, '--url', server.url]);
+      expect(acked.code).toBe(0);
+      expect(JSON.parse(acked.stdout)).toEqual({ key: 'orders', group: 'billing', requested: 11, acknowledged: 11 });
+      const viaStdin = await cli(['ack', 'orders', 'billing', '--ids-from', '-', '--url', server.url], {}, result.ids.join('\n'));
+      expect(JSON.parse(viaStdin.stdout)).toMatchObject({ requested: 11, acknowledged: 0 });
+      expect((await redis.xpending('orders', 'billing'))[0]).toBe(0);
+    });
+
+    it('flow 2: scan a large pending list over several runs, passing cursor back as --start-id', async () => {
+      await redis.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+      const pipeline = redis.pipeline();
+      for (let i = 0; i < 1200; i++) pipeline.xadd('orders', '*', 'n', String(i));
+      await pipeline.exec();
+      await redis.xreadgroup('GROUP', 'billing', 'w1', 'COUNT', 5000, 'STREAMS', 'orders', '>');
+      const idle = [await redis.xadd('orders', '*', 'late', '1'), await redis.xadd('orders', '*', 'late', '2')] as string[];
+      await redis.xreadgroup('GROUP', 'billing', 'w1', 'STREAMS', 'orders', '>');
+      await makeIdle(redis, 'orders', 'billing', 'w1', idle);
+
+      let start = '0-0';
+      const runs: { count: number; ids: string[]; completed: boolean; cursor: string; pages: number }[] = [];
+      for (let i = 0; i < 10; i++) {
+        const run = await cli(['claim', 'orders', 'billing', 'billing_recovery', '--min-idle-time', 'PT10M', '--start-id', start, '--count', '50', '--max-pages', '2', '--fetch-type', 'NONE', '--url', server.url]);
+        expect(run.code).toBe(0);
+        const result = JSON.parse(run.stdout) as (typeof runs)[number];
+        runs.push(result);
+        if (result.completed) break;
+        start = result.cursor;
+      }
+      // 50 × 10 = 500 pending entries examined per page, 1000 per run: the first run only sees fresh ones.
+      expect(runs.map((r) => r.completed)).toEqual([false, true]);
+      expect(runs[0]).toMatchObject({ count: 0, ids: [], pages: 2 });
+      expect(runs[0]!.cursor).not.toBe('0-0');
+      expect(runs[1]).toMatchObject({ count: 2, ids: idle, cursor: '0-0' });
+    });
+
+    it('pending and info print the services\' results', async () => {
+      const client = await prepare(0);
+      try {
+        const inspection = new StreamInspectionService(client);
+        const summary = await cli(['pending', 'orders', 'billing', '--url', server.url]);
+        expect(summary.stdout).toBe(`${JSON.stringify(await inspection.pendingSummary('orders', 'billing'))}\n`);
+        const entries = JSON.parse((await cli(['pending', 'orders', 'billing', '--entries', '--count', '3', '--url', server.url])).stdout) as {
+          entries: { id: string; consumer: string; deliveryCount: number }[];
+        };
+        expect(entries.entries.map((e) => [e.id, e.consumer, e.deliveryCount])).toEqual([
+          ['1700000000001-0', 'w1', 1],
+          ['1700000000002-0', 'w1', 1],
+          ['1700000000003-0', 'w1', 1],
+        ]);
+        const info = await cli(['info', 'orders', '--url', server.url]);
+        expect(info.stdout).toBe(
+          `${JSON.stringify({ key: 'orders', stream: await inspection.stream('orders'), groups: await inspection.groups('orders') })}\n`,
+        );
+        const withGroup = JSON.parse((await cli(['info', 'orders', '--group', 'billing', '--url', server.url])).stdout) as {
+          consumers: { name: string; pending: number }[];
+        };
+        expect(withGroup.consumers.map((c) => [c.name, c.pending])).toEqual([['w1', 12]]);
+        const missing = expectOneLineFailure(await cli(['claim', 'orders', 'nope', 'r', '--min-idle-time', '1', '--url', server.url]), 1);
+        expect(missing).toBe('error: group "nope" does not exist on stream "orders"');
+      } finally {
+        client.disconnect();
+      }
+    });
+  });
+});
