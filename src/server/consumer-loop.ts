@@ -62,6 +62,11 @@ export class StreamReader {
     this.loop ??= this.run();
   }
 
+  /** Makes a blocked read return now (as if its BLOCK timed out), so its reserved slots come back. */
+  async interrupt(): Promise<void> {
+    if (this.reading) await this.unblock();
+  }
+
   /** Stops reading: unblocks a blocked read (CLIENT UNBLOCK) or, failing that, drops the connection. */
   async stop(graceMs: number): Promise<void> {
     this.stopping = true;
@@ -102,7 +107,7 @@ export class StreamReader {
     const { dispatcher } = this.host;
     for (;;) {
       if (this.stopping) return 0;
-      const total = Math.min(this.host.readBatch, this.slotShare, dispatcher.freeSlots());
+      const total = Math.min(this.host.readBatch, this.slotShare, dispatcher.freeSlotsForReads());
       const count = Math.floor(total / streams);
       if (count > 0) {
         dispatcher.reserve(count * streams);

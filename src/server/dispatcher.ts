@@ -14,6 +14,9 @@ export class Dispatcher {
   private accepting = true;
   private nextLane = 0;
   private slotWaiters: Array<() => void> = [];
+  /** Claims waiting for slots (served before readers, which only see slots beyond this demand). */
+  private claimWaiters: Array<{ wanted: number; resolve: (reserved: number) => void }> = [];
+  private claimDemand = 0;
   private idleWaiters: Array<() => void> = [];
 
   constructor(
@@ -26,6 +29,45 @@ export class Dispatcher {
   /** Prefetch slots neither held by an entry nor reserved by a read in progress. */
   freeSlots(): number {
     return this.prefetch - this.inFlight.size - this.reserved;
+  }
+
+  /** Slots reserved by reads (and claims) in progress. */
+  reservedCount(): number {
+    return this.reserved;
+  }
+
+  /** Free slots a reader may take: what is free beyond the slots claims are waiting for. */
+  freeSlotsForReads(): number {
+    return this.freeSlots() - this.claimDemand;
+  }
+
+  /** Reserves up to `max` free slots at once; returns how many. */
+  reserveNow(max: number): number {
+    const count = Math.max(0, Math.min(max, this.freeSlots()));
+    this.reserved += count;
+    return count;
+  }
+
+  /**
+   * Waits until up to `wanted` slots can be reserved for a claim (served before any reader).
+   * Resolves with the slots reserved, possibly fewer than wanted, as soon as any were; `cancel`
+   * resolves it with 0.
+   */
+  reserveLater(wanted: number): { reserved: Promise<number>; cancel: () => void } {
+    let waiter!: { wanted: number; resolve: (reserved: number) => void };
+    const reserved = new Promise<number>((resolve) => {
+      waiter = { wanted, resolve };
+    });
+    this.claimWaiters.push(waiter);
+    this.claimDemand += wanted;
+    const cancel = (): void => {
+      const index = this.claimWaiters.indexOf(waiter);
+      if (index === -1) return;
+      this.claimWaiters.splice(index, 1);
+      this.claimDemand -= waiter.wanted;
+      waiter.resolve(0);
+    };
+    return { reserved, cancel };
   }
 
   runningCount(): number {
@@ -58,7 +100,7 @@ export class Dispatcher {
 
   /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
   waitForSlot(wanted = 1): Promise<void> {
-    if (!this.accepting || this.freeSlots() >= wanted) return Promise.resolve();
+    if (!this.accepting || this.freeSlotsForReads() >= wanted) return Promise.resolve();
     return new Promise((resolve) => this.slotWaiters.push(resolve));
   }
 
@@ -107,9 +149,11 @@ export class Dispatcher {
     this.wakeSlotWaiters();
   }
 
-  /** Stop starting handlers; slot waiters wake so readers can see they must stop. */
+  /** Stop starting handlers; slot waiters wake so readers can see they must stop; waiting claims get nothing. */
   stopAccepting(): void {
     this.accepting = false;
+    for (const waiter of this.claimWaiters.splice(0)) waiter.resolve(0);
+    this.claimDemand = 0;
     this.wakeSlotWaiters(true);
   }
 
@@ -127,6 +171,15 @@ export class Dispatcher {
   whenIdle(): Promise<void> {
     if (this.running === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Freed slots go to waiting claims first, reserved synchronously so no reader can take them in between. */
+  private serveClaims(): void {
+    while (this.claimWaiters.length > 0 && this.freeSlots() > 0) {
+      const waiter = this.claimWaiters.shift() as { wanted: number; resolve: (reserved: number) => void };
+      this.claimDemand -= waiter.wanted;
+      waiter.resolve(this.reserveNow(waiter.wanted));
+    }
   }
 
   /** Starts queued entries while handler slots allow, taking lanes in turn so no stream starves. */
@@ -151,7 +204,8 @@ export class Dispatcher {
   }
 
   private wakeSlotWaiters(force = false): void {
-    if (this.slotWaiters.length === 0 || (!force && this.freeSlots() <= 0)) return;
+    this.serveClaims();
+    if (this.slotWaiters.length === 0 || (!force && this.freeSlotsForReads() <= 0)) return;
     const waiters = this.slotWaiters;
     this.slotWaiters = [];
     for (const wake of waiters) wake();

@@ -147,29 +147,64 @@ export class RedisStreamsServer
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
 
-  /** @internal Prefetch slots a claim may fill now. */
+  /** @internal Prefetch slots free now (not held by entries nor reserved by a read or claim). */
   freePrefetchSlots(): number {
     return this.dispatcher?.freeSlots() ?? 0;
   }
 
-  /** @internal Whether this process holds (queued or running) that entry. */
+  /**
+   * @internal Reserves up to `max` prefetch slots for entries a claim (XCLAIM/XAUTOCLAIM) is about
+   * to take. A blocking read may hold every free slot while it waits on idle streams: it is
+   * interrupted (CLIENT UNBLOCK) and its slots go to the claim first, waiting at most `waitMs`.
+   * Claim at most the returned count, then pass it to `dispatchEntries(…, reserved)` (or give
+   * it back with `releasePrefetchSlots`).
+   */
+  async reservePrefetchSlots(max: number, waitMs = 250): Promise<number> {
+    const dispatcher = this.dispatcher;
+    if (dispatcher === undefined || this.state !== 'listening' || max <= 0) return 0;
+    const now = dispatcher.reserveNow(max);
+    // Slots held by entries come back only as handlers finish: not worth waiting for. Slots
+    // reserved by reads come back soon (a blocked read is made to return now).
+    if (now >= max || dispatcher.reservedCount() === 0) return now;
+    const later = dispatcher.reserveLater(max - now);
+    const timer = setTimeout(later.cancel, waitMs);
+    await Promise.all(this.readers.map((reader) => reader.interrupt()));
+    const more = await later.reserved;
+    clearTimeout(timer);
+    return now + more;
+  }
+
+  /** @internal Gives back slots from `reservePrefetchSlots` that no entry used. */
+  releasePrefetchSlots(count: number): void {
+    if (count > 0) this.dispatcher?.unreserve(count);
+  }
+
+  /** @internal Whether this process holds (queued, running or awaiting its ack) that entry. */
   isInFlight(stream: string, group: string, id: string): boolean {
     return this.dispatcher?.has(`${bindingKey(stream, group)}\u0000${id}`) ?? false;
   }
 
   /**
-   * @internal Hands claimed entries to the handlers through the same accounting as reads. The
-   * caller claims at most `freePrefetchSlots()` entries. Returns how many were new here.
+   * @internal Hands claimed entries to the handlers through the same accounting as reads
+   * (prefetch, concurrency, ack). `reserved`: slots from `reservePrefetchSlots`, released here
+   * once the entries hold theirs. An entry already in flight here is skipped. Returns how many
+   * entries were new.
    */
-  dispatchEntries(stream: string, group: string, entries: readonly IncomingEntry[]): number {
+  dispatchEntries(stream: string, group: string, entries: readonly IncomingEntry[], reserved = 0): number {
     const binding = this.bindingsByKey.get(bindingKey(stream, group));
-    if (binding === undefined || this.dispatcher === undefined) {
+    const dispatcher = this.dispatcher;
+    if (binding === undefined || dispatcher === undefined) {
       throw new Error(`no handler of this server reads stream "${stream}" with group "${group}"`);
     }
-    if (this.state !== 'listening') return 0;
-    const before = this.dispatcher.inFlightCount();
-    this.dispatcher.admit(binding, entries);
-    return this.dispatcher.inFlightCount() - before;
+    let admitted = 0;
+    if (this.state === 'listening') {
+      const before = dispatcher.inFlightCount();
+      dispatcher.admit(binding, entries);
+      admitted = dispatcher.inFlightCount() - before;
+    }
+    // After admit: the entries now hold slots, so giving the reservation back frees nothing twice.
+    if (reserved > 0) dispatcher.unreserve(reserved);
+    return admitted;
   }
 
   /** @internal Every stream + group this server reads, with the handler's options. */
