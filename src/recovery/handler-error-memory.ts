@@ -1,0 +1,46 @@
+/**
+ * The last handler error per pending entry, in memory and bounded (oldest forgotten first), so a
+ * dead letter can say why the entry kept failing. Only failures seen by this process are known.
+ */
+export class HandlerErrorMemory {
+  private readonly errors = new Map<string, string>();
+
+  constructor(private readonly capacity = 10_000) {}
+
+  record(stream: string, group: string, id: string, error: string): void {
+    const key = keyOf(stream, group, id);
+    this.errors.delete(key); // re-insert: newest last
+    this.errors.set(key, error);
+    if (this.errors.size > this.capacity) {
+      const oldest = this.errors.keys().next().value as string;
+      this.errors.delete(oldest);
+    }
+  }
+
+  get(stream: string, group: string, id: string): string | undefined {
+    return this.errors.get(keyOf(stream, group, id));
+  }
+
+  forget(stream: string, group: string, id: string): void {
+    this.errors.delete(keyOf(stream, group, id));
+  }
+}
+
+function keyOf(stream: string, group: string, id: string): string {
+  return `${stream}\u0000${group}\u0000${id}`;
+}
+
+/** Error text for a dead letter: message of an Error, otherwise JSON (bounded in length). */
+export function errorText(error: unknown, limit = 2_000): string {
+  let text: string;
+  if (error instanceof Error) text = error.message;
+  else if (typeof error === 'string') text = error;
+  else {
+    try {
+      text = JSON.stringify(error) ?? String(error);
+    } catch {
+      text = String(error);
+    }
+  }
+  return text.length > limit ? `${text.slice(0, limit)}…` : text;
+}

@@ -1,0 +1,89 @@
+import type { Logger } from '@nestjs/common';
+import { renewLeases, type LostLease } from './leases.js';
+import type { LeaseLostNotice } from './recovery-events.js';
+import type { RecoveryHost } from './recovery-host.js';
+
+/**
+ * Keeps this process's in-flight entries from looking idle while their handlers run: every
+ * `interval` it renews them (owner-checked `XCLAIM … 0 JUSTID`: idle back to 0, delivery count
+ * unchanged), one script call per stream + group batch. An entry found held by another consumer
+ * (our lease lapsed and a recoverer took it) is reported once and never renewed again: the
+ * script never takes it back.
+ */
+export class LeaseKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  /** stream NUL group NUL id of entries we lost, so they are reported and skipped once. */
+  private readonly lost = new Set<string>();
+
+  constructor(
+    private readonly host: RecoveryHost,
+    private readonly interval: number,
+    private readonly logger: Logger,
+    private readonly onRenewed: (count: number) => void,
+    private readonly onLost: (notice: LeaseLostNotice) => void,
+    private readonly onError: (error: Error) => void,
+  ) {}
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => {
+      // Skip a beat rather than pile up renewals behind a slow Redis.
+      if (this.running === undefined) this.running = this.renewAll().finally(() => (this.running = undefined));
+    }, this.interval);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** Renews every in-flight entry of every handled stream + group now. */
+  async renewAll(): Promise<void> {
+    const seen = new Set<string>();
+    for (const { stream, group } of this.host.handledStreams()) {
+      const ids = this.host.inFlightIds(stream, group);
+      for (const id of ids) seen.add(key(stream, group, id));
+      await this.renew(stream, group, ids);
+    }
+    // Forget lost entries this process no longer holds.
+    for (const lostKey of this.lost) if (!seen.has(lostKey)) this.lost.delete(lostKey);
+  }
+
+  /** Renews the given ids of one stream + group (what `ctx.extendLease()` does for one entry). */
+  async renew(stream: string, group: string, ids: readonly string[]): Promise<void> {
+    const wanted = ids.filter((id) => !this.lost.has(key(stream, group, id)));
+    if (wanted.length === 0) return;
+    try {
+      const { renewed, lost } = await renewLeases(this.host.commandConnection(), {
+        stream,
+        group,
+        consumer: this.host.consumer,
+        ids: wanted,
+      });
+      this.onRenewed(renewed.length);
+      for (const lease of lost) this.reportLost(stream, group, lease);
+    } catch (error) {
+      this.onError(new Error(`lease renewal on "${stream}" (group "${group}") failed: ${(error as Error).message}`));
+    }
+  }
+
+  private reportLost(stream: string, group: string, lease: LostLease): void {
+    const lostKey = key(stream, group, lease.id);
+    if (this.lost.has(lostKey)) return;
+    // An entry acked meanwhile (its ack raced the renewal) is not news.
+    if (lease.reason === 'not_pending' && !this.host.isInFlight(stream, group, lease.id)) return;
+    this.lost.add(lostKey);
+    const holder = lease.owner === null ? '' : ` (now held by "${lease.owner}")`;
+    this.logger.warn(
+      `lease of entry ${lease.id} of "${stream}" (group "${group}") is lost: ${lease.reason}${holder}; not renewing it, its handler may run twice`,
+    );
+    this.onLost({ stream, group, id: lease.id, reason: lease.reason, owner: lease.owner });
+  }
+}
+
+function key(stream: string, group: string, id: string): string {
+  return `${stream}\u0000${group}\u0000${id}`;
+}

@@ -1,0 +1,49 @@
+import type { RedisClient } from '../redis/connection.js';
+
+/** An entry handed to the server's handlers (same shape as the server's `IncomingEntry`). */
+export interface RecoveredEntry {
+  readonly id: string;
+  readonly fields: Record<string, string>;
+  readonly deliveryCount: number;
+}
+
+/** A stream + group the server handles, with the handler's recovery overrides. */
+export interface RecoveryHandledStream {
+  readonly stream: string;
+  readonly group: string;
+  /** `extras.maxDeliveries` of the handler. */
+  readonly maxDeliveries?: number | undefined;
+  /** `extras.minIdleTime` of the handler, in ms. */
+  readonly minIdleTime?: number | undefined;
+  /** `extras.recovery`: false when this stream + group is not recovered by this server. */
+  readonly recovery?: boolean | undefined;
+}
+
+/** Renews the lease of one in-flight entry (what `ctx.extendLease()` calls). */
+export type LeaseExtender = (entry: { stream: string; group: string; id: string }, ms: number | undefined) => Promise<void>;
+
+/**
+ * What recovery needs from a running server: the `@internal` API of `RedisStreamsServer`.
+ * Kept structural so recovery does not import the server (and can be driven by tests).
+ */
+export interface RecoveryHost {
+  /** The consumer name the server reads as; recovery claims under it. */
+  readonly consumer: string;
+  /** Prefetch slots free now. */
+  freePrefetchSlots(): number;
+  /** Reserves up to `max` prefetch slots for a claim (a blocked read gives its slots back); claim at most the result. */
+  reservePrefetchSlots(max: number, waitMs?: number): Promise<number>;
+  /** Gives back reserved slots no entry used. */
+  releasePrefetchSlots(count: number): void;
+  /** Whether this process holds (queued, running, awaiting its ack) the entry. */
+  isInFlight(stream: string, group: string, id: string): boolean;
+  /** Hands claimed entries to the same handlers as fresh reads, releasing `reserved` slots; returns how many were taken. */
+  dispatchEntries(stream: string, group: string, entries: readonly RecoveredEntry[], reserved?: number): number;
+  handledStreams(): readonly RecoveryHandledStream[];
+  /** Ids this process holds for a stream + group. */
+  inFlightIds(stream: string, group: string): string[];
+  commandConnection(): RedisClient;
+  setLeaseExtender(extender: LeaseExtender | undefined): void;
+  /** The consumer `close()` hands unstarted entries to; reaped once drained. */
+  handoffConsumerName?(): string;
+}

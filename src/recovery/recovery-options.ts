@@ -1,0 +1,148 @@
+import { durationMillisOption } from '../claim/duration.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import { booleanOption, describe, integerOption } from '../validation.js';
+import type { DeadLetterNotice } from './recovery-events.js';
+
+/**
+ * Recovery of one server (the `recovery` server option). Every duration is milliseconds or an
+ * ISO-8601 duration (`PT30S`). See docs/recovery.md for what each one bounds.
+ */
+export interface RecoveryOptions {
+  /** Run ticks on a timer. `false`: only `runOnce()` (e.g. from `@nestjs/schedule`). Default `true`. */
+  enabled?: boolean;
+  /** Entries idle at least this long are taken from their owner. Default 30 s. Per handler: `extras.minIdleTime`. */
+  minIdleTime?: number | string;
+  /** Time between ticks. Default `minIdleTime / 4`. */
+  interval?: number | string;
+  /** Deliveries (as Redis counts them) after which an entry is dead-lettered, not run again. Default 5. Per handler: `extras.maxDeliveries`. */
+  maxDeliveries?: number;
+  /** XPENDING rows per page. Default 100 (1..10000). */
+  pageSize?: number;
+  /** Pages one tick may scan per stream. Default 10 (1..1000). */
+  maxPages?: number;
+  /** Renew the idle time of this process's in-flight entries while handlers run. Default `true`. */
+  leases?: boolean;
+  /** Time between lease renewals. Default `minIdleTime / 3` (the smallest over handlers). */
+  leaseInterval?: number | string;
+  /** Every how many ticks the "group fell behind a trimmed stream" check runs (XINFO GROUPS + XINFO STREAM). Default 10; 0 turns it off. */
+  trimCheckEvery?: number;
+  /** Consumer clean-up; `false` turns it off. */
+  reapConsumers?: false | ReapConsumersOptions;
+  /** Dead-letter stream key of a stream. Default `deadLetterKey(stream)` (`orders` → `{orders}:dead`). */
+  deadLetterKey?: (stream: string) => string;
+  /** Approximate MAXLEN of dead-letter streams; 0 (default) never trims them. */
+  deadLetterMaxLen?: number;
+  /** Called after each dead letter this server wrote (max deliveries, decode errors, trimmed tombstones). */
+  onDeadLetter?: (letter: DeadLetterNotice) => void | Promise<void>;
+}
+
+export interface ReapConsumersOptions {
+  /** Consumers idle (XINFO CONSUMERS `idle`) at least this long and holding nothing are removed. Default 1 h. */
+  minIdleTime?: number | string;
+  /** Every how many ticks to look. Default 20. */
+  every?: number;
+}
+
+export interface ResolvedRecoveryOptions {
+  readonly enabled: boolean;
+  readonly minIdleTime: number;
+  readonly interval: number;
+  readonly maxDeliveries: number;
+  readonly pageSize: number;
+  readonly maxPages: number;
+  readonly leases: boolean;
+  /** `undefined`: a third of the smallest per-stream `minIdleTime`. */
+  readonly leaseInterval: number | undefined;
+  readonly trimCheckEvery: number;
+  readonly reap: { readonly minIdleTime: number; readonly every: number } | undefined;
+  readonly deadLetterKey: ((stream: string) => string) | undefined;
+  readonly deadLetterMaxLen: number;
+  readonly onDeadLetter: ((letter: DeadLetterNotice) => void | Promise<void>) | undefined;
+}
+
+export const DEFAULT_RECOVERY_MIN_IDLE_MS = 30_000;
+export const DEFAULT_MAX_DELIVERIES = 5;
+export const DEFAULT_RECOVERY_PAGE_SIZE = 100;
+export const DEFAULT_RECOVERY_MAX_PAGES = 10;
+export const DEFAULT_TRIM_CHECK_EVERY = 10;
+export const DEFAULT_REAP_MIN_IDLE_MS = 3_600_000;
+export const DEFAULT_REAP_EVERY = 20;
+
+const KNOWN = new Set([
+  'enabled', 'minIdleTime', 'interval', 'maxDeliveries', 'pageSize', 'maxPages', 'leases', 'leaseInterval',
+  'trimCheckEvery', 'reapConsumers', 'deadLetterKey', 'deadLetterMaxLen', 'onDeadLetter',
+]);
+
+/**
+ * Validates the `recovery` option (`false` = no timer, `runOnce()` only) and fills the defaults.
+ * Throws `RedisStreamsOptionError` naming the option (`recovery.minIdleTime`, …).
+ */
+export function resolveRecoveryOptions(value: unknown, name = 'recovery'): ResolvedRecoveryOptions {
+  if (value === false) return resolveRecoveryOptions({ enabled: false }, name);
+  const given = (value ?? {}) as RecoveryOptions;
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) {
+    throw new RedisStreamsOptionError(name, `must be false or an object, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(given)) {
+    if (!KNOWN.has(key)) throw new RedisStreamsOptionError(`${name}.${key}`, 'is not a recovery option');
+  }
+  const option = (key: string) => `${name}.${key}`;
+  const minIdleTime = optionalDuration(option('minIdleTime'), given.minIdleTime) ?? DEFAULT_RECOVERY_MIN_IDLE_MS;
+  const interval = optionalDuration(option('interval'), given.interval) ?? Math.max(1, Math.floor(minIdleTime / 4));
+  const leaseInterval = optionalDuration(option('leaseInterval'), given.leaseInterval);
+  const reap = given.reapConsumers;
+  let resolvedReap: ResolvedRecoveryOptions['reap'];
+  if (reap !== false) {
+    if (reap !== undefined && (reap === null || typeof reap !== 'object')) {
+      throw new RedisStreamsOptionError(option('reapConsumers'), `must be false or { minIdleTime?, every? }, got ${describe(reap)}`);
+    }
+    resolvedReap = {
+      minIdleTime: optionalDuration(option('reapConsumers.minIdleTime'), reap?.minIdleTime) ?? DEFAULT_REAP_MIN_IDLE_MS,
+      every: integerOption(option('reapConsumers.every'), reap?.every, DEFAULT_REAP_EVERY, 1),
+    };
+  }
+  return {
+    enabled: booleanOption(option('enabled'), given.enabled, true),
+    minIdleTime,
+    interval,
+    maxDeliveries: integerOption(option('maxDeliveries'), given.maxDeliveries, DEFAULT_MAX_DELIVERIES, 1),
+    pageSize: integerOption(option('pageSize'), given.pageSize, DEFAULT_RECOVERY_PAGE_SIZE, 1, 10_000),
+    maxPages: integerOption(option('maxPages'), given.maxPages, DEFAULT_RECOVERY_MAX_PAGES, 1, 1_000),
+    leases: booleanOption(option('leases'), given.leases, true),
+    leaseInterval,
+    trimCheckEvery: integerOption(option('trimCheckEvery'), given.trimCheckEvery, DEFAULT_TRIM_CHECK_EVERY, 0),
+    reap: resolvedReap,
+    deadLetterKey: functionOption(option('deadLetterKey'), given.deadLetterKey, '(stream) => key'),
+    deadLetterMaxLen: integerOption(option('deadLetterMaxLen'), given.deadLetterMaxLen, 0, 0),
+    onDeadLetter: functionOption(option('onDeadLetter'), given.onDeadLetter, '(letter) => void'),
+  };
+}
+
+/** Per-handler recovery overrides read from the pattern's `extras`. */
+export interface HandlerRecoveryExtras {
+  /** `false`: this server does not recover this stream + group (leases still apply). */
+  readonly recovery: boolean;
+  readonly minIdleTime: number | undefined;
+  readonly maxDeliveries: number | undefined;
+}
+
+/** Validates `extras.recovery`, `extras.minIdleTime` and `extras.maxDeliveries` of one handler. */
+export function resolveHandlerRecoveryExtras(pattern: string, extras: Record<string, unknown> | undefined): HandlerRecoveryExtras {
+  const given = extras ?? {};
+  const name = (option: string) => `extras.${option} (handler "${pattern}")`;
+  return {
+    recovery: booleanOption(name('recovery'), given.recovery, true),
+    minIdleTime: optionalDuration(name('minIdleTime'), given.minIdleTime),
+    maxDeliveries: given.maxDeliveries === undefined ? undefined : integerOption(name('maxDeliveries'), given.maxDeliveries, 0, 1),
+  };
+}
+
+function optionalDuration(option: string, value: unknown): number | undefined {
+  return value === undefined ? undefined : durationMillisOption(option, value);
+}
+
+function functionOption<T>(option: string, value: unknown, shape: string): T | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') throw new RedisStreamsOptionError(option, `must be a function ${shape}, got ${describe(value)}`);
+  return value as T;
+}

@@ -1,0 +1,315 @@
+import { Logger } from '@nestjs/common';
+import { StreamInspector } from '../claim/stream-inspector.js';
+import type { RedisClient } from '../redis/connection.js';
+import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
+import { sweepConsumers } from './consumer-sweep.js';
+import { moveToDeadLetter, type DeadLetterMoveResult } from './dead-letter-move.js';
+import { errorText, HandlerErrorMemory } from './handler-error-memory.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
+import type { DeadLetterNotice, EntriesLostNotice, RecoveryEmit } from './recovery-events.js';
+import type { RecoveryHost } from './recovery-host.js';
+import type { ResolvedRecoveryOptions } from './recovery-options.js';
+import { recoveryRegistry } from './recovery-registry.js';
+import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
+import { TrimWatch } from './trim-watch.js';
+
+interface TargetState {
+  readonly recoverer: PendingRecoverer;
+  readonly trimWatch: TrimWatch;
+}
+
+/**
+ * Recovery of one running server: a timer of ticks (each: reclaim idle entries, dead-letter
+ * poison ones, report trim loss, now and then remove dead consumers), lease renewal of the
+ * server's in-flight entries, and dead-lettering of undecodable entries. Created by the server at
+ * `listen()` and stopped at `close()`; ticks never overlap.
+ */
+export class RecoveryScheduler {
+  private readonly logger = new Logger('RedisStreamsRecovery');
+  private readonly errors = new HandlerErrorMemory();
+  private readonly counters: RecoveryStats = emptyStats();
+  private targets: TargetState[] = [];
+  private inspector: StreamInspector | undefined;
+  private leases: LeaseKeeper | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private tail: Promise<unknown> = Promise.resolve();
+  private state: 'idle' | 'running' | 'stopped' = 'idle';
+
+  constructor(
+    readonly host: RecoveryHost,
+    readonly options: ResolvedRecoveryOptions,
+    private readonly emit: RecoveryEmit = () => undefined,
+  ) {}
+
+  /** Streams + groups this scheduler recovers, with their effective `minIdleTime` / `maxDeliveries`. */
+  get recovered(): readonly RecoveryTarget[] {
+    return this.targets.map((state) => state.recoverer.target);
+  }
+
+  /** Starts ticks (unless `enabled: false`) and leases (unless `leases: false`). Call after the server listens. */
+  start(): void {
+    if (this.state !== 'idle') return;
+    this.state = 'running';
+    const redis = this.host.commandConnection();
+    this.inspector = new StreamInspector(redis);
+    const services = this.services(redis, this.inspector);
+    const handled = this.host.handledStreams();
+    this.targets = handled
+      .filter((stream) => stream.recovery !== false)
+      .map((stream) => {
+        const target: RecoveryTarget = {
+          stream: stream.stream,
+          group: stream.group,
+          minIdleTime: stream.minIdleTime ?? this.options.minIdleTime,
+          maxDeliveries: stream.maxDeliveries ?? this.options.maxDeliveries,
+        };
+        return { recoverer: new PendingRecoverer(target, services), trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector) };
+      });
+    if (this.options.leases && handled.length > 0) {
+      const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
+      const interval = this.options.leaseInterval ?? Math.max(1, Math.floor(smallestIdle / 3));
+      this.leases = new LeaseKeeper(
+        this.host,
+        interval,
+        this.logger,
+        (count) => (this.counters.leasesRenewed += count),
+        (notice) => {
+          this.counters.leasesLost++;
+          this.emit('leaseLost', notice);
+        },
+        (error) => this.reportError(error),
+      );
+      this.leases.start();
+      const keeper = this.leases;
+      this.host.setLeaseExtender(({ stream, group, id }) => keeper.renew(stream, group, [id]));
+    }
+    recoveryRegistry.add(this);
+    if (this.options.enabled && this.targets.length > 0) this.schedule();
+  }
+
+  /** Stops the timers and waits for a tick in progress. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    this.state = 'stopped';
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    recoveryRegistry.delete(this);
+    this.host.setLeaseExtender(undefined);
+    await this.leases?.stop();
+    await this.tail.catch(() => undefined);
+  }
+
+  /** Runs one tick now (after a tick in progress). Works with `enabled: false`. */
+  runOnce(): Promise<RecoveryTickResult> {
+    if (this.state !== 'running') return Promise.resolve(emptyTickResult());
+    const run = this.tail.catch(() => undefined).then(() => this.tick());
+    this.tail = run;
+    return run;
+  }
+
+  /** Counters since start. */
+  stats(): RecoveryStats {
+    return { ...this.counters };
+  }
+
+  /** The dead-letter stream key of `stream` under these options. */
+  deadLetterKeyFor(stream: string): string {
+    return (this.options.deadLetterKey ?? defaultDeadLetterKey)(stream);
+  }
+
+  /** Remembers a handler failure so a later dead letter can carry it (the server calls this). */
+  recordHandlerError(stream: string, group: string, id: string, error: unknown): void {
+    this.errors.record(stream, group, id, errorText(error));
+  }
+
+  /**
+   * Dead-letters an undecodable entry this consumer holds (reason `decode_error`) on its first
+   * delivery. Resolves true when it was moved; on failure it stays pending (logged).
+   */
+  async deadLetterUndecodable(stream: string, group: string, id: string, error: unknown): Promise<boolean> {
+    try {
+      const result = await this.moveAndReport(this.host.commandConnection(), {
+        stream,
+        group,
+        ids: [id],
+        reason: 'decode_error',
+        error: errorText(error),
+        expectedConsumer: this.host.consumer,
+      });
+      const moved = result.moved.length > 0;
+      if (moved) this.counters.decodeErrors++;
+      return moved;
+    } catch (error) {
+      this.reportError(new Error(`dead-lettering undecodable entry ${id} of "${stream}" failed; it stays pending: ${(error as Error).message}`));
+      return false;
+    }
+  }
+
+  // ---- ticks ----
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.runOnce().finally(() => {
+        if (this.state === 'running') this.schedule();
+      });
+    }, this.options.interval);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<RecoveryTickResult> {
+    const result = emptyTickResult();
+    const number = this.counters.ticks + 1;
+    const { trimCheckEvery, reap } = this.options;
+    for (const { recoverer, trimWatch } of this.targets) {
+      if (this.state !== 'running') break;
+      const { stream, group } = recoverer.target;
+      await this.step(result, `recovery of "${stream}" (group "${group}")`, () => recoverer.tick(result));
+      if (trimCheckEvery > 0 && number % trimCheckEvery === 0) {
+        await this.step(result, `trim check of "${stream}" (group "${group}")`, async () => {
+          const notice = await trimWatch.check();
+          if (notice !== undefined) {
+            result.trimmedUndelivered += notice.count;
+            this.reportLost(notice);
+          }
+        });
+      }
+      if (reap !== undefined && number % reap.every === 0) {
+        await this.step(result, `consumer clean-up of "${stream}" (group "${group}")`, async () => {
+          const removed = await sweepConsumers(this.host.commandConnection(), this.inspector as StreamInspector, {
+            stream,
+            group,
+            self: this.host.consumer,
+            minIdleTime: reap.minIdleTime,
+            handoffConsumer: this.host.handoffConsumerName?.(),
+          });
+          if (removed.length > 0) {
+            result.consumersReaped += removed.length;
+            this.logger.log(`removed ${removed.length} idle consumers without pending entries from "${stream}" (group "${group}"): ${removed.join(', ')}`);
+          }
+        });
+      }
+    }
+    addTick(this.counters, result);
+    return result;
+  }
+
+  private async step(result: RecoveryTickResult, what: string, run: () => Promise<void>): Promise<void> {
+    try {
+      await run();
+    } catch (error) {
+      result.errors++;
+      this.reportError(new Error(`${what} failed: ${(error as Error).message}`));
+    }
+  }
+
+  // ---- reporting ----
+
+  private services(redis: RedisClient, inspector: StreamInspector): RecoveryServices {
+    return {
+      host: this.host,
+      redis,
+      inspector,
+      logger: this.logger,
+      pageSize: this.options.pageSize,
+      maxPages: this.options.maxPages,
+      deadLetter: (request) => {
+        const errors: Record<string, string> = {};
+        for (const id of request.ids) {
+          const text = this.errors.get(request.stream, request.group, id);
+          if (text !== undefined) errors[id] = text;
+        }
+        return this.moveAndReport(redis, { ...request, errors });
+      },
+      reportLost: (notice) => this.reportLost(notice),
+      reportRecovered: (stream, group, ids) => {
+        this.logger.log(`recovered ${ids.length} idle entries of "${stream}" (group "${group}"): ${preview(ids)}`);
+        this.emit('recovered', { stream, group, ids });
+      },
+      reportError: (error) => this.reportError(error),
+    };
+  }
+
+  private async moveAndReport(
+    redis: RedisClient,
+    request: {
+      stream: string;
+      group: string;
+      ids: string[];
+      reason: string;
+      error?: string;
+      errors?: Record<string, string>;
+      expectedConsumer?: string;
+      minDeliveries?: number;
+      minIdleTime?: number;
+    },
+  ): Promise<DeadLetterMoveResult> {
+    const deadLetterKey = this.deadLetterKeyFor(request.stream);
+    const result = await moveToDeadLetter(redis, { ...request, deadLetterKey, maxLen: this.options.deadLetterMaxLen });
+    const tombstones: string[] = [];
+    for (const outcome of result.outcomes) {
+      if (outcome.status !== 'moved' && outcome.status !== 'tombstone') continue;
+      const tombstone = outcome.status === 'tombstone';
+      if (tombstone) tombstones.push(outcome.id);
+      const notice: DeadLetterNotice = {
+        stream: request.stream,
+        group: request.group,
+        id: outcome.id,
+        reason: tombstone ? 'trimmed' : request.reason,
+        error: tombstone ? '' : (request.errors?.[outcome.id] ?? request.error ?? ''),
+        deliveryCount: outcome.deliveryCount,
+        consumer: outcome.consumer ?? '',
+        deadLetterKey,
+        deadLetterId: outcome.deadLetterId ?? '',
+        tombstone,
+      };
+      this.errors.forget(request.stream, request.group, outcome.id);
+      if (!tombstone) {
+        this.logger.warn(
+          `dead-lettered entry ${outcome.id} of "${request.stream}" (group "${request.group}") to "${deadLetterKey}": ${notice.reason} after ${notice.deliveryCount} deliveries${notice.error ? `; last error: ${notice.error}` : ''}`,
+        );
+      }
+      this.emit('deadLetter', notice);
+      await this.callOnDeadLetter(notice);
+    }
+    if (tombstones.length > 0) {
+      this.reportLost({ stream: request.stream, group: request.group, reason: 'trimmed_pending', count: tombstones.length, ids: tombstones });
+    }
+    return result;
+  }
+
+  private async callOnDeadLetter(notice: DeadLetterNotice): Promise<void> {
+    const hook = this.options.onDeadLetter;
+    if (hook === undefined) return;
+    try {
+      await hook(notice);
+    } catch (error) {
+      this.logger.error(`onDeadLetter threw: ${(error as Error).message}`);
+    }
+  }
+
+  private reportLost(notice: EntriesLostNotice): void {
+    if (notice.reason === 'trimmed_pending') {
+      this.logger.warn(
+        `${notice.count} pending entries of "${notice.stream}" (group "${notice.group}") were trimmed or deleted before they were handled; acked them away: ${preview(notice.ids)}`,
+      );
+    } else {
+      const howMany = notice.count > 0 ? `${notice.count} entries` : 'entries';
+      this.logger.warn(
+        `${howMany} of "${notice.stream}" were trimmed before group "${notice.group}" read them (last delivered ${notice.lastDeliveredId}, first entry ${notice.firstEntryId}): MAXLEN is smaller than the backlog`,
+      );
+    }
+    this.emit('entriesLost', notice);
+  }
+
+  private reportError(error: Error): void {
+    this.counters.lastError = error.message;
+    this.logger.error(error.message);
+    this.emit('error', error);
+  }
+}
+
+function preview(ids: readonly string[]): string {
+  return ids.length <= 10 ? ids.join(', ') : `${ids.slice(0, 10).join(', ')}, … (${ids.length})`;
+}

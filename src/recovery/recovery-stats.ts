@@ -1,0 +1,45 @@
+/** What one recovery tick (or `runOnce()`) did. */
+export interface RecoveryTickResult {
+  /** Entries claimed from idle owners and handed to the handlers. */
+  claimed: number;
+  /** Entries moved to the dead-letter stream (max deliveries). */
+  deadLettered: number;
+  /** Pending entries found trimmed/deleted: acked away (or tombstoned) and reported. */
+  deletedPending: number;
+  /** Entries trimmed before the group read them (lower bound), from the trim check. */
+  trimmedUndelivered: number;
+  consumersReaped: number;
+  /** Steps that failed (logged and emitted as `error`); the tick went on with the next stream. */
+  errors: number;
+}
+
+/** Counters since the server started (`RedisStreamsRecovery.stats()`). */
+export interface RecoveryStats extends RecoveryTickResult {
+  ticks: number;
+  /** Dead letters written for undecodable entries. */
+  decodeErrors: number;
+  leasesRenewed: number;
+  leasesLost: number;
+  /** Epoch ms of the last finished tick, or null. */
+  lastTickAt: number | null;
+  lastError: string | null;
+}
+
+export function emptyTickResult(): RecoveryTickResult {
+  return { claimed: 0, deadLettered: 0, deletedPending: 0, trimmedUndelivered: 0, consumersReaped: 0, errors: 0 };
+}
+
+export function emptyStats(): RecoveryStats {
+  return { ...emptyTickResult(), ticks: 0, decodeErrors: 0, leasesRenewed: 0, leasesLost: 0, lastTickAt: null, lastError: null };
+}
+
+export function addTick(stats: RecoveryStats, tick: RecoveryTickResult): void {
+  stats.claimed += tick.claimed;
+  stats.deadLettered += tick.deadLettered;
+  stats.deletedPending += tick.deletedPending;
+  stats.trimmedUndelivered += tick.trimmedUndelivered;
+  stats.consumersReaped += tick.consumersReaped;
+  stats.errors += tick.errors;
+  stats.ticks++;
+  stats.lastTickAt = Date.now();
+}

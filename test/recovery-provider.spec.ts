@@ -1,0 +1,346 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsOptionError } from '../src/errors.js';
+import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
+import type { DeadLetterNotice, EntriesLostNotice } from '../src/recovery/recovery-events.js';
+import { resolveRecoveryOptions, type RecoveryOptions } from '../src/recovery/recovery-options.js';
+import { RecoveryScheduler } from '../src/recovery/recovery-scheduler.js';
+import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js';
+import { RedisStreamsContext } from '../src/server/context.js';
+import type { RedisStreamsServerOptions } from '../src/server/options.js';
+import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import { RedisServerProcess } from './helpers/redis-server.js';
+import { sleep, waitFor } from './helpers/wait.js';
+
+const MIN_IDLE = 250;
+const handled: Array<{ stream: string; id: string; consumer: string; deliveryCount: number }> = [];
+/** `kind: 'hang'` handlers wait for this, so a server with prefetch 1 reads nothing more. */
+let releaseHung: () => void = () => undefined;
+let hung = new Promise<void>((resolve) => (releaseHung = resolve));
+
+@Controller()
+class TasksController {
+  @EventPattern<string>('tasks')
+  async onTask(@Payload() data: { kind?: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    if (data?.kind === 'hang') return hung;
+    handled.push({ stream: ctx.getStream(), id: ctx.getId(), consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
+    if (data?.kind === 'throw') throw new Error('tasks always fail here');
+  }
+}
+
+describe('recovery provider (real redis-server, in-process servers)', () => {
+  let redis: RedisServerProcess;
+  let client: Redis;
+  const servers: RunningServer[] = [];
+  const recovery = new RedisStreamsRecovery();
+  let prefixCounter = 0;
+
+  beforeAll(async () => {
+    redis = await RedisServerProcess.start({ args: ['--stream-node-max-entries', '10'] });
+    client = redis.client();
+  });
+  afterEach(async () => {
+    releaseHung();
+    for (const running of servers.splice(0)) await running.app.close();
+    handled.length = 0;
+    hung = new Promise<void>((resolve) => (releaseHung = resolve));
+  });
+  afterAll(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  /** A fresh key prefix per test so streams never mix. */
+  function freshPrefix(): string {
+    return `t${++prefixCounter}:`;
+  }
+
+  interface Events {
+    deadLetters: DeadLetterNotice[];
+    lost: EntriesLostNotice[];
+    errors: Error[];
+  }
+
+  async function worker(
+    prefix: string,
+    consumer: string,
+    recoveryOptions: RecoveryOptions | false,
+    extra: Partial<RedisStreamsServerOptions> = {},
+  ): Promise<RunningServer & { events: Events }> {
+    const events: Events = { deadLetters: [], lost: [], errors: [] };
+    const running = await startServer(
+      { connection: redis.url, group: 'g', consumer, prefix, blockMs: 100, shutdownTimeout: 2_000, recovery: recoveryOptions, ...extra } as RedisStreamsServerOptions,
+      [TasksController],
+      [],
+      (server) => {
+        const on = server.on.bind(server) as (event: string, listener: (payload: never) => void) => void;
+        on('deadLetter', (notice: DeadLetterNotice) => events.deadLetters.push(notice));
+        on('entriesLost', (notice: EntriesLostNotice) => events.lost.push(notice));
+        on('error', (error: Error) => events.errors.push(error));
+      },
+    );
+    servers.push(running);
+    // TEMP until the server creates its scheduler from the `recovery` option.
+    const scheduler = new RecoveryScheduler(running.server, resolveRecoveryOptions(recoveryOptions), (event, payload) => {
+      if (event === 'deadLetter') events.deadLetters.push(payload as DeadLetterNotice);
+      if (event === 'entriesLost') events.lost.push(payload as EntriesLostNotice);
+      if (event === 'error') events.errors.push(payload as Error);
+    });
+    scheduler.start();
+    const close = running.app.close.bind(running.app);
+    running.app.close = async () => {
+      await scheduler.stop();
+      await close();
+    };
+    return { ...running, events };
+  }
+
+  /** Makes a prefetch-1 server busy for the rest of the test: it then reads nothing more. */
+  async function makeBusy(stream: string, consumer: string): Promise<void> {
+    await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'hang' }));
+    await waitFor(async () => (await pendingRows(client, stream, 'g', consumer)).length === 1, `${consumer} busy`);
+  }
+
+  /** XADDs `count` task entries and reads them as consumer `owner`, which then "dies" (never acks). */
+  async function pendingFor(stream: string, owner: string, payloads: Array<Record<string, unknown>>): Promise<string[]> {
+    await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM').catch(() => undefined);
+    const ids: string[] = [];
+    for (const payload of payloads) ids.push((await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify(payload))) as string);
+    await client.call('XREADGROUP', 'GROUP', 'g', owner, 'COUNT', payloads.length, 'STREAMS', stream, '>');
+    return ids;
+  }
+
+  /** Raises the Redis delivery count of `ids` to `count` (XCLAIM without JUSTID adds one each time), keeping `owner`. */
+  async function deliverTimes(stream: string, owner: string, ids: string[], count: number): Promise<void> {
+    for (let i = 1; i < count; i++) await client.call('XCLAIM', stream, 'g', owner, 0, ...ids);
+  }
+
+  it('validates options and names the bad one', () => {
+    const bad: Array<[unknown, string]> = [
+      [{ minIdleTime: 0 }, 'recovery.minIdleTime'],
+      [{ minIdleTime: 'soon' }, 'recovery.minIdleTime'],
+      [{ interval: -5 }, 'recovery.interval'],
+      [{ maxDeliveries: 0 }, 'recovery.maxDeliveries'],
+      [{ pageSize: 10_001 }, 'recovery.pageSize'],
+      [{ maxPages: 0 }, 'recovery.maxPages'],
+      [{ leases: 'yes' }, 'recovery.leases'],
+      [{ reapConsumers: { every: 0 } }, 'recovery.reapConsumers.every'],
+      [{ onDeadLetter: 'log' }, 'recovery.onDeadLetter'],
+      [{ minIdel: 5 }, 'recovery.minIdel'],
+      ['fast', 'recovery'],
+    ];
+    for (const [value, option] of bad) {
+      expect(() => resolveRecoveryOptions(value), option).toThrow(RedisStreamsOptionError);
+      try {
+        resolveRecoveryOptions(value);
+      } catch (error) {
+        expect((error as RedisStreamsOptionError).option).toBe(option);
+      }
+    }
+    const defaults = resolveRecoveryOptions(undefined);
+    expect(defaults).toMatchObject({ enabled: true, minIdleTime: 30_000, interval: 7_500, maxDeliveries: 5, pageSize: 100, maxPages: 10, leases: true, trimCheckEvery: 10 });
+    expect(resolveRecoveryOptions({ minIdleTime: 'PT1M' })).toMatchObject({ minIdleTime: 60_000, interval: 15_000 });
+    expect(resolveRecoveryOptions(false).enabled).toBe(false);
+  });
+
+  it('takes over a dead consumer\'s entries after minIdleTime and hands them to the handlers (runOnce with scheduling off)', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const ids = await pendingFor(stream, 'dead', [{}, {}, {}]);
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE });
+    // Not idle long enough yet: nothing is taken.
+    expect((await recovery.runOnce({ consumer: 'w1' })).claimed).toBe(0);
+    await sleep(MIN_IDLE + 50);
+    const tick = await recovery.runOnce({ consumer: 'w1' });
+    expect(tick.claimed).toBe(3);
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'recovered entries acked');
+    expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual(ids.map((id) => [id, 'w1', 2]));
+    expect(recovery.stats({ consumer: 'w1' })[0]).toMatchObject({ consumer: 'w1', scheduled: false, stats: { claimed: 3, ticks: 2 } });
+    expect(w.events.errors).toEqual([]);
+  });
+
+  it('the timer recovers without runOnce, and never takes no more than the free prefetch slots', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    await pendingFor(stream, 'dead', Array.from({ length: 12 }, () => ({})));
+    await sleep(MIN_IDLE);
+    // prefetch 4: every claim is at most the free slots, so dead's pending list drains 4 at a time.
+    const samples: number[] = [];
+    await worker(prefix, 'w1', { minIdleTime: MIN_IDLE, interval: 50 }, { prefetch: 4, concurrency: 4 });
+    await waitFor(async () => {
+      const rows = await pendingRows(client, stream, 'g');
+      samples.push(rows.filter((row) => row.consumer === 'w1').length);
+      return rows.length === 0;
+    }, 'all recovered', { timeout: 10_000, interval: 5 });
+    expect(handled).toHaveLength(12);
+    expect(Math.max(...samples)).toBeLessThanOrEqual(4);
+  });
+
+  it('reaches idle entries behind a long run of live ones within the expected number of ticks (cursor kept across ticks)', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const live = await pendingFor(stream, 'live', Array.from({ length: 2000 }, () => ({})));
+    const orphans = await pendingFor(stream, 'dead', Array.from({ length: 5 }, () => ({})));
+    await sleep(MIN_IDLE + 50);
+    // The live consumer renews its entries: they are at the head of the pending list and never idle.
+    for (let i = 0; i < live.length; i += 500) await client.call('XCLAIM', stream, 'g', 'live', 0, ...live.slice(i, i + 500), 'JUSTID');
+    await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, pageSize: 100, maxPages: 10 });
+    // 1000 pending rows per tick: the 5 orphans (rows 2001..2005) need ceil(2005 / 1000) = 3 ticks.
+    let ticks = 0;
+    let claimed = 0;
+    while (claimed < orphans.length && ticks < 3) {
+      claimed += (await recovery.runOnce({ consumer: 'w1' })).claimed;
+      ticks++;
+    }
+    expect(claimed).toBe(5);
+    await waitFor(() => handled.length === 5, 'orphans handled');
+    expect(handled.map((h) => h.id).sort()).toEqual([...orphans].sort());
+    // The live consumer kept every one of its entries.
+    expect((await pendingRows(client, stream, 'g', 'live')).length).toBe(2000);
+  });
+
+  it('dead-letters an entry delivered maxDeliveries times with its fields and metadata, exactly once, and reports it', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const [poison, fine] = (await pendingFor(stream, 'dead', [{ n: 1 }, { n: 2 }])) as [string, string];
+    await deliverTimes(stream, 'dead', [poison], 3);
+    await sleep(MIN_IDLE + 50);
+    const letters: DeadLetterNotice[] = [];
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 3, onDeadLetter: (letter) => void letters.push(letter) });
+    const tick = await recovery.runOnce({ consumer: 'w1' });
+    expect(tick).toMatchObject({ claimed: 1, deadLettered: 1 });
+    expect(letters).toEqual([
+      expect.objectContaining({ stream, group: 'g', id: poison, reason: 'max_deliveries', deliveryCount: 3, consumer: 'dead', deadLetterKey: `{${stream}}:dead`, tombstone: false }),
+    ]);
+    expect(w.events.deadLetters.map((d) => d.id)).toEqual([poison]);
+    const dead = (await client.xrange(`{${stream}}:dead`, '-', '+')) as Array<[string, string[]]>;
+    expect(dead).toHaveLength(1);
+    const letter = parseDeadLetter(dead[0]![0], dead[0]![1]);
+    expect(letter).toMatchObject({ sourceStream: stream, sourceId: poison, group: 'g', consumer: 'dead', deliveryCount: 3, reason: 'max_deliveries' });
+    expect({ ...letter!.fields }).toEqual({ pattern: 'tasks', data: '{"n":1}' });
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
+    expect(handled.map((h) => h.id)).toEqual([fine]);
+    // A second run finds nothing more to do.
+    expect(await recovery.runOnce({ consumer: 'w1' })).toMatchObject({ claimed: 0, deadLettered: 0 });
+    expect(await client.xlen(`{${stream}}:dead`)).toBe(1);
+  });
+
+  it('a dead-letter key of the wrong type: the move fails, the entry stays pending with its owner and count; fixed, it moves once', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const [poison] = (await pendingFor(stream, 'dead', [{ n: 1 }])) as [string];
+    await deliverTimes(stream, 'dead', [poison], 2);
+    await client.set(`{${stream}}:dead`, 'not a stream');
+    await sleep(MIN_IDLE + 50);
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 2 });
+    const tick = await recovery.runOnce({ consumer: 'w1' });
+    expect(tick).toMatchObject({ deadLettered: 0, errors: 1 });
+    expect(w.events.errors[0]?.message).toMatch(/WRONGTYPE/);
+    expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id: poison, consumer: 'dead', deliveries: 2 })]);
+    expect(handled).toEqual([]);
+    await client.del(`{${stream}}:dead`);
+    expect((await recovery.runOnce({ consumer: 'w1' })).deadLettered).toBe(1);
+    expect(await client.xlen(`{${stream}}:dead`)).toBe(1);
+    expect(await pendingRows(client, stream, 'g')).toEqual([]);
+  });
+
+  it('several providers racing over one pending list take disjoint sets and write no duplicate dead letters', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const ids = await pendingFor(stream, 'dead', Array.from({ length: 200 }, (_, n) => ({ n })));
+    const poison = ids.slice(0, 50);
+    await deliverTimes(stream, 'dead', poison, 3);
+    await sleep(MIN_IDLE + 50);
+    const names = ['r1', 'r2', 'r3', 'r4'];
+    for (const name of names) await worker(prefix, name, { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 3 }, { prefetch: 200, concurrency: 50 });
+    const ticks = await Promise.all(names.map((consumer) => recovery.runOnce({ consumer })));
+    expect(ticks.reduce((sum, t) => sum + t.deadLettered, 0)).toBe(50);
+    expect(ticks.reduce((sum, t) => sum + t.claimed, 0)).toBe(150);
+    await waitFor(() => handled.length === 150, 'claimed entries handled');
+    const ids150 = handled.map((h) => h.id);
+    expect(new Set(ids150).size).toBe(150); // disjoint: no entry handled by two recoverers
+    expect([...ids150].sort()).toEqual(ids.slice(50).sort());
+    const dead = (await client.xrange(`{${stream}}:dead`, '-', '+')) as Array<[string, string[]]>;
+    expect(dead.map(([id, flat]) => parseDeadLetter(id, flat)!.sourceId).sort()).toEqual([...poison].sort());
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
+  });
+
+  it('pending entries deleted or trimmed are reported, acked away (tombstoned when due for dead-lettering), with no crash', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const ids = await pendingFor(stream, 'dead', [{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
+    const [gone1, gone2, poisonGone, kept] = ids as [string, string, string, string];
+    await deliverTimes(stream, 'dead', [poisonGone], 3);
+    await client.xdel(stream, gone1, gone2, poisonGone);
+    await sleep(MIN_IDLE + 50);
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 3 });
+    const tick = await recovery.runOnce({ consumer: 'w1' });
+    expect(tick).toMatchObject({ claimed: 1, deletedPending: 3, deadLettered: 0, errors: 0 });
+    const lostIds = w.events.lost.filter((l) => l.reason === 'trimmed_pending').flatMap((l) => l.ids).sort();
+    expect(lostIds).toEqual([gone1, gone2, poisonGone].sort());
+    expect(w.events.deadLetters).toEqual([expect.objectContaining({ id: poisonGone, reason: 'trimmed', tombstone: true })]);
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
+    expect(handled.map((h) => h.id)).toEqual([kept]);
+    expect(recovery.stats({ consumer: 'w1' })[0]!.stats.deletedPending).toBe(3);
+  });
+
+  it('reports a group whose unread entries were trimmed away (lag beyond the stream length), once', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: 60_000, trimCheckEvery: 1 }, { prefetch: 1, concurrency: 1 });
+    await makeBusy(stream, 'w1');
+    await pendingFor(stream, 'dead', [{}]);
+    for (let i = 0; i < 60; i++) await client.xadd(stream, '*', 'pattern', 'tasks', 'data', '{}');
+    await client.xtrim(stream, 'MAXLEN', 20);
+    const first = await recovery.runOnce({ consumer: 'w1' });
+    await recovery.runOnce({ consumer: 'w1' });
+    const undelivered = w.events.lost.filter((l) => l.reason === 'trimmed_undelivered');
+    expect(first.trimmedUndelivered).toBeGreaterThan(0);
+    expect(undelivered).toHaveLength(1);
+    expect(undelivered[0]).toMatchObject({ stream, group: 'g', count: first.trimmedUndelivered });
+  });
+
+  it('consumer clean-up removes idle consumers holding nothing and the drained handoff consumer, never one with pending entries, nor itself', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    await pendingFor(stream, 'holder', [{}]);
+    await client.xgroup('CREATECONSUMER', stream, 'g', 'gone');
+    await client.xgroup('CREATECONSUMER', stream, 'g', 'handoff');
+    await sleep(20);
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: 60_000, reapConsumers: { minIdleTime: 10, every: 1 } });
+    await sleep(20);
+    const tick = await recovery.runOnce({ consumer: 'w1' });
+    expect(tick.consumersReaped).toBe(2);
+    const names = ((await client.call('XINFO', 'CONSUMERS', stream, 'g')) as unknown[][]).map((row) => String(row[1]));
+    expect(names.sort()).toEqual(['holder', 'w1']);
+    expect(w.events.errors).toEqual([]);
+  });
+
+  it('consumer clean-up racing with reads never drops a pending entry', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    await worker(prefix, 'w1', { enabled: false, minIdleTime: 60_000, reapConsumers: { minIdleTime: 1, every: 1 } }, { prefetch: 1, concurrency: 1 });
+    await makeBusy(stream, 'w1');
+    // Racers read one entry each (they then hold it); the sweep runs concurrently all the time.
+    let sweeping = true;
+    const sweeps = (async () => {
+      while (sweeping) await recovery.runOnce({ consumer: 'w1' });
+    })();
+    const racers = Array.from({ length: 100 }, (_, i) => `racer-${i}`);
+    const ids: string[] = [];
+    for (const racer of racers) {
+      ids.push((await client.xadd(stream, '*', 'pattern', 'other', 'data', '{}')) as string);
+      await client.xgroup('CREATECONSUMER', stream, 'g', racer);
+      await sleep(2);
+      await client.call('XREADGROUP', 'GROUP', 'g', racer, 'COUNT', 1, 'STREAMS', stream, '>');
+    }
+    sweeping = false;
+    await sweeps;
+    // w1 is busy (prefetch 1): every racer's entry must still be pending for that racer.
+    const rows = (await pendingRows(client, stream, 'g')).filter((row) => row.consumer !== 'w1');
+    expect(rows.map((row) => [row.id, row.consumer])).toEqual(ids.map((id, i) => [id, racers[i]]));
+    expect(recovery.stats({ consumer: 'w1' })[0]!.stats.consumersReaped).toBeGreaterThan(0);
+  });
+});
