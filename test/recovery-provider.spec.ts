@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
-import type { DeadLetterNotice, EntriesLostNotice } from '../src/recovery/recovery-events.js';
+import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice } from '../src/recovery/recovery-events.js';
 import { resolveRecoveryOptions, type RecoveryOptions } from '../src/recovery/recovery-options.js';
 import { RecoveryScheduler } from '../src/recovery/recovery-scheduler.js';
 import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js';
@@ -23,10 +23,17 @@ let hung = new Promise<void>((resolve) => (releaseHung = resolve));
 @Controller()
 class TasksController {
   @EventPattern<string>('tasks')
-  async onTask(@Payload() data: { kind?: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+  async onTask(@Payload() data: { kind?: string; ms?: number; extend?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
     if (data?.kind === 'hang') return hung;
     handled.push({ stream: ctx.getStream(), id: ctx.getId(), consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
     if (data?.kind === 'throw') throw new Error('tasks always fail here');
+    if (data?.kind === 'slow') {
+      const until = Date.now() + (data.ms ?? 1_000);
+      while (Date.now() < until) {
+        await sleep(50);
+        if (data.extend) await ctx.extendLease();
+      }
+    }
   }
 }
 
@@ -60,6 +67,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
   interface Events {
     deadLetters: DeadLetterNotice[];
     lost: EntriesLostNotice[];
+    leasesLost: LeaseLostNotice[];
     errors: Error[];
   }
 
@@ -69,7 +77,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     recoveryOptions: RecoveryOptions | false,
     extra: Partial<RedisStreamsServerOptions> = {},
   ): Promise<RunningServer & { events: Events }> {
-    const events: Events = { deadLetters: [], lost: [], errors: [] };
+    const events: Events = { deadLetters: [], lost: [], leasesLost: [], errors: [] };
     const running = await startServer(
       { connection: redis.url, group: 'g', consumer, prefix, blockMs: 100, shutdownTimeout: 2_000, recovery: recoveryOptions, ...extra } as RedisStreamsServerOptions,
       [TasksController],
@@ -78,6 +86,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
         const on = server.on.bind(server) as (event: string, listener: (payload: never) => void) => void;
         on('deadLetter', (notice: DeadLetterNotice) => events.deadLetters.push(notice));
         on('entriesLost', (notice: EntriesLostNotice) => events.lost.push(notice));
+        on('leaseLost', (notice: LeaseLostNotice) => events.leasesLost.push(notice));
         on('error', (error: Error) => events.errors.push(error));
       },
     );
@@ -86,6 +95,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const scheduler = new RecoveryScheduler(running.server, resolveRecoveryOptions(recoveryOptions), (event, payload) => {
       if (event === 'deadLetter') events.deadLetters.push(payload as DeadLetterNotice);
       if (event === 'entriesLost') events.lost.push(payload as EntriesLostNotice);
+      if (event === 'leaseLost') events.leasesLost.push(payload as LeaseLostNotice);
       if (event === 'error') events.errors.push(payload as Error);
     });
     scheduler.start();
@@ -342,5 +352,56 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const rows = (await pendingRows(client, stream, 'g')).filter((row) => row.consumer !== 'w1');
     expect(rows.map((row) => [row.id, row.consumer])).toEqual(ids.map((id, i) => [id, racers[i]]));
     expect(recovery.stats({ consumer: 'w1' })[0]!.stats.consumersReaped).toBeGreaterThan(0);
+  });
+
+  describe('leases', () => {
+    const LEASE_IDLE = 200;
+
+    /** Worker A takes one slow entry; worker B (recovery every 40 ms) starts once A runs it. */
+    async function slowEntry(prefix: string, aRecovery: RecoveryOptions, payload: Record<string, unknown>) {
+      const stream = `${prefix}tasks`;
+      await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+      const a = await worker(prefix, 'A', aRecovery, { prefetch: 1, concurrency: 1 });
+      const id = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'slow', ...payload }))) as string;
+      await waitFor(() => handled.length === 1, 'A started the slow entry');
+      const b = await worker(prefix, 'B', { minIdleTime: LEASE_IDLE, interval: 40 }, { prefetch: 1, concurrency: 1 });
+      return { stream, id, a, b };
+    }
+
+    it('a handler running 5 × minIdleTime is renewed and never taken: handled once, delivery count stays 1', async () => {
+      const { stream, id } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, interval: 40 }, { ms: 5 * LEASE_IDLE });
+      const counts = new Set<number>();
+      await waitFor(async () => {
+        const rows = await pendingRows(client, stream, 'g');
+        for (const row of rows) counts.add(row.deliveries);
+        return rows.length === 0;
+      }, 'slow entry acked', { timeout: 10_000, interval: 25 });
+      expect(handled).toEqual([expect.objectContaining({ id, consumer: 'A', deliveryCount: 1 })]);
+      expect([...counts]).toEqual([1]);
+    });
+
+    it('ctx.extendLease() keeps the entry when the timer renews too rarely', async () => {
+      const { stream, id } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 60_000 }, { ms: 5 * LEASE_IDLE, extend: true });
+      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'slow entry acked', { timeout: 10_000 });
+      expect(handled).toEqual([expect.objectContaining({ id, consumer: 'A', deliveryCount: 1 })]);
+    });
+
+    it('with leases off another worker takes the entry after minIdleTime (handled twice, count 2)', async () => {
+      const { stream, id } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leases: false }, { ms: 5 * LEASE_IDLE });
+      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 10_000 });
+      expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual([[id, 'A', 1], [id, 'B', 2]]);
+      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'acked');
+    });
+
+    it('a late renewal after a takeover reports the loss and does not take the entry back', async () => {
+      // A renews only every 3 × minIdleTime: B takes the entry first; A's next renewal must lose.
+      const { stream, id, a } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 3 * LEASE_IDLE }, { ms: 6 * LEASE_IDLE });
+      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 10_000 });
+      await waitFor(() => a.events.leasesLost.length === 1, 'A saw its lease lost', { timeout: 10_000 });
+      expect(a.events.leasesLost[0]).toMatchObject({ stream, group: 'g', id, reason: 'not_owner', owner: 'B' });
+      const rows = await pendingRows(client, stream, 'g');
+      // Still B's (or already acked by one of them), never back to A.
+      expect(rows.every((row) => row.consumer === 'B')).toBe(true);
+    });
   });
 });
