@@ -3,6 +3,8 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../src/server/context.js';
+import type { RedisClient } from '../src/redis/connection.js';
+import type { RedisStreamsConnections } from '../src/server/redis-streams.server.js';
 import { ourClients, pendingRows, startServer, xaddEvent } from './fixtures/server-app.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 import { waitFor } from './helpers/wait.js';
@@ -44,6 +46,8 @@ describe('RedisStreamsServer: shutdown and Redis restarts', () => {
   beforeAll(async () => {
     redis = await RedisServerProcess.start();
     client = redis.client();
+    // This spec kills Redis on purpose; the helper client just reconnects.
+    client.on('error', () => undefined);
   });
   afterAll(async () => {
     client.disconnect();
@@ -107,5 +111,26 @@ describe('RedisStreamsServer: shutdown and Redis restarts', () => {
       await app.close();
     }
     expect(await ourClients(client)).toEqual([]);
+  });
+
+  it('close() with Redis down still ends and leaves nothing behind', async () => {
+    const { app, server } = await startServer({ connection: redis.url, group: 'g', consumer: 'orphan' }, [AfterRestartController]);
+    const statuses: string[] = [];
+    server.status.subscribe((status) => statuses.push(status));
+    await waitFor(() => statuses.at(-1) === 'connected', 'connected');
+    const { commands, readers } = server.unwrap<RedisStreamsConnections>();
+    await redis.kill();
+    try {
+      await app.close();
+      expect(statuses.at(-1)).toBe('disconnected');
+      // ioredis leaves `status` at 'reconnecting' when disconnect() cancels a pending reconnect;
+      // what matters is that no reconnect is scheduled (no socket, no timer left behind).
+      const shutDown = (connection: RedisClient) =>
+        connection.status === 'end' ||
+        (connection.status === 'reconnecting' && (connection as unknown as { reconnectTimeout: unknown }).reconnectTimeout == null);
+      await waitFor(() => [commands, ...readers].every(shutDown), 'every connection shut down');
+    } finally {
+      await redis.restart();
+    }
   });
 });

@@ -40,6 +40,13 @@ export class StreamReader {
   private sleepTimer: NodeJS.Timeout | undefined;
   private wakeSleep: (() => void) | undefined;
   private readonly byStream = new Map<string, StreamBinding>();
+  /**
+   * Rejected when stop() drops the connection. ioredis keeps a command that was in flight when
+   * the socket closed for a resend after reconnect and never settles it on disconnect, so reads
+   * race against this to end.
+   */
+  private readonly aborted: Promise<never>;
+  private abort!: (reason: Error) => void;
   private readonly blockingHead: (string | number)[];
   private readonly blockingTail: (string | number)[];
 
@@ -52,6 +59,8 @@ export class StreamReader {
     private readonly slotShare: number,
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
+    this.aborted = new Promise<never>((_, reject) => (this.abort = reject));
+    this.aborted.catch(() => undefined);
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -72,13 +81,15 @@ export class StreamReader {
     this.stopping = true;
     this.cancelSleep();
     if (this.loop === undefined) return;
-    if (this.reading) await this.unblock();
+    // Not awaited: with Redis down the UNBLOCK itself would wait; the grace period bounds us.
+    if (this.reading) void this.unblock();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), graceMs)));
     const stopped = await Promise.race([this.loop.then(() => false), timedOut]);
     clearTimeout(timer);
     if (stopped) {
       // A read that can neither be unblocked nor answered (connection down): drop it.
+      this.abort(new Error('reader stopped'));
       this.client.disconnect(false);
       await this.loop;
     }
@@ -126,7 +137,7 @@ export class StreamReader {
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
       this.reading = true;
-      reply = await this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail);
+      reply = await this.abortable(this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail));
       this.failures = 0;
     } catch (error) {
       this.host.dispatcher.unreserve(reserved);
@@ -155,7 +166,7 @@ export class StreamReader {
       const reserved = count * pending.length;
       let reply: unknown;
       try {
-        reply = await this.client.call(
+        reply = await this.abortable(this.client.call(
           'XREADGROUP',
           'GROUP',
           this.group,
@@ -165,7 +176,7 @@ export class StreamReader {
           'STREAMS',
           ...pending.map((binding) => binding.stream),
           ...pending.map((binding) => cursors.get(binding) as string),
-        );
+        ));
         this.failures = 0;
       } catch (error) {
         this.host.dispatcher.unreserve(reserved);
@@ -236,9 +247,13 @@ export class StreamReader {
     await this.sleep(delay / 2 + Math.random() * (delay / 2));
   }
 
+  private abortable<T>(command: Promise<T>): Promise<T> {
+    return Promise.race([command, this.aborted]);
+  }
+
   private async fetchClientId(): Promise<void> {
     try {
-      this.clientId = Number(await this.client.call('CLIENT', 'ID'));
+      this.clientId = Number(await this.abortable(this.client.call('CLIENT', 'ID')));
     } catch {
       this.clientId = undefined;
     }

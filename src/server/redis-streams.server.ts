@@ -57,6 +57,8 @@ export type LeaseExtender = (entry: { stream: string; group: string; id: string 
 type Listener = (...args: unknown[]) => void;
 
 const READER_STOP_GRACE_MS = 2_000;
+/** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
+const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
 /**
  * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
@@ -463,7 +465,11 @@ export class RedisStreamsServer
     const queued = dispatcher.takeQueued();
     if (queued.length > 0) {
       try {
-        const moved = await handOffEntries(this.commandConnection(), queued, this.options.handoffConsumer);
+        const moved = await withTimeout(
+          handOffEntries(this.commandConnection(), queued, this.options.handoffConsumer),
+          CLOSE_STEP_TIMEOUT_MS,
+          'handoff',
+        );
         this.logger.log(`handed ${moved} fetched but unstarted entries to consumer "${this.options.handoffConsumer}"`);
         this.emit('handoff', { count: moved, consumer: this.options.handoffConsumer });
       } catch (error) {
@@ -476,7 +482,12 @@ export class RedisStreamsServer
       }
     }
     await this.waitForRunningHandlers(dispatcher);
-    await this.acker?.drain();
+    try {
+      await withTimeout(this.acker?.drain() ?? Promise.resolve(), CLOSE_STEP_TIMEOUT_MS, 'final acks');
+    } catch (error) {
+      // Unacked entries stay pending and come back later: a duplicate, never a loss.
+      this.emitError(new Error(`${errorMessage(error)}; those entries stay pending`));
+    }
   }
 
   private async waitForRunningHandlers(dispatcher: Dispatcher): Promise<void> {
@@ -527,6 +538,19 @@ function settle(result: unknown): Promise<unknown> {
     );
   }
   return Promise.resolve(result);
+}
+
+/** `promise`, or a rejection naming `what` after `ms`; the timer never outlives the race. */
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not complete within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function safeJson(value: unknown): string {
