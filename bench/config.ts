@@ -72,12 +72,12 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
     emitMessages: 100_000,
     consumeMessages: 100_000,
     endToEndMessages: 100_000,
-    bullmqMessages: 20_000,
+    bullmqMessages: 10_000,
     lightLoadSeconds: 5,
     requestsSerial: 2_000,
     requestsParallel: 20_000,
     claimEntries: 100_000,
     backlogEntries: 1_000_000,
-    backlogSeconds: 10,
+    backlogSeconds: 8,
   };
 }
