@@ -23,7 +23,7 @@ class RecoveryTargetController {
     await claimed.gate;
   }
 
-  @EventPattern<string>('one-at-a-time', { concurrency: 1, maxDeliveries: 5 })
+  @EventPattern<string>('one-at-a-time', { concurrency: 1, maxDeliveries: 5, minIdleTime: 'PT30S', recovery: false })
   async onSerial(@Payload() _data: unknown): Promise<void> {
     lane.running++;
     lane.maxRunning = Math.max(lane.maxRunning, lane.running);
@@ -59,10 +59,11 @@ describe('RedisStreamsServer: the hooks recovery builds on', () => {
 
   it('handledStreams() describes every bound stream with its handler options', () => {
     const streams = running.server.handledStreams();
+    expect(running.server.handoffConsumerName()).toBe('handoff');
     expect(streams).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ stream: 'recoverable', group: 'g', raw: false, ackMode: 'auto', concurrency: 4, maxDeliveries: undefined }),
-        expect.objectContaining({ stream: 'one-at-a-time', group: 'g', concurrency: 1, maxDeliveries: 5 }),
+        expect.objectContaining({ stream: 'recoverable', group: 'g', raw: false, ackMode: 'auto', concurrency: 4, maxDeliveries: undefined, minIdleTime: undefined, recovery: undefined }),
+        expect.objectContaining({ stream: 'one-at-a-time', group: 'g', concurrency: 1, maxDeliveries: 5, minIdleTime: 30_000, recovery: false }),
       ]),
     );
   });

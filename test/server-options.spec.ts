@@ -87,6 +87,12 @@ class BadConcurrencyController {
   on(@Payload() _data: unknown): void {}
 }
 
+@Controller()
+class BadMinIdleController {
+  @EventPattern<string>('bad-extras', { minIdleTime: 'soon' })
+  on(@Payload() _data: unknown): void {}
+}
+
 describe('per-handler extras are validated in listen(), before any command', () => {
   let redis: RedisServerProcess;
   let client: Redis;
@@ -105,6 +111,7 @@ describe('per-handler extras are validated in listen(), before any command', () 
     ['unknown ackMode', BadAckModeController, 'extras.ackMode'],
     ['bad startId', BadStartIdController, 'extras.startId'],
     ['concurrency 0', BadConcurrencyController, 'extras.concurrency'],
+    ['bad minIdleTime', BadMinIdleController, 'extras.minIdleTime'],
   ];
   for (const [title, controller, option] of cases) {
     it(`${title} → RedisStreamsOptionError naming "${option}" and the handler`, async () => {

@@ -20,6 +20,8 @@ export interface StreamBinding {
   readonly startId: string;
   readonly concurrency: number;
   readonly maxDeliveries: number | undefined;
+  readonly minIdleTime: number | undefined;
+  readonly recovery: boolean | undefined;
   readonly handler: MessageHandler;
   readonly isEventHandler: boolean;
   /** Dispatcher lane: fetched entries not started yet, in arrival order. */
@@ -38,6 +40,10 @@ export interface HandledStream {
   readonly startId: string;
   readonly concurrency: number;
   readonly maxDeliveries: number | undefined;
+  /** `extras.minIdleTime` in ms (recovery's threshold for this stream). */
+  readonly minIdleTime: number | undefined;
+  /** `extras.recovery`: false when recovery must leave this stream + group alone. */
+  readonly recovery: boolean | undefined;
   readonly isEventHandler: boolean;
 }
 
@@ -64,6 +70,8 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
       startId: extras.startId,
       concurrency: extras.concurrency,
       maxDeliveries: extras.maxDeliveries,
+      minIdleTime: extras.minIdleTime,
+      recovery: extras.recovery,
       handler,
       isEventHandler: handler.isEventHandler === true,
       queue: [],
@@ -74,8 +82,8 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, isEventHandler };
+  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, isEventHandler } = binding;
+  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, isEventHandler };
 }
 
 /** Bindings that one blocking connection reads together: per group (per group + stream on a Cluster). */

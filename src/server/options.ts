@@ -3,6 +3,7 @@ import type { ConsumerSerializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
+import { durationMillisOption } from '../claim/duration.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
@@ -77,6 +78,10 @@ export interface RedisStreamsHandlerExtras {
   concurrency?: number;
   /** Deliveries after which recovery dead-letters an entry (used by the recovery provider). */
   maxDeliveries?: number;
+  /** Idle time after which recovery reclaims this stream's entries: ms or ISO-8601 (`PT30S`). */
+  minIdleTime?: number | string;
+  /** `false`: recovery leaves this stream + group alone. */
+  recovery?: boolean;
 }
 
 export interface ResolvedHandlerExtras {
@@ -86,6 +91,8 @@ export interface ResolvedHandlerExtras {
   readonly startId: string;
   readonly concurrency: number;
   readonly maxDeliveries: number | undefined;
+  readonly minIdleTime: number | undefined;
+  readonly recovery: boolean | undefined;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -178,6 +185,8 @@ export function resolveHandlerExtras(
     concurrency: Math.min(integerOption(name('concurrency'), given.concurrency, server.concurrency, 1), server.concurrency),
     maxDeliveries:
       given.maxDeliveries === undefined ? undefined : integerOption(name('maxDeliveries'), given.maxDeliveries, 0, 1),
+    minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
+    recovery: given.recovery === undefined ? undefined : booleanOption(name('recovery'), given.recovery, true),
   };
 }
 

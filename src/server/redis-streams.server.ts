@@ -221,6 +221,11 @@ export class RedisStreamsServer
     return this.dispatcher.idsOf(binding);
   }
 
+  /** @internal The consumer `close()` hands unstarted entries to. */
+  handoffConsumerName(): string {
+    return this.options.handoffConsumer;
+  }
+
   /** @internal The command connection (after `listen()`). */
   commandConnection(): RedisClient {
     return this.unwrap<RedisStreamsConnections>().commands;
