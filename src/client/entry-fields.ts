@@ -11,21 +11,22 @@ export interface OutgoingPacket {
 }
 
 /**
- * XADD field list of an event (`pattern`, `data`, `headers`?) or, with `replyTo`, of a request
- * (plus `id` and `replyTo`). Headers are Nest dispatch metadata overlaid by the call's own headers.
+ * Appends the fields of an event (`pattern`, `data`, `headers`?) or, with `id` and `replyTo`, of a
+ * request to an XADD argument list. Headers are Nest dispatch metadata overlaid by the call's own.
  */
-export function encodeEntryFields(
-  packet: OutgoingPacket,
+export function pushEntryFields(
+  args: (string | Buffer)[],
+  pattern: string,
+  data: unknown,
+  metadata: Record<string, string> | undefined,
   headers: Record<string, string> | undefined,
+  id?: string,
   replyTo?: string,
-): string[] {
-  const fields: string[] = [WireField.pattern, packet.pattern, WireField.data, JSON.stringify(packet.data) ?? 'null'];
-  const merged = mergeHeaders(packet.metadata, headers);
-  if (merged) fields.push(WireField.headers, JSON.stringify(merged));
-  if (replyTo !== undefined && packet.id !== undefined) {
-    fields.push(WireField.id, packet.id, WireField.replyTo, replyTo);
-  }
-  return fields;
+): void {
+  args.push(WireField.pattern, pattern, WireField.data, JSON.stringify(data) ?? 'null');
+  const merged = mergeHeaders(metadata, headers);
+  if (merged) args.push(WireField.headers, JSON.stringify(merged));
+  if (id !== undefined && replyTo !== undefined) args.push(WireField.id, id, WireField.replyTo, replyTo);
 }
 
 function mergeHeaders(
@@ -52,20 +53,19 @@ export function validateHeaders(value: unknown): Record<string, string> | undefi
   return value as Record<string, string>;
 }
 
-/** A raw field map → XADD arguments, exactly as given (numbers as decimal strings, Buffers as bytes). */
-export function rawEntryFields(data: unknown): (string | Buffer)[] {
+/** Appends a raw field map to XADD arguments, exactly as given (numbers as decimal strings, Buffers as bytes). */
+export function pushRawFields(args: (string | Buffer)[], data: unknown): void {
   if (data === null || typeof data !== 'object' || Array.isArray(data) || Buffer.isBuffer(data)) {
     throw new RedisStreamsOptionError('raw', `data of a raw record must be a field map, got ${describe(data)}`);
   }
-  const fields: (string | Buffer)[] = [];
+  const start = args.length;
   for (const name of Object.keys(data)) {
     const value = (data as Record<string, unknown>)[name];
-    if (typeof value === 'string' || Buffer.isBuffer(value)) fields.push(name, value);
-    else if (typeof value === 'number' && Number.isFinite(value)) fields.push(name, String(value));
+    if (typeof value === 'string' || Buffer.isBuffer(value)) args.push(name, value);
+    else if (typeof value === 'number' && Number.isFinite(value)) args.push(name, String(value));
     else {
       throw new RedisStreamsOptionError(`raw`, `field "${name}" must be a string, number or Buffer, got ${describe(value)}`);
     }
   }
-  if (fields.length === 0) throw new RedisStreamsOptionError('raw', 'a raw record needs at least one field');
-  return fields;
+  if (args.length === start) throw new RedisStreamsOptionError('raw', 'a raw record needs at least one field');
 }

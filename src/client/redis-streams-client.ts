@@ -6,7 +6,7 @@ import {
   type ReadPacket,
   type WritePacket,
 } from '@nestjs/microservices';
-import { from, throwError, type Observable } from 'rxjs';
+import { Observable, throwError } from 'rxjs';
 import { decodeReply } from '../codec/reply.js';
 import type { StreamFields } from '../codec/wire-format.js';
 import {
@@ -18,7 +18,7 @@ import {
 } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { integerOption } from '../validation.js';
-import { encodeEntryFields, rawEntryFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
+import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import {
   NO_MESSAGE_HANDLER,
   RedisStreamsNoHandlerError,
@@ -45,8 +45,12 @@ export type RedisStreamsClientEvents = {
 };
 
 type Args = (string | Buffer)[];
-type XAdd = (...args: Args) => Promise<string | null>;
+/** ioredis flattens array arguments: passing the list whole saves a copy per XADD. */
+type XAdd = (args: Args) => Promise<string | null>;
 
+/** `createPacket` (and the dispatch hook that sets `metadata`) exists from Nest 12 on. */
+const createPacket = (ClientProxy.prototype as unknown as { createPacket?: (p: unknown, d: unknown) => ReadPacket })
+  .createPacket;
 const EMPTY_OPTIONS: RedisStreamsRecordOptions = Object.freeze({});
 const noop = (): void => undefined;
 
@@ -66,6 +70,8 @@ export class RedisStreamsClient
   private readonly config: ResolvedClientOptions;
   /** One reply stream per client instance, so several instances of a service get only their own replies. */
   private readonly replyKey: string;
+  /** No custom serializer: the packet is encoded straight into the XADD arguments. */
+  private readonly identitySerializer: boolean;
   private producer: OpenedConnection | undefined;
   private xadd: XAdd | undefined;
   private connecting: Promise<RedisClient> | undefined;
@@ -78,6 +84,7 @@ export class RedisStreamsClient
     super();
     this.config = resolveClientOptions(options);
     this.replyKey = `${this.config.replyPrefix}{${randomUUID()}}:replies`;
+    this.identitySerializer = options.serializer === undefined;
     this.initializeSerializer(options as ClientOptions['options']);
     this.initializeDeserializer(options as ClientOptions['options']);
   }
@@ -142,48 +149,61 @@ export class RedisStreamsClient
   }
 
   /**
-   * Same contract as Nest's `emit` (eager: the XADD goes out even if nobody subscribes), without
-   * the per-call connect round of Observables once connected: emits are the hot path.
+   * Same contract as Nest's `emit` (eager: the XADD goes out even if nobody subscribes; every
+   * subscriber gets the entry id), without Nest's per-call connect Observables once connected.
    */
   override emit<TResult = string | null, TInput = unknown>(pattern: unknown, data: TInput): Observable<TResult> {
     if (pattern === null || pattern === undefined || data === null || data === undefined) {
       // Nest's InvalidMessageException text (the class is not exported).
       return throwError(() => new Error('The invalid data or message pattern (undefined/null)'));
     }
-    let result: Promise<TResult>;
-    if (this.xadd) {
-      result = this.dispatchEvent<TResult>(this.packetOf(pattern, data));
-    } else {
-      result = this.connect().then(() => this.dispatchEvent<TResult>(this.packetOf(pattern, data)));
-    }
-    // Nobody may subscribe to an emit; its failure must not become an unhandled rejection.
-    result.catch(noop);
-    return from(result);
+    const written = this.xadd
+      ? this.dispatchEvent<TResult>(this.packetOf(pattern, data))
+      : this.connect().then(() => this.dispatchEvent<TResult>(this.packetOf(pattern, data)));
+    // Nobody may subscribe to an emit: its failure must not become an unhandled rejection.
+    written.catch(noop);
+    // Cheapest Observable over the (already running) XADD: emits are the hot path.
+    return new Observable<TResult>((subscriber) => {
+      written.then(
+        (id) => {
+          subscriber.next(id);
+          subscriber.complete();
+        },
+        (error: unknown) => subscriber.error(this.publishError(pattern, error)),
+      );
+    });
   }
 
+  /** The XADD of an event. Rejections are raw ioredis errors; `emit` wraps them (off the hot path). */
   protected dispatchEvent<T = string | null>(packet: ReadPacket): Promise<T> {
     try {
-      const { data, options } = unwrapRecord(packet.data);
+      const record = packet.data instanceof RedisStreamsRecord ? (packet.data as RedisStreamsRecord) : undefined;
+      const options = record ? record.options : EMPTY_OPTIONS;
+      const data = record ? record.data : packet.data;
       const pattern = this.normalizePattern(packet.pattern);
-      const stream = streamKeyFor(pattern, this.config.streamPrefix);
       const trimming = this.trimmingFor(pattern, options);
-      const noMkStream = options.noMkStream ?? this.config.noMkStream;
+      const args = this.xaddHead(pattern, trimming, options.noMkStream ?? this.config.noMkStream);
+      if (args === undefined) return this.clockReady().then(() => this.dispatchEvent<T>(packet));
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
         }
-        return this.add(stream, trimming, noMkStream, rawEntryFields(data)) as Promise<T>;
+        pushRawFields(args, data);
+        return this.sendXAdd(args) as Promise<T>;
       }
-      const headers = validateHeaders(options.headers);
-      const outgoing = { pattern, data, metadata: packet.metadata };
+      const headers = options.headers === undefined ? undefined : validateHeaders(options.headers);
+      if (this.identitySerializer) {
+        pushEntryFields(args, pattern, data, packet.metadata, headers);
+        return this.sendXAdd(args) as Promise<T>;
+      }
+      const outgoing: OutgoingPacket = { pattern, data, metadata: packet.metadata };
       const serialized = this.serializer.serialize(outgoing);
-      if (isThenable(serialized)) {
-        return serialized.then((value) =>
-          this.add(stream, trimming, noMkStream, encodeEntryFields(serializedPacket(outgoing, value), headers)),
-        ) as Promise<T>;
-      }
-      const fields = encodeEntryFields(serializedPacket(outgoing, serialized), headers);
-      return this.add(stream, trimming, noMkStream, fields) as Promise<T>;
+      const write = (value: unknown) => {
+        const final = serializedPacket(outgoing, value);
+        pushEntryFields(args, final.pattern, final.data, final.metadata, headers);
+        return this.sendXAdd(args);
+      };
+      return (isThenable(serialized) ? serialized.then(write) : write(serialized)) as Promise<T>;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -222,8 +242,13 @@ export class RedisStreamsClient
     this.routingMap.set(id, deliver);
     const replyTo = this.ensureReplyListener().key;
 
-    const write = (serialized: unknown) =>
-      this.add(stream, trimming, true, encodeEntryFields(serializedPacket(packet, serialized), headers, replyTo));
+    const write = (serialized: unknown): Promise<string | null> => {
+      const args = this.xaddHead(pattern, trimming, true);
+      if (args === undefined) return this.clockReady().then(() => write(serialized));
+      const final = serializedPacket(packet, serialized);
+      pushEntryFields(args, final.pattern, final.data, final.metadata, headers, id, replyTo);
+      return this.sendXAdd(args);
+    };
     const serialized = this.serializer.serialize(packet);
     const written = isThenable(serialized) ? serialized.then(write) : write(serialized);
     written.then(
@@ -231,15 +256,13 @@ export class RedisStreamsClient
         // NOMKSTREAM returned nil: no server ever created this stream's group.
         if (entryId === null) deliver({ err: new RedisStreamsNoHandlerError(pattern, stream) });
       },
-      (error: unknown) => deliver({ err: error }),
+      (error: unknown) => deliver({ err: this.publishError(pattern, error) }),
     );
     return teardown;
   }
 
   private packetOf(pattern: unknown, data: unknown): ReadPacket {
-    // `createPacket` (and the dispatch hook that sets `metadata`) exists from Nest 12 on.
-    const create = (ClientProxy.prototype as unknown as { createPacket?: (p: unknown, d: unknown) => ReadPacket }).createPacket;
-    return create ? create.call(this, pattern, data) : { pattern, data };
+    return createPacket ? createPacket.call(this, pattern, data) : { pattern, data };
   }
 
   private trimmingFor(pattern: string, options: RedisStreamsRecordOptions): CompiledTrimming {
@@ -247,25 +270,33 @@ export class RedisStreamsClient
     return this.config.trimming.get(pattern) ?? this.config.trim;
   }
 
-  /** One XADD: `XADD stream [NOMKSTREAM] [MAXLEN|MINID ~ n] * fields…`. */
-  private add(stream: string, trimming: CompiledTrimming, noMkStream: boolean, fields: Args): Promise<string | null> {
-    const xadd = this.xadd;
-    if (!xadd) return this.connect().then(() => this.add(stream, trimming, noMkStream, fields));
-    const args: Args = [stream];
+  /**
+   * `[stream, NOMKSTREAM?, MAXLEN|MINID ~ n, '*']`, the start of an XADD; `undefined` while the
+   * server clock that `maxAge` trimming needs is not known yet (only before the first TIME reply).
+   */
+  private xaddHead(pattern: string, trimming: CompiledTrimming, noMkStream: boolean): Args | undefined {
+    const args: Args = [streamKeyFor(pattern, this.config.streamPrefix)];
     if (noMkStream) args.push('NOMKSTREAM');
-    if (trimming.kind === 'maxAge') {
+    if (trimming.kind === 'maxLen') {
+      args.push(trimming.args[0] as string, trimming.args[1] as string, trimming.args[2] as string);
+    } else if (trimming.kind === 'maxAge') {
       const now = this.clock?.now();
-      if (now === undefined) {
-        return this.clockReady().then(() => this.add(stream, trimming, noMkStream, fields));
-      }
+      if (now === undefined) return undefined;
       args.push(...minIdArgs(trimming, now));
-    } else if (trimming.kind === 'maxLen') {
-      args.push(...trimming.args);
     }
-    args.push('*', ...fields);
-    return xadd(...args).then(undefined, (error: unknown) => {
-      throw new RedisStreamsPublishError(stream, error);
-    });
+    args.push('*');
+    return args;
+  }
+
+  private sendXAdd(args: Args): Promise<string | null> {
+    const xadd = this.xadd;
+    return xadd ? xadd(args) : Promise.reject(new Error('Connection closed'));
+  }
+
+  /** Failures name the stream; option errors stay as they are. */
+  private publishError(pattern: unknown, error: unknown): unknown {
+    if (error instanceof RedisStreamsOptionError || error instanceof RedisStreamsPublishError) return error;
+    return new RedisStreamsPublishError(streamKeyFor(this.normalizePattern(pattern as string), this.config.streamPrefix), error);
   }
 
   private clockReady(): Promise<void> {
@@ -304,7 +335,7 @@ export class RedisStreamsClient
     // waiting in ioredis' offline queue (and being written later, after we reported failure).
     client.options.enableOfflineQueue = false;
     this.producer = opened;
-    this.xadd = client.xadd.bind(client) as XAdd;
+    this.xadd = client.xadd.bind(client) as unknown as XAdd;
     this.clock = new ServerClock(client, this.config.clockRefreshInterval);
     if (this.usesMaxAge()) this.clock.start();
     this._status$.next('connected');
