@@ -41,6 +41,15 @@ describe('RedisStreamsClient.emit', () => {
     await waitFor(async () => (await redis.xlen('eager')) === 1, 'the unsubscribed emit to land');
   });
 
+  it('gives every subscriber the same id and writes once', async () => {
+    const c = client();
+    const emitted = c.emit('shared', 1);
+    const [a, b] = await Promise.all([lastValueFrom(emitted), lastValueFrom(emitted)]);
+    expect(a).toBe(b);
+    expect(await lastValueFrom(emitted)).toBe(a);
+    expect(await redis.xlen('shared')).toBe(1);
+  });
+
   it('normalizes object patterns like Nest and applies streamPrefix', async () => {
     const c = client({ streamPrefix: 'app:' });
     const id = await firstValueFrom(c.emit({ v: 1, cmd: 'sum' }, [1, 2]));
