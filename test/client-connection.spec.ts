@@ -188,4 +188,21 @@ describe('RedisStreamsClient with Redis going away', () => {
       await client.close();
     }
   });
+
+  it('close() with a request pending and Redis paused still ends, failing the request', async () => {
+    const client = new RedisStreamsClient({ connection: server.url, commandTimeout: 300 });
+    const redis = server.client();
+    try {
+      await redis.xadd('paused-request', '*', 'seed', '1');
+      const pending = lastValueFrom(client.send('paused-request', 1)).catch((error: unknown) => error);
+      await waitFor(async () => (await redis.xlen('paused-request')) === 2, 'the request entry');
+      server.pause();
+      const { error } = await settleWithin(client.close(), 10_000);
+      expect(error).toBeUndefined();
+      expect(await pending).toMatchObject({ message: 'Connection closed' });
+    } finally {
+      server.resume();
+      redis.disconnect();
+    }
+  });
 });

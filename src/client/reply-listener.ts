@@ -20,6 +20,11 @@ export class ReplyListener {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
+  private abort: () => void = () => undefined;
+  /** Settles on stop(): ioredis may never settle a read it keeps for resending after a reconnect. */
+  private readonly aborted = new Promise<null>((resolve) => {
+    this.abort = () => resolve(null);
+  });
 
   constructor(
     private readonly reader: RedisClient,
@@ -40,6 +45,7 @@ export class ReplyListener {
   /** Stops reading; the caller closes the reader connection, which ends a pending XREAD. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.abort();
     clearInterval(this.keepAlive);
     this.reader.disconnect(false);
     await this.loop;
@@ -49,22 +55,20 @@ export class ReplyListener {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const reply = (await this.reader.xread(
-          'COUNT',
-          READ_COUNT,
-          'BLOCK',
-          BLOCK_MS,
-          'STREAMS',
-          this.key,
-          this.lastId,
-        )) as XReadReply;
+        const read = this.reader.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId);
+        read.catch(() => undefined);
+        const reply = (await Promise.race([read, this.aborted])) as XReadReply;
+        if (this.stopped) return;
         failures = 0;
         if (reply) this.handle(reply);
       } catch (error) {
         if (this.stopped) return;
         failures++;
         if (failures === 1) this.logger.warn(`Reading replies from "${this.key}" failed: ${(error as Error).message}; retrying`);
-        await new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)));
+        await Promise.race([
+          new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)).unref()),
+          this.aborted,
+        ]);
       }
     }
   }
