@@ -1,4 +1,4 @@
-import { parse, pattern as isoDurationPattern, toSeconds } from 'iso8601-duration';
+import { durationMillisOption } from '../claim/duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe, integerOption } from '../validation.js';
 
@@ -52,7 +52,7 @@ export function compileTrimming(option: string, value: unknown): CompiledTrimmin
     return { kind: 'maxLen', args: ['MAXLEN', operator, String(n)] };
   }
   if (maxAge !== undefined) {
-    return { kind: 'maxAge', ageMs: durationMs(`${option}.maxAge`, maxAge), operator };
+    return { kind: 'maxAge', ageMs: durationMillisOption(`${option}.maxAge`, maxAge), operator };
   }
   throw new RedisStreamsOptionError(option, 'must contain maxLen or maxAge (or be false for no trimming)');
 }
@@ -60,22 +60,4 @@ export function compileTrimming(option: string, value: unknown): CompiledTrimmin
 /** The `MINID` arguments for an age, given the server's current time in milliseconds. */
 export function minIdArgs(trimming: { ageMs: number; operator: '~' | '=' }, serverNowMs: number): string[] {
   return ['MINID', trimming.operator, String(Math.max(0, Math.floor(serverNowMs - trimming.ageMs)))];
-}
-
-/** Milliseconds (a positive integer) or an ISO-8601 duration (`PT10M`, `P1D`) → strictly positive ms. */
-export function durationMs(option: string, value: unknown): number {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value) || value <= 0) {
-      throw new RedisStreamsOptionError(option, `must be a positive number of milliseconds, got ${value}`);
-    }
-    return Math.floor(value);
-  }
-  if (typeof value === 'string' && isoDurationPattern.test(value)) {
-    const ms = Math.floor(toSeconds(parse(value)) * 1000);
-    if (ms > 0) return ms;
-  }
-  throw new RedisStreamsOptionError(
-    option,
-    `must be a positive number of milliseconds or an ISO-8601 duration such as "PT10M", got ${describe(value)}`,
-  );
 }
