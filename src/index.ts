@@ -57,6 +57,17 @@ export { handOffEntries, renewLeases } from './recovery/leases.js';
 export type { HandOffRequest, HandOffResult, LeaseRenewal, LeaseRequest, LostLease, LostLeaseReason } from './recovery/leases.js';
 export { reapConsumers } from './recovery/consumer-reaper.js';
 export type { ReapConsumersRequest, ReapResult, ReapStatus } from './recovery/consumer-reaper.js';
+export { RedisStreamsRecovery } from './recovery/redis-streams-recovery.js';
+export type { RecoverySelector, ServerRecoveryStats } from './recovery/redis-streams-recovery.js';
+export type { RecoveryOptions, ReapConsumersOptions } from './recovery/recovery-options.js';
+export type { RecoveryStats, RecoveryTickResult } from './recovery/recovery-stats.js';
+export type {
+  DeadLetterNotice,
+  EntriesLostNotice,
+  EntriesLostReason,
+  LeaseLostNotice,
+  RecoveredNotice,
+} from './recovery/recovery-events.js';
 export { RedisStreamsModule } from './module/redis-streams.module.js';
 export type {
   RedisStreamsModuleAsyncOptions,

@@ -6,7 +6,6 @@ import { RedisStreamsOptionError } from '../src/errors.js';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice } from '../src/recovery/recovery-events.js';
 import { resolveRecoveryOptions, type RecoveryOptions } from '../src/recovery/recovery-options.js';
-import { RecoveryScheduler } from '../src/recovery/recovery-scheduler.js';
 import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../src/server/options.js';
@@ -91,19 +90,6 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
       },
     );
     servers.push(running);
-    // TEMP until the server creates its scheduler from the `recovery` option.
-    const scheduler = new RecoveryScheduler(running.server, resolveRecoveryOptions(recoveryOptions), (event, payload) => {
-      if (event === 'deadLetter') events.deadLetters.push(payload as DeadLetterNotice);
-      if (event === 'entriesLost') events.lost.push(payload as EntriesLostNotice);
-      if (event === 'leaseLost') events.leasesLost.push(payload as LeaseLostNotice);
-      if (event === 'error') events.errors.push(payload as Error);
-    });
-    scheduler.start();
-    const close = running.app.close.bind(running.app);
-    running.app.close = async () => {
-      await scheduler.stop();
-      await close();
-    };
     return { ...running, events };
   }
 
@@ -268,7 +254,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const ticks = await Promise.all(names.map((consumer) => recovery.runOnce({ consumer })));
     expect(ticks.reduce((sum, t) => sum + t.deadLettered, 0)).toBe(50);
     expect(ticks.reduce((sum, t) => sum + t.claimed, 0)).toBe(150);
-    await waitFor(() => handled.length === 150, 'claimed entries handled');
+    await waitFor(() => handled.length >= 150, 'claimed entries handled');
     const ids150 = handled.map((h) => h.id);
     expect(new Set(ids150).size).toBe(150); // disjoint: no entry handled by two recoverers
     expect([...ids150].sort()).toEqual(ids.slice(50).sort());

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { Observable, throwError } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisStreamsDecodeError } from '../src/errors.js';
+import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
@@ -83,7 +84,7 @@ describe('RedisStreamsServer: failures', () => {
     await waitFor(async () => (await pendingRows(client, 'jobs', 'g')).length === 0, 'redelivered entries acked');
   });
 
-  it('an undecodable entry is logged with stream and id, stays pending, and later entries still flow', async () => {
+  it('an undecodable entry is logged with stream and id, dead-lettered on its first delivery (decode_error), and later entries still flow', async () => {
     state.failing = false;
     state.handled = [];
     const decodeErrors: RedisStreamsDecodeError[] = [];
@@ -105,7 +106,14 @@ describe('RedisStreamsServer: failures', () => {
       ['dec:jobs', noDataId],
     ]);
     expect(logged.some((line) => line.includes(badId) && line.includes('"dec:jobs"'))).toBe(true);
-    await waitFor(async () => (await pendingRows(client, 'dec:jobs', 'decode')).length === 2, 'only undecodable entries pending');
-    expect((await pendingRows(client, 'dec:jobs', 'decode')).map((row) => row.id)).toEqual([badId, noDataId]);
+    await waitFor(async () => (await pendingRows(client, 'dec:jobs', 'decode')).length === 0, 'nothing pending');
+    const dead = (await client.xrange('{dec:jobs}:dead', '-', '+')) as Array<[string, string[]]>;
+    const letters = dead.map(([id, flat]) => parseDeadLetter(id, flat)!);
+    expect(letters.map((l) => [l.sourceId, l.reason, l.deliveryCount, l.consumer])).toEqual([
+      [badId, 'decode_error', 1, 'd1'],
+      [noDataId, 'decode_error', 1, 'd1'],
+    ]);
+    expect(letters[0]!.error).not.toBe('');
+    expect({ ...letters[1]!.fields }).toEqual({ item: 'kettle' });
   });
 });

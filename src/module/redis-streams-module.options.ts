@@ -1,6 +1,7 @@
 import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
 import type { StreamClaimServiceOptions } from '../claim/claim.types.js';
 import type { RedisConnection } from '../redis/connection.js';
+import type { DeadLetterServiceOptions } from '../recovery/dead-letter.service.js';
 import type { RedisStreamsServerOptions } from '../server/options.js';
 
 /**
@@ -14,6 +15,8 @@ export interface RedisStreamsModuleOptions {
   server?: Partial<RedisStreamsServerOptions>;
   /** `StreamClaimService`: where STORE files go (default `os.tmpdir()/nestjs-redis-streams`). */
   claim?: StreamClaimServiceOptions;
+  /** Options of the injectable `DeadLetterService` (key naming, MAXLEN, batch size). */
+  deadLetters?: DeadLetterServiceOptions;
   /** Other features' sections (claim, recovery, …) ride along untouched. */
   [feature: string]: unknown;
 }

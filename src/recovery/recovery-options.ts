@@ -118,25 +118,6 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
   };
 }
 
-/** Per-handler recovery overrides read from the pattern's `extras`. */
-export interface HandlerRecoveryExtras {
-  /** `false`: this server does not recover this stream + group (leases still apply). */
-  readonly recovery: boolean;
-  readonly minIdleTime: number | undefined;
-  readonly maxDeliveries: number | undefined;
-}
-
-/** Validates `extras.recovery`, `extras.minIdleTime` and `extras.maxDeliveries` of one handler. */
-export function resolveHandlerRecoveryExtras(pattern: string, extras: Record<string, unknown> | undefined): HandlerRecoveryExtras {
-  const given = extras ?? {};
-  const name = (option: string) => `extras.${option} (handler "${pattern}")`;
-  return {
-    recovery: booleanOption(name('recovery'), given.recovery, true),
-    minIdleTime: optionalDuration(name('minIdleTime'), given.minIdleTime),
-    maxDeliveries: given.maxDeliveries === undefined ? undefined : integerOption(name('maxDeliveries'), given.maxDeliveries, 0, 1),
-  };
-}
-
 function optionalDuration(option: string, value: unknown): number | undefined {
   return value === undefined ? undefined : durationMillisOption(option, value);
 }

@@ -34,7 +34,7 @@ export class RecoveryScheduler {
   private leases: LeaseKeeper | undefined;
   private timer: NodeJS.Timeout | undefined;
   private tail: Promise<unknown> = Promise.resolve();
-  private state: 'idle' | 'running' | 'stopped' = 'idle';
+  private state: 'idle' | 'running' | 'draining' | 'stopped' = 'idle';
 
   constructor(
     readonly host: RecoveryHost,
@@ -88,16 +88,25 @@ export class RecoveryScheduler {
     if (this.options.enabled && this.targets.length > 0) this.schedule();
   }
 
-  /** Stops the timers and waits for a tick in progress. */
-  async stop(): Promise<void> {
-    if (this.state === 'stopped') return;
-    this.state = 'stopped';
+  /**
+   * Stops taking new work (the tick timer, `runOnce()`) and waits for a tick in progress. Leases
+   * keep running so handlers still finishing during shutdown keep their entries; `stop()` ends them.
+   */
+  async stopTicks(): Promise<void> {
+    if (this.state === 'running') this.state = 'draining';
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    await this.tail.catch(() => undefined);
+  }
+
+  /** Stops everything (ticks, leases) and leaves the registry. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped') return;
+    await this.stopTicks();
+    this.state = 'stopped';
     recoveryRegistry.delete(this);
     this.host.setLeaseExtender(undefined);
     await this.leases?.stop();
-    await this.tail.catch(() => undefined);
   }
 
   /** Runs one tick now (after a tick in progress). Works with `enabled: false`. */
@@ -121,6 +130,23 @@ export class RecoveryScheduler {
   /** Remembers a handler failure so a later dead letter can carry it (the server calls this). */
   recordHandlerError(stream: string, group: string, id: string, error: unknown): void {
     this.errors.record(stream, group, id, errorText(error));
+  }
+
+  /**
+   * Dead-letters entries this consumer re-read from its own pending list (a restart under the same
+   * name) whose Redis delivery count now exceeds `maxDeliveries`: they are not run again.
+   */
+  async deadLetterExhausted(stream: string, group: string, ids: string[]): Promise<void> {
+    const errors: Record<string, string> = {};
+    for (const id of ids) {
+      const text = this.errors.get(stream, group, id);
+      if (text !== undefined) errors[id] = text;
+    }
+    try {
+      await this.moveAndReport(this.host.commandConnection(), { stream, group, ids, reason: 'max_deliveries', errors, expectedConsumer: this.host.consumer });
+    } catch (error) {
+      this.reportError(new Error(`dead-lettering ${ids.length} exhausted entries of "${stream}" failed; they stay pending: ${(error as Error).message}`));
+    }
   }
 
   /**

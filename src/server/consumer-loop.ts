@@ -5,7 +5,7 @@ import type { Dispatcher } from './dispatcher.js';
 import { errorMessage, isNoGroupError } from './groups.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { IncomingEntry } from './in-flight.js';
-import { forEachStreamOfReply, type ReadEntry } from './read-reply.js';
+import { forEachStreamOfReply, liveEntries, type ReadEntry } from './read-reply.js';
 
 /** What a reader needs from the server. */
 export interface ReaderHost {
@@ -147,9 +147,9 @@ export class StreamReader {
       this.reading = false;
     }
     this.host.dispatcher.unreserve(reserved);
-    forEachStreamOfReply(reply, (stream, entries) => {
+    forEachStreamOfReply(reply, 1, (stream, entries) => {
       const binding = this.byStream.get(stream);
-      if (binding !== undefined) this.host.deliver(binding, toIncoming(entries, 1));
+      if (binding !== undefined) this.host.deliver(binding, liveEntries(entries));
     });
   }
 
@@ -187,7 +187,7 @@ export class StreamReader {
       }
       const pages: Array<[StreamBinding, ReadEntry[]]> = [];
       const answered = new Set<StreamBinding>();
-      forEachStreamOfReply(reply, (stream, entries) => {
+      forEachStreamOfReply(reply, 2, (stream, entries) => {
         const binding = this.byStream.get(stream);
         if (binding === undefined || !cursors.has(binding)) return;
         answered.add(binding);
@@ -211,7 +211,7 @@ export class StreamReader {
     if (deleted.length > 0) this.host.dropDeleted(binding, deleted);
     const live = entries.filter((entry) => entry.fields !== null);
     if (live.length === 0) return;
-    const counts = new Map<string, number>();
+    let counts: Map<string, number> | undefined = new Map<string, number>();
     try {
       const first = (live[0] as ReadEntry).id;
       const last = (live[live.length - 1] as ReadEntry).id;
@@ -220,11 +220,15 @@ export class StreamReader {
       )) as Array<[string, string, number, number]>;
       for (const row of rows) counts.set(String(row[0]), Number(row[3]));
     } catch (error) {
+      counts = undefined;
       this.host.logger.warn(`XPENDING on "${binding.stream}" failed; re-read entries get delivery count 2: ${errorMessage(error)}`);
     }
+    // An entry no longer pending for us was settled meanwhile (e.g. recovery claimed it into our
+    // pending list, the handler ran and acked it before this re-read's reply was processed).
+    const stillOurs = counts === undefined ? live : live.filter((entry) => counts.has(entry.id));
     this.host.deliver(
       binding,
-      live.map((entry) => ({ id: entry.id, fields: entry.fields as NonNullable<ReadEntry['fields']>, deliveryCount: counts.get(entry.id) ?? 2 })),
+      stillOurs.map((entry) => ({ id: entry.id, fields: entry.fields as NonNullable<ReadEntry['fields']>, deliveryCount: counts?.get(entry.id) ?? 2 })),
     );
   }
 
@@ -286,12 +290,4 @@ export class StreamReader {
     this.wakeSleep?.();
     this.wakeSleep = undefined;
   }
-}
-
-function toIncoming(entries: ReadEntry[], deliveryCount: number): IncomingEntry[] {
-  const incoming: IncomingEntry[] = [];
-  for (const entry of entries) {
-    if (entry.fields !== null) incoming.push({ id: entry.id, fields: entry.fields, deliveryCount });
-  }
-  return incoming;
 }

@@ -4,6 +4,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
 import { durationMillisOption } from '../claim/duration.js';
+import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
@@ -21,7 +22,7 @@ export interface RedisStreamsServerOptions {
   startId?: string;
   /** Handlers running at once, over all streams. Default 50 (or `prefetch` when that is smaller). */
   concurrency?: number;
-  /** Entries fetched but not yet acked (or nacked), over all streams. Default 2 × concurrency. Must be ≥ concurrency. */
+  /** Entries fetched but not yet acked (or nacked), over all streams. Default max(2 × concurrency, 2 × readBatch) = 200. Must be ≥ concurrency. */
   prefetch?: number;
   /** Largest COUNT of one XREADGROUP. Default 100. */
   readBatch?: number;
@@ -43,6 +44,11 @@ export interface RedisStreamsServerOptions {
   deserializer?: StreamDeserializer;
   /** Turns a reply packet (`{ response?, err?, isDisposed }`) into what is written as the reply's `packet`. Default: identity. */
   serializer?: ConsumerSerializer;
+  /**
+   * Recovery of idle entries, dead letters, leases, trim-loss reports, consumer clean-up (see
+   * docs/recovery.md). `false`: no timer (`RedisStreamsRecovery.runOnce()` still works). Default: on, minIdleTime 30 s.
+   */
+  recovery?: RecoveryOptions | false;
 }
 
 export interface ResolvedServerOptions {
@@ -62,6 +68,7 @@ export interface ResolvedServerOptions {
   readonly replyMaxLen: number;
   readonly reconnectInitialMs: number;
   readonly reconnectMaxMs: number;
+  readonly recovery: ResolvedRecoveryOptions;
 }
 
 /** Per-handler options, given as the pattern decorator's `extras`. */
@@ -124,14 +131,15 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     prefetchGiven > 0 ? Math.min(DEFAULT_CONCURRENCY, prefetchGiven) : DEFAULT_CONCURRENCY,
     1,
   );
-  const prefetch = prefetchGiven > 0 ? prefetchGiven : 2 * concurrency;
+  const readBatch = integerOption('readBatch', options.readBatch, DEFAULT_READ_BATCH, 1, 10_000);
+  // Room for two read batches: the next read is in flight while the previous batch is handled.
+  const prefetch = prefetchGiven > 0 ? prefetchGiven : Math.max(2 * concurrency, 2 * readBatch);
   if (prefetch < concurrency) {
     throw new RedisStreamsOptionError(
       'prefetch',
       `must be at least concurrency (${concurrency}), got ${prefetch}: handlers could never all be busy`,
     );
   }
-  const readBatch = integerOption('readBatch', options.readBatch, DEFAULT_READ_BATCH, 1, 10_000);
   const blockMs = integerOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
   const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
   const shutdownTimeout = integerOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
@@ -149,6 +157,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   const reconnectMaxMs = integerOption('reconnectDelay.maxMs', delay.maxMs, Math.max(5_000, reconnectInitialMs), reconnectInitialMs);
   codecOption('deserializer', options.deserializer, 'deserialize');
   codecOption('serializer', options.serializer, 'serialize');
+  const recovery = resolveRecoveryOptions(options.recovery);
   return {
     connection: options.connection,
     group,
@@ -166,6 +175,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     replyMaxLen,
     reconnectInitialMs,
     reconnectMaxMs,
+    recovery,
   };
 }
 

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Server, type ConsumerDeserializer, type CustomTransportStrategy, type OutgoingResponse } from '@nestjs/microservices';
-import { isObservable, lastValueFrom, type Observable } from 'rxjs';
+import { isObservable, lastValueFrom } from 'rxjs';
 import type { ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
@@ -24,6 +24,8 @@ import {
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { writeReply } from './reply-writer.js';
+import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
+import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -35,12 +37,20 @@ export const NO_MESSAGE_HANDLER = 'There is no matching message handler defined 
 export type RedisStreamsServerEvents = {
   /** A connection, read, ack or reply failed (the server goes on). */
   error: (error: Error) => void;
-  /** An entry could not be decoded; it stays pending. */
+  /** An entry could not be decoded; it is moved to the dead-letter stream (reason `decode_error`). */
   decodeError: (error: RedisStreamsDecodeError) => void;
   /** A group (and maybe its stream) was missing and was created again at `0`. */
   groupRecreated: (info: { stream: string; group: string }) => void;
   /** Entries handed back on close. */
   handoff: (info: { count: number; consumer: string }) => void;
+  /** Recovery claimed idle entries and handed them to the handlers. */
+  recovered: (info: RecoveredNotice) => void;
+  /** An entry was moved to the dead-letter stream (max deliveries, decode error, trimmed tombstone). */
+  deadLetter: (letter: DeadLetterNotice) => void;
+  /** Entries trimmed or deleted before they were handled (never silent). */
+  entriesLost: (info: EntriesLostNotice) => void;
+  /** A lease renewal found an in-flight entry taken by another consumer (or gone). */
+  leaseLost: (info: LeaseLostNotice) => void;
 };
 
 /** Connections behind `unwrap()`. */
@@ -87,6 +97,7 @@ export class RedisStreamsServer
   private acker: AckBatcher | undefined;
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
+  private recovery: RecoveryScheduler | undefined;
 
   constructor(options: RedisStreamsServerOptions) {
     super();
@@ -116,8 +127,11 @@ export class RedisStreamsServer
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
     try {
+      // Recovery stops taking work first; its leases keep running handlers' entries until drained.
+      await this.recovery?.stopTicks();
       if (wasRunning) await this.drain();
     } finally {
+      await this.recovery?.stop();
       this.statusTracker?.stop();
       await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
       await closeConnection(this.commands);
@@ -309,6 +323,8 @@ export class RedisStreamsServer
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
     this.state = 'listening';
     for (const reader of this.readers) reader.start();
+    this.recovery = new RecoveryScheduler(this, options.recovery, (event, payload) => this.emit(event, payload));
+    this.recovery.start();
   }
 
   private readerHost(commands: RedisClient): ReaderHost {
@@ -322,7 +338,7 @@ export class RedisStreamsServer
       dispatcher: this.dispatcher as Dispatcher,
       commands,
       logger: this.logger,
-      deliver: (binding, entries) => this.dispatcher?.admit(binding, entries),
+      deliver: (binding, entries) => this.admitRead(binding, entries),
       dropDeleted: (binding, ids) => this.dropDeleted(binding, ids),
       recreateGroups: (bindings) => this.recreateGroups(bindings),
     };
@@ -342,9 +358,17 @@ export class RedisStreamsServer
     const { binding } = entry;
     let decoded: DecodedEntry;
     try {
-      decoded = binding.raw ? { data: entry.fields } : await this.decoder.deserialize(entry.fields, { stream: binding.stream, id: entry.id });
+      if (binding.raw) decoded = { data: entry.fields };
+      else {
+        const result = this.decoder.deserialize(entry.fields, { stream: binding.stream, id: entry.id });
+        // A sync decoder (the default) costs no extra turn of the microtask queue.
+        decoded = result instanceof Promise ? await result : result;
+      }
     } catch (error) {
       this.reportDecodeError(entry, error);
+      // Undecodable now means undecodable on every delivery: dead-letter it at once (the slot is
+      // held until the move is done; if it fails, the entry stays pending).
+      await this.recovery?.deadLetterUndecodable(binding.stream, binding.group, entry.id, error);
       this.finish(entry, false);
       return;
     }
@@ -356,7 +380,9 @@ export class RedisStreamsServer
     }
     let succeeded = true;
     try {
-      await settle(binding.handler(decoded.data, context));
+      let result: unknown = binding.handler(decoded.data, context);
+      if (result instanceof Promise) result = await result;
+      if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
     } catch (error) {
       succeeded = false;
       this.reportHandlerError(entry, error);
@@ -427,16 +453,32 @@ export class RedisStreamsServer
       error instanceof RedisStreamsDecodeError
         ? error
         : new RedisStreamsDecodeError(entry.binding.stream, entry.id, errorMessage(error));
-    this.logger.error(`${decodeError.message}; the entry stays pending`);
+    this.logger.error(`${decodeError.message}; moving it to the dead-letter stream`);
     this.emit('decodeError', decodeError);
   }
 
   private reportHandlerError(entry: InFlightEntry, error: unknown): void {
     const { binding } = entry;
     const detail = error instanceof Error ? error.message : safeJson(error);
+    this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, error);
     this.logger.error(
       `handler of "${binding.pattern}" failed on entry ${entry.id} of "${binding.stream}" (group "${binding.group}", delivery ${entry.deliveryCount}); it stays pending: ${detail}`,
     );
+  }
+
+  /**
+   * Entries from a read. A re-read of this consumer's own pending list (a restart under the same
+   * name) raises their Redis delivery count: past the limit they are dead-lettered, not run again.
+   */
+  private admitRead(binding: StreamBinding, entries: IncomingEntry[]): void {
+    const limit = binding.maxDeliveries ?? this.options.recovery.maxDeliveries;
+    const exhausted = entries.filter((entry) => entry.deliveryCount > limit);
+    if (exhausted.length === 0) {
+      this.dispatcher?.admit(binding, entries);
+      return;
+    }
+    this.dispatcher?.admit(binding, entries.filter((entry) => entry.deliveryCount <= limit));
+    void this.recovery?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id));
   }
 
   // ---- recovery of the reading side ----
@@ -532,17 +574,6 @@ export class RedisStreamsServer
       }
     }
   }
-}
-
-/** Waits for a handler's result: a value, a promise, or an Observable (until it completes). */
-function settle(result: unknown): Promise<unknown> {
-  if (isObservable(result)) return lastValueFrom(result as Observable<unknown>, { defaultValue: undefined });
-  if (result instanceof Promise) {
-    return result.then((value: unknown) =>
-      isObservable(value) ? lastValueFrom(value as Observable<unknown>, { defaultValue: undefined }) : value,
-    );
-  }
-  return Promise.resolve(result);
 }
 
 /** `promise`, or a rejection naming `what` after `ms`; the timer never outlives the race. */
