@@ -24,6 +24,7 @@ export interface RedisStreamsMessage {
 }
 
 const NO_HEADERS: Headers = Object.freeze(Object.create(null) as Headers);
+const NO_ARGS = [] as unknown as [RedisStreamsMessage];
 
 /**
  * `@Ctx()` of a handler served by `RedisStreamsServer`.
@@ -31,67 +32,76 @@ const NO_HEADERS: Headers = Object.freeze(Object.create(null) as Headers);
  * entry pending (it is redelivered later by recovery or the consumer's restart) and free its slot.
  */
 export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
+  private message: RedisStreamsMessage | undefined;
+
   constructor(
     private readonly entry: InFlightEntry,
-    consumer: string,
-    pattern: string,
-    headers: Headers | undefined,
+    private readonly consumer: string,
+    private readonly pattern: string,
+    private readonly headers: Headers | undefined,
     private readonly settler: EntrySettler,
   ) {
-    const { binding } = entry;
-    super([
-      {
-        stream: binding.stream,
-        id: entry.id,
-        group: binding.group,
-        consumer,
-        deliveryCount: entry.deliveryCount,
-        fields: entry.fields,
-        headers: headers ?? NO_HEADERS,
-        pattern,
-      },
-    ]);
+    // The message object is built only when asked for (getArgs / getMessage): most handlers never do.
+    super(NO_ARGS);
+  }
+
+  override getArgs(): [RedisStreamsMessage] {
+    return [this.getMessage()];
+  }
+
+  override getArgByIndex(index: number): RedisStreamsMessage {
+    return this.getArgs()[index] as RedisStreamsMessage;
   }
 
   getMessage(): RedisStreamsMessage {
-    return this.args[0];
+    this.message ??= {
+      stream: this.entry.binding.stream,
+      id: this.entry.id,
+      group: this.entry.binding.group,
+      consumer: this.consumer,
+      deliveryCount: this.entry.deliveryCount,
+      fields: this.entry.fields,
+      headers: this.getHeaders(),
+      pattern: this.pattern,
+    };
+    return this.message;
   }
 
   getStream(): string {
-    return this.args[0].stream;
+    return this.entry.binding.stream;
   }
 
   getId(): string {
-    return this.args[0].id;
+    return this.entry.id;
   }
 
   getGroup(): string {
-    return this.args[0].group;
+    return this.entry.binding.group;
   }
 
   getConsumer(): string {
-    return this.args[0].consumer;
+    return this.consumer;
   }
 
   getDeliveryCount(): number {
-    return this.args[0].deliveryCount;
+    return this.entry.deliveryCount;
   }
 
   getFields(): StreamFields {
-    return this.args[0].fields;
+    return this.entry.fields;
   }
 
   getHeaders(): Headers {
-    return this.args[0].headers;
+    return this.headers ?? NO_HEADERS;
   }
 
   /** Alias of `getHeaders()`, matching Nest's `getMetadata()` on other contexts. */
   getMetadata(): Headers {
-    return this.args[0].headers;
+    return this.getHeaders();
   }
 
   getPattern(): string {
-    return this.args[0].pattern;
+    return this.pattern;
   }
 
   /**

@@ -12,6 +12,7 @@ export class Dispatcher {
   private reserved = 0;
   private running = 0;
   private accepting = true;
+  private pumping = false;
   private nextLane = 0;
   private slotWaiters: Array<() => void> = [];
   /** Claims waiting for slots (served before readers, which only see slots beyond this demand). */
@@ -184,6 +185,17 @@ export class Dispatcher {
 
   /** Starts queued entries while handler slots allow, taking lanes in turn so no stream starves. */
   private pump(): void {
+    // A handler that settles synchronously re-enters through finished(): the loop below goes on.
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      this.pumpLanes();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private pumpLanes(): void {
     const lanes = this.bindings.length;
     while (this.accepting && this.running < this.concurrency) {
       let entry: InFlightEntry | undefined;

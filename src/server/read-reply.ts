@@ -1,9 +1,11 @@
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
+import type { IncomingEntry } from './in-flight.js';
 
 export interface ReadEntry {
   readonly id: string;
   /** `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
   readonly fields: StreamFields | null;
+  readonly deliveryCount: number;
 }
 
 /**
@@ -11,21 +13,33 @@ export interface ReadEntry {
  * reply as nested pairs (`[[key, entries], …]`, RESP2) or, through `call` on RESP3, as the
  * flattened map (`[key, entries, key, entries]`); both are accepted.
  */
-export function forEachStreamOfReply(reply: unknown, onStream: (stream: string, entries: ReadEntry[]) => void): void {
+export function forEachStreamOfReply(
+  reply: unknown,
+  deliveryCount: number,
+  onStream: (stream: string, entries: ReadEntry[]) => void,
+): void {
   if (!Array.isArray(reply) || reply.length === 0) return;
   if (Array.isArray(reply[0])) {
-    for (const pair of reply as unknown[][]) onStream(String(pair[0]), toEntries(pair[1]));
+    for (const pair of reply as unknown[][]) onStream(String(pair[0]), toEntries(pair[1], deliveryCount));
     return;
   }
-  for (let i = 0; i + 1 < reply.length; i += 2) onStream(String(reply[i]), toEntries(reply[i + 1]));
+  for (let i = 0; i + 1 < reply.length; i += 2) onStream(String(reply[i]), toEntries(reply[i + 1], deliveryCount));
 }
 
-function toEntries(raw: unknown): ReadEntry[] {
+function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
   if (!Array.isArray(raw)) return [];
   const entries: ReadEntry[] = [];
   for (const item of raw) {
     const [id, flat] = item as [string, (string | Buffer)[] | null];
-    entries.push({ id: String(id), fields: Array.isArray(flat) ? fieldsFromArray(flat) : null });
+    entries.push({ id: String(id), fields: Array.isArray(flat) ? fieldsFromArray(flat) : null, deliveryCount });
   }
   return entries;
+}
+
+/** The entries whose body is still there, as they are when none is missing (the usual case: no copy). */
+export function liveEntries(entries: ReadEntry[]): IncomingEntry[] {
+  for (const entry of entries) {
+    if (entry.fields === null) return entries.filter((e) => e.fields !== null) as IncomingEntry[];
+  }
+  return entries as IncomingEntry[];
 }
