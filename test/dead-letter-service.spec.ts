@@ -1,12 +1,12 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { REDIS_STREAMS_CONNECTION } from '../src/module/tokens.js';
 import { DeadLetterService, REDIS_STREAMS_DEAD_LETTER_OPTIONS } from '../src/recovery/dead-letter.service.js';
+import { ensureCompiled } from './helpers/compiled.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 
 const STREAM = 'orders';
@@ -162,14 +162,10 @@ describe('DeadLetterService (real redis-server)', () => {
   });
 
   describe('CLI dlq (compiled)', () => {
-    beforeAll(() => {
-      if (!buildIsFresh()) {
-        // Other helpers' files may not type-check yet; tsc still emits, so only the output matters.
-        spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { stdio: 'ignore' });
-        spawnSync('node', ['scripts/copy-assets.mjs', 'build/src'], { stdio: 'inherit' });
-      }
+    beforeAll(async () => {
+      await ensureCompiled();
       expect(existsSync(CLI)).toBe(true);
-    }, 180_000);
+    }, 240_000);
 
     it('lists, redrives and purges with JSON output', async () => {
       const { sourceIds, deadIds } = await deadLetter([['data', '1'], ['data', '2'], ['data', '3']]);
@@ -228,17 +224,3 @@ describe('DeadLetterService (real redis-server)', () => {
     });
   }
 });
-
-/** The compiled CLI exists and is newer than every source file it is built from. */
-function buildIsFresh(): boolean {
-  if (!existsSync(CLI)) return false;
-  const built = (path: string) => join('build', path.replace(/\.ts$/, '.js'));
-  for (const entry of readdirSync('src', { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    const source = join(entry.parentPath, entry.name);
-    const output = entry.name.endsWith('.ts') ? built(source) : entry.name.endsWith('.lua') ? join('build', source) : undefined;
-    if (output === undefined) continue;
-    if (!existsSync(output) || statSync(output).mtimeMs < statSync(source).mtimeMs) return false;
-  }
-  return true;
-}

@@ -35,7 +35,10 @@ export function errorText(error: unknown, limit = 2_000): string {
   let text: string;
   if (error instanceof Error) text = error.message;
   else if (typeof error === 'string') text = error;
-  else {
+  else if (error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') {
+    // What Nest's RPC exception filter hands back: `{ status: 'error', message }`.
+    text = (error as { message: string }).message;
+  } else {
     try {
       text = JSON.stringify(error) ?? String(error);
     } catch {
