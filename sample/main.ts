@@ -2,14 +2,18 @@
  * The sample: three services talking over Redis Streams.
  *   orders  ──send quotes.price──▶  quotes   (request/reply)
  *   orders  ──emit orders───────▶  billing  (consumer group "billing", at-least-once)
- * Runs against REDIS_URL, or a private redis-server it starts and stops itself.
+ * Then the failure story: a billing worker process crashes mid-order (SIGKILL) and another
+ * takes the order over after `minIdleTime`; a poison order is dead-lettered after
+ * `maxDeliveries`. Runs against REDIS_URL, or a private redis-server it starts and stops itself.
  */
 import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplicationContext, INestMicroservice } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { RedisStreamsServer } from '../src/index.js';
+import { DeadLetterService, RedisStreamsServer, type RedisStreamsServerOptions } from '../src/index.js';
 import { serviceModule } from './app.module.js';
 import { BillingModule, Ledger } from './billing.module.js';
 import { ORDERS } from './contracts.js';
@@ -24,13 +28,25 @@ const ORDER_LINES: Array<[string, number]> = [
   ['mug', 12],
   ['kettle', 3],
 ];
+/** Over billing's credit limit: refused on every delivery, so it ends in the dead-letter stream. */
+const POISON_LINE: [string, number] = ['mug', 100];
+const MIN_IDLE_MS = 1_000;
+const MAX_DELIVERIES = 3;
 
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
-async function microservice(url: string, feature: Parameters<typeof serviceModule>[1], group: string, consumer: string): Promise<INestMicroservice> {
-  const strategy = new RedisStreamsServer({ connection: url, group, consumer, blockMs: 1_000 });
+async function microservice(
+  url: string,
+  feature: Parameters<typeof serviceModule>[1],
+  group: string,
+  consumer: string,
+  extra: Partial<RedisStreamsServerOptions> = {},
+  setUp: (server: RedisStreamsServer) => void = () => undefined,
+): Promise<INestMicroservice> {
+  const strategy = new RedisStreamsServer({ connection: url, group, consumer, blockMs: 1_000, ...extra });
+  setUp(strategy);
   const app = await NestFactory.createMicroservice(serviceModule(url, feature), { strategy, logger: ['error', 'warn'] });
   await app.listen();
   return app;
@@ -42,11 +58,44 @@ async function main(): Promise<void> {
   const apps: INestApplicationContext[] = [];
   try {
     const quotes = await microservice(redis.url, QuotesModule, 'quotes', 'quotes-1');
-    const billing = await microservice(redis.url, BillingModule, 'billing', 'billing-1');
     const orders = await NestFactory.createApplicationContext(serviceModule(redis.url, OrdersModule), { logger: ['error', 'warn'] });
-    apps.push(orders, billing, quotes);
-
+    apps.push(orders, quotes);
     const service = orders.get(OrdersService);
+
+    // 1. A billing worker process takes an order and crashes in the middle of it.
+    const doomed = spawn(process.execPath, [fileURLToPath(new URL('./crash-worker.js', import.meta.url)), redis.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const doomedExit = new Promise<string>((resolve) => doomed.once('exit', (_code, signal) => resolve(String(signal))));
+    doomed.stdout.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) if (line.startsWith('billing-doomed')) say(line);
+    });
+    await new Promise<void>((resolve, reject) => {
+      doomed.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+      doomed.once('exit', () => reject(new Error('the crash worker exited before it was ready')));
+    });
+    const crashed = await service.place('teapot', 1);
+    say(`orders:  emitted ${crashed.order.orderId} as entry ${crashed.entryId}`);
+    say(`billing-doomed: process gone (${await doomedExit}); ${crashed.order.orderId} is pending for "billing-doomed", nobody will ack it`);
+
+    // 2. The surviving billing worker recovers it after minIdleTime, and dead-letters the poison order.
+    const billing = await microservice(
+      redis.url,
+      BillingModule,
+      'billing',
+      'billing-1',
+      {
+        recovery: {
+          minIdleTime: MIN_IDLE_MS,
+          interval: 250,
+          maxDeliveries: MAX_DELIVERIES,
+          onDeadLetter: (letter) =>
+            say(`billing: dead-lettered entry ${letter.id} to "${letter.deadLetterKey}" after ${letter.deliveryCount} deliveries: ${letter.error}`),
+        },
+      },
+      (server) =>
+        server.on('recovered', ({ ids, stream }) => say(`billing: recovery took over ${ids.join(', ')} of "${stream}" (idle over ${MIN_IDLE_MS} ms)`)),
+    );
+    apps.unshift(billing);
+
     for (const [item, quantity] of ORDER_LINES) {
       const { order, entryId } = await service.place(item, quantity);
       say(`orders:  quoted ${quantity} × ${item} at ${order.total} and emitted ${order.orderId} as entry ${entryId}`);
@@ -56,9 +105,13 @@ async function main(): Promise<void> {
     } catch (error) {
       say(`orders:  quote for an unknown item failed as expected: ${JSON.stringify(error)}`);
     }
+    const poison = await service.place(...POISON_LINE);
+    say(`orders:  emitted ${poison.order.orderId} (${POISON_LINE[1]} × ${POISON_LINE[0]}) as entry ${poison.entryId}`);
 
     const ledger = billing.get(Ledger);
-    await until(() => ledger.invoiced.size === ORDER_LINES.length, 10_000, 'billing to invoice every order');
+    const deadLetters = billing.get(DeadLetterService);
+    await until(() => ledger.invoiced.size === ORDER_LINES.length + 1, 15_000, 'billing to invoice every order, the crashed one too');
+    await untilAsync(async () => (await deadLetters.size(ORDERS)) === 1, 15_000, 'the poison order to be dead-lettered');
     for (const [orderId, { total, entryId, deliveries }] of ledger.invoiced) {
       say(`billing: invoiced ${orderId} (${total}) from entry ${entryId}, delivery ${deliveries}`);
     }
@@ -68,13 +121,25 @@ async function main(): Promise<void> {
       const [pending] = (await check.xpending(ORDERS, 'billing')) as [number, ...unknown[]];
       say(`redis:   stream "${ORDERS}" has ${await check.xlen(ORDERS)} entries, group "billing" has ${pending} pending`);
       if (pending !== 0) throw new Error(`expected no pending entries, found ${pending}`);
+      const [letter] = (await deadLetters.list(ORDERS)).deadLetters;
+      say(`redis:   dead-letter stream holds ${letter?.sourceId} (reason ${letter?.reason}, ${letter?.deliveryCount} deliveries, last consumer ${letter?.consumer})`);
+      const recovered = ledger.invoiced.get(crashed.order.orderId);
+      if (recovered === undefined || recovered.deliveries < 2) throw new Error('the crashed order was not recovered');
     } finally {
       check.disconnect();
     }
-    say('done: every order was quoted, emitted, invoiced and acknowledged');
+    say(`done: every order was quoted, emitted, invoiced and acknowledged; the crashed one on delivery ${ledger.invoiced.get(crashed.order.orderId)?.deliveries}, the poison one dead-lettered`);
   } finally {
     for (const app of apps) await app.close();
     await redis.stop();
+  }
+}
+
+async function untilAsync(condition: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
