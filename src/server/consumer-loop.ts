@@ -147,10 +147,16 @@ export class StreamReader {
       this.reading = false;
     }
     this.host.dispatcher.unreserve(reserved);
+    let delivered = 0;
     forEachStreamOfReply(reply, 1, (stream, entries) => {
       const binding = this.byStream.get(stream);
+      delivered += entries.length;
       if (binding !== undefined) this.host.deliver(binding, liveEntries(entries));
     });
+    // A short read means no backlog: let the handlers just started run their first steps before
+    // the next read is written to the socket, or that write sits in front of every handler. A
+    // full read means backlog: read on at once so Redis works while the handlers do.
+    if (delivered > 0 && delivered < reserved) await afterPendingMicrotasks();
   }
 
   /**
@@ -290,4 +296,8 @@ export class StreamReader {
     this.wakeSleep?.();
     this.wakeSleep = undefined;
   }
+}
+
+function afterPendingMicrotasks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
