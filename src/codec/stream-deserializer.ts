@@ -23,6 +23,12 @@ export interface StreamDeserializer {
   deserialize(fields: StreamFields, origin: StreamEntryOrigin): DecodedEntry | Promise<DecodedEntry>;
 }
 
+/** Fields of one entry, one at a time, or all as a map. */
+export interface FieldSource {
+  field(name: string): string | undefined;
+  readonly fields: StreamFields;
+}
+
 /**
  * The default wire format (see wire-format.ts): `data` is JSON, `headers` a JSON object of strings,
  * `pattern`, `id` and `replyTo` plain strings. Throws (with a plain message) on anything else;
@@ -30,9 +36,15 @@ export interface StreamDeserializer {
  */
 export class JsonStreamDeserializer implements StreamDeserializer {
   deserialize(fields: StreamFields): DecodedEntry {
-    const rawData = fields[WireField.data];
+    return this.decodeFields({ field: (name) => fields[name], fields });
+  }
+
+  /** Same as `deserialize`, reading fields one by one (the server's fast path: no field map). */
+  decodeFields(source: FieldSource): DecodedEntry {
+    const rawData = source.field(WireField.data);
     if (rawData === undefined) {
-      throw new Error(`no "${WireField.data}" field (fields: ${Object.keys(fields).join(', ') || 'none'}); use extras.raw for foreign entries`);
+      const names = Object.keys(source.fields).join(', ') || 'none';
+      throw new Error(`no "${WireField.data}" field (fields: ${names}); use extras.raw for foreign entries`);
     }
     let data: unknown;
     try {
@@ -40,11 +52,11 @@ export class JsonStreamDeserializer implements StreamDeserializer {
     } catch (error) {
       throw new Error(`"${WireField.data}" is not JSON: ${(error as Error).message}`);
     }
-    const decoded: DecodedEntry = { pattern: fields[WireField.pattern], data };
-    const rawHeaders = fields[WireField.headers];
+    const decoded: DecodedEntry = { pattern: source.field(WireField.pattern), data };
+    const rawHeaders = source.field(WireField.headers);
     if (rawHeaders !== undefined) decoded.headers = parseHeaders(rawHeaders);
-    const id = fields[WireField.id];
-    const replyTo = fields[WireField.replyTo];
+    const id = source.field(WireField.id);
+    const replyTo = source.field(WireField.replyTo);
     if (id !== undefined) decoded.id = id;
     if (replyTo !== undefined) decoded.replyTo = replyTo;
     return decoded;

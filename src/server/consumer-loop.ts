@@ -213,9 +213,9 @@ export class StreamReader {
   }
 
   private async deliverReRead(binding: StreamBinding, entries: ReadEntry[]): Promise<void> {
-    const deleted = entries.filter((entry) => entry.fields === null).map((entry) => entry.id);
+    const deleted = entries.filter((entry) => entry.flat === null).map((entry) => entry.id);
     if (deleted.length > 0) this.host.dropDeleted(binding, deleted);
-    const live = entries.filter((entry) => entry.fields !== null);
+    const live = entries.filter((entry) => entry.flat !== null);
     if (live.length === 0) return;
     let counts: Map<string, number> | undefined = new Map<string, number>();
     try {
@@ -234,7 +234,7 @@ export class StreamReader {
     const stillOurs = counts === undefined ? live : live.filter((entry) => counts.has(entry.id));
     this.host.deliver(
       binding,
-      stillOurs.map((entry) => ({ id: entry.id, fields: entry.fields as NonNullable<ReadEntry['fields']>, deliveryCount: counts?.get(entry.id) ?? 2 })),
+      stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as string[], deliveryCount: counts?.get(entry.id) ?? 2 })),
     );
   }
 

@@ -1,5 +1,5 @@
 import type { StreamBinding } from './handler-binding.js';
-import { EntryState, type InFlightEntry, type IncomingEntry } from './in-flight.js';
+import { EntryState, InFlightEntry, type IncomingEntry } from './in-flight.js';
 
 /**
  * Prefetch and concurrency accounting. Every entry from any source enters through `admit` and
@@ -8,7 +8,9 @@ import { EntryState, type InFlightEntry, type IncomingEntry } from './in-flight.
  * (one per group) never fetch more than `prefetch` together.
  */
 export class Dispatcher {
-  private readonly inFlight = new Map<string, InFlightEntry>();
+  /** Per stream + group: id → entry. */
+  private readonly inFlight = new Map<StreamBinding, Map<string, InFlightEntry>>();
+  private inFlightTotal = 0;
   private reserved = 0;
   private running = 0;
   private accepting = true;
@@ -25,11 +27,13 @@ export class Dispatcher {
     private readonly concurrency: number,
     private readonly bindings: readonly StreamBinding[],
     private readonly start: (entry: InFlightEntry) => void,
-  ) {}
+  ) {
+    for (const binding of bindings) this.inFlight.set(binding, new Map());
+  }
 
   /** Prefetch slots neither held by an entry nor reserved by a read in progress. */
   freeSlots(): number {
-    return this.prefetch - this.inFlight.size - this.reserved;
+    return this.prefetch - this.inFlightTotal - this.reserved;
   }
 
   /** Slots reserved by reads (and claims) in progress. */
@@ -76,7 +80,7 @@ export class Dispatcher {
   }
 
   inFlightCount(): number {
-    return this.inFlight.size;
+    return this.inFlightTotal;
   }
 
   reserve(count: number): void {
@@ -90,13 +94,11 @@ export class Dispatcher {
 
   /** Ids of the entries this binding holds (queued, running, or waiting for their ack). */
   idsOf(binding: StreamBinding): string[] {
-    const ids: string[] = [];
-    for (const entry of this.inFlight.values()) if (entry.binding === binding) ids.push(entry.id);
-    return ids;
+    return [...(this.inFlight.get(binding)?.keys() ?? [])];
   }
 
-  has(key: string): boolean {
-    return this.inFlight.has(key);
+  has(binding: StreamBinding, id: string): boolean {
+    return this.inFlight.get(binding)?.has(id) ?? false;
   }
 
   /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
@@ -110,20 +112,12 @@ export class Dispatcher {
    * flight (same stream, group, id) is skipped: it is the same delivery, already being handled.
    */
   admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
-    const prefix = binding.key + '\u0000';
+    const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
     for (const incoming of entries) {
-      const key = prefix + incoming.id;
-      if (this.inFlight.has(key)) continue;
-      const entry: InFlightEntry = {
-        binding,
-        key,
-        id: incoming.id,
-        fields: incoming.fields,
-        deliveryCount: incoming.deliveryCount,
-        state: EntryState.Queued,
-        settled: false,
-      };
-      this.inFlight.set(key, entry);
+      if (held.has(incoming.id)) continue;
+      const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming);
+      held.set(incoming.id, entry);
+      this.inFlightTotal++;
       binding.queue.push(entry);
     }
     this.pump();
@@ -145,8 +139,10 @@ export class Dispatcher {
 
   /** The entry left this consumer's hands (acked, nacked, failed, handed back): its prefetch slot is free. */
   release(entry: InFlightEntry): void {
-    if (this.inFlight.get(entry.key) !== entry) return;
-    this.inFlight.delete(entry.key);
+    const held = this.inFlight.get(entry.binding);
+    if (held === undefined || held.get(entry.id) !== entry) return;
+    held.delete(entry.id);
+    this.inFlightTotal--;
     this.wakeSlotWaiters();
   }
 

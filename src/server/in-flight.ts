@@ -1,10 +1,14 @@
-import type { StreamFields } from '../codec/wire-format.js';
+import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
 import type { StreamBinding } from './handler-binding.js';
 
-/** An entry as read or claimed, before it enters the dispatcher. */
+/**
+ * An entry as read or claimed, before it enters the dispatcher: its field map, or `flat`, the
+ * `[f1, v1, f2, v2]` array as read (the map is then built only if someone asks for it).
+ */
 export interface IncomingEntry {
   readonly id: string;
-  readonly fields: StreamFields;
+  readonly fields?: StreamFields;
+  readonly flat?: readonly string[];
   /** 1 for a fresh read (`>`); the count Redis reports for re-reads and claims. */
   readonly deliveryCount: number;
 }
@@ -14,15 +18,42 @@ export interface IncomingEntry {
 export const EntryState = { Queued: 0, Running: 1, Finished: 2 } as const;
 export type EntryState = (typeof EntryState)[keyof typeof EntryState];
 
+const NO_FIELDS: readonly string[] = [];
+
 /**
- * An entry this consumer fetched and has not yet acked, nacked or handed back. One registry keyed
- * by stream + group + id holds them all, whatever source (read, own-PEL re-read, claim) fetched them.
+ * An entry this consumer fetched and has not yet acked, nacked or handed back. The dispatcher
+ * keeps them per stream + group, by id, whatever source (read, own-PEL re-read, claim) fetched them.
  */
-export interface InFlightEntry extends IncomingEntry {
-  readonly binding: StreamBinding;
-  /** `binding.key` + NUL + id. */
-  readonly key: string;
-  state: EntryState;
+export class InFlightEntry {
+  state: EntryState = EntryState.Queued;
   /** An ack or nack was requested (or done): later ack/nack calls are no-ops. */
-  settled: boolean;
+  settled = false;
+  private map: StreamFields | undefined;
+  private readonly flat: readonly string[];
+
+  constructor(
+    readonly binding: StreamBinding,
+    readonly id: string,
+    readonly deliveryCount: number,
+    incoming: IncomingEntry,
+  ) {
+    this.map = incoming.fields;
+    this.flat = incoming.flat ?? NO_FIELDS;
+  }
+
+  /** The fields exactly as stored (null-prototype map), built on first use. */
+  get fields(): StreamFields {
+    this.map ??= fieldsFromArray(this.flat);
+    return this.map;
+  }
+
+  /** One field's value without building the map (the last one wins, as in the map). */
+  field(name: string): string | undefined {
+    if (this.map !== undefined) return this.map[name];
+    let value: string | undefined;
+    for (let i = 0; i + 1 < this.flat.length; i += 2) {
+      if (this.flat[i] === name) value = this.flat[i + 1];
+    }
+    return value;
+  }
 }

@@ -1,10 +1,9 @@
-import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
 import type { IncomingEntry } from './in-flight.js';
 
 export interface ReadEntry {
   readonly id: string;
-  /** `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
-  readonly fields: StreamFields | null;
+  /** `[f1, v1, …]` as read; `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
+  readonly flat: string[] | null;
   readonly deliveryCount: number;
 }
 
@@ -30,8 +29,8 @@ function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
   if (!Array.isArray(raw)) return [];
   const entries: ReadEntry[] = [];
   for (const item of raw) {
-    const [id, flat] = item as [string, (string | Buffer)[] | null];
-    entries.push({ id: String(id), fields: Array.isArray(flat) ? fieldsFromArray(flat) : null, deliveryCount });
+    const [id, flat] = item as [string, string[] | null];
+    entries.push({ id: String(id), flat: Array.isArray(flat) ? flat : null, deliveryCount });
   }
   return entries;
 }
@@ -39,7 +38,7 @@ function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
 /** The entries whose body is still there, as they are when none is missing (the usual case: no copy). */
 export function liveEntries(entries: ReadEntry[]): IncomingEntry[] {
   for (const entry of entries) {
-    if (entry.fields === null) return entries.filter((e) => e.fields !== null) as IncomingEntry[];
+    if (entry.flat === null) return entries.filter((e) => e.flat !== null) as IncomingEntry[];
   }
   return entries as IncomingEntry[];
 }

@@ -86,6 +86,8 @@ export class RedisStreamsServer
 
   private readonly options: ResolvedServerOptions;
   private readonly decoder: StreamDeserializer;
+  /** The decoder when it is exactly the default one (not a subclass overriding `deserialize`). */
+  private readonly defaultDecoder: JsonStreamDeserializer | undefined;
   private readonly listeners = new Map<string, Set<Listener>>();
   private state: 'idle' | 'starting' | 'listening' | 'closing' | 'closed' = 'idle';
   private commands: OpenedConnection | undefined;
@@ -103,6 +105,7 @@ export class RedisStreamsServer
     super();
     this.options = resolveServerOptions(options);
     this.decoder = options.deserializer ?? new JsonStreamDeserializer();
+    this.defaultDecoder = this.decoder.constructor === JsonStreamDeserializer ? (this.decoder as JsonStreamDeserializer) : undefined;
     this.initializeSerializer(options);
     this.initializeDeserializer({ deserializer: this.decoder as unknown as ConsumerDeserializer });
   }
@@ -197,7 +200,8 @@ export class RedisStreamsServer
 
   /** @internal Whether this process holds (queued, running or awaiting its ack) that entry. */
   isInFlight(stream: string, group: string, id: string): boolean {
-    return this.dispatcher?.has(`${bindingKey(stream, group)}\u0000${id}`) ?? false;
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding !== undefined && (this.dispatcher?.has(binding, id) ?? false);
   }
 
   /**
@@ -359,9 +363,12 @@ export class RedisStreamsServer
     let decoded: DecodedEntry;
     try {
       if (binding.raw) decoded = { data: entry.fields };
-      else {
+      else if (this.defaultDecoder !== undefined) {
+        // The default format reads its few fields straight from the reply: no field map per entry.
+        decoded = this.defaultDecoder.decodeFields(entry);
+      } else {
         const result = this.decoder.deserialize(entry.fields, { stream: binding.stream, id: entry.id });
-        // A sync decoder (the default) costs no extra turn of the microtask queue.
+        // A sync decoder costs no extra turn of the microtask queue.
         decoded = result instanceof Promise ? await result : result;
       }
     } catch (error) {
