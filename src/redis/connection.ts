@@ -36,7 +36,7 @@ export function openConnection(
   }
   const options = { lazyConnect: true, ...overrides, connectionName };
   const client =
-    typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...(connection ?? {}), ...options });
+    typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...connection, ...options });
   return { client, owned: true };
 }
 

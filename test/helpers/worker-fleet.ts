@@ -79,7 +79,7 @@ export class WorkerFleet {
   /** Kills every worker (no respawn) and waits until all are gone. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all([...this.respawns]);
+    await Promise.all(this.respawns);
     await Promise.all([...this.workers].map((worker) => this.kill(worker)));
   }
 }
