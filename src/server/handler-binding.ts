@@ -1,7 +1,8 @@
 import type { MessageHandler } from '@nestjs/microservices';
 import { streamKeyFor } from '../redis/keys.js';
 import type { InFlightEntry } from './in-flight.js';
-import { resolveHandlerExtras, type AckMode, type ResolvedServerOptions } from './options.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import { resolveHandlerExtras, type AckMode, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
 
 /**
  * One handler bound to one stream and consumer group, with its options resolved once (never per
@@ -52,33 +53,64 @@ export function bindingKey(stream: string, group: string): string {
 }
 
 /**
- * Every registered handler → its binding. Validates every handler's extras first, so a bad one
+ * Every registered handler → its bindings. Validates every handler's extras first, so a bad one
  * throws `RedisStreamsOptionError` before any command is sent.
+ *
+ * Nest chains event handlers of one pattern through `handler.next`, and calling a link also calls
+ * the links after it. Links naming different groups must each consume in their own group, so the
+ * chain is re-linked per group: each group's binding calls only its own handlers.
  */
 export function bindHandlers(handlers: Map<string, MessageHandler>, options: ResolvedServerOptions): StreamBinding[] {
   const bindings: StreamBinding[] = [];
-  for (const [pattern, handler] of handlers) {
-    const extras = resolveHandlerExtras(pattern, handler.extras, options);
+  for (const [pattern, head] of handlers) {
     const stream = streamKeyFor(pattern, options.prefix);
-    bindings.push({
-      key: bindingKey(stream, extras.group),
-      pattern,
-      stream,
-      group: extras.group,
-      raw: extras.raw,
-      ackMode: extras.ackMode,
-      startId: extras.startId,
-      concurrency: extras.concurrency,
-      maxDeliveries: extras.maxDeliveries,
-      minIdleTime: extras.minIdleTime,
-      recovery: extras.recovery,
-      handler,
-      isEventHandler: handler.isEventHandler === true,
-      queue: [],
-      running: 0,
-    });
+    const byGroup = new Map<string, { extras: ResolvedHandlerExtras; links: MessageHandler[] }>();
+    for (let link: MessageHandler | undefined = head; link; link = link.next) {
+      const extras = resolveHandlerExtras(pattern, link.extras, options);
+      const group = byGroup.get(extras.group);
+      if (!group) {
+        byGroup.set(extras.group, { extras, links: [link] });
+        continue;
+      }
+      if (group.extras.raw !== extras.raw || group.extras.ackMode !== extras.ackMode) {
+        throw new RedisStreamsOptionError(
+          'extras',
+          `handlers of "${pattern}" in group "${extras.group}" disagree on raw/ackMode; give them the same extras or separate groups`,
+        );
+      }
+      group.links.push(link);
+    }
+    if (byGroup.size > 1) relinkPerGroup([...byGroup.values()].map((group) => group.links));
+    for (const { extras, links } of byGroup.values()) {
+      const handler = links[0] as MessageHandler;
+      bindings.push({
+        key: bindingKey(stream, extras.group),
+        pattern,
+        stream,
+        group: extras.group,
+        raw: extras.raw,
+        ackMode: extras.ackMode,
+        startId: extras.startId,
+        concurrency: extras.concurrency,
+        maxDeliveries: extras.maxDeliveries,
+        minIdleTime: extras.minIdleTime,
+        recovery: extras.recovery,
+        handler,
+        isEventHandler: handler.isEventHandler === true,
+        queue: [],
+        running: 0,
+      });
+    }
   }
   return bindings;
+}
+
+function relinkPerGroup(groups: MessageHandler[][]): void {
+  for (const links of groups) {
+    links.forEach((link, i) => {
+      link.next = links[i + 1];
+    });
+  }
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
