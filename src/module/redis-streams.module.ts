@@ -46,18 +46,32 @@ export class RedisStreamsModule {
   }
 }
 
+/**
+ * The options and the shared connection live in a global core module, so clients registered with
+ * `registerClient` (in any module) find the connection even when `forRoot` is not `isGlobal`.
+ */
+@Module({})
+class RedisStreamsCoreModule {}
+
 function build(optionsProvider: Provider, imports: DynamicModule['imports'], isGlobal: boolean): DynamicModule {
   const connectionProvider: Provider = {
     provide: REDIS_STREAMS_CONNECTION,
     useFactory: (host: RedisStreamsConnectionHost) => host.client,
     inject: [RedisStreamsConnectionHost],
   };
+  const core: DynamicModule = {
+    module: RedisStreamsCoreModule,
+    global: true,
+    imports: imports ?? [],
+    providers: [optionsProvider, RedisStreamsConnectionHost, connectionProvider],
+    exports: [REDIS_STREAMS_MODULE_OPTIONS, REDIS_STREAMS_CONNECTION],
+  };
   return {
     module: RedisStreamsModule,
     global: isGlobal,
-    imports: imports ?? [],
-    providers: [optionsProvider, RedisStreamsConnectionHost, connectionProvider, ...FEATURE_PROVIDERS],
-    exports: [REDIS_STREAMS_MODULE_OPTIONS, REDIS_STREAMS_CONNECTION, ...FEATURE_PROVIDERS],
+    imports: [core],
+    providers: [...FEATURE_PROVIDERS],
+    exports: [core, ...FEATURE_PROVIDERS],
   };
 }
 
