@@ -1,0 +1,29 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compiledPath, ensureCompiled } from './helpers/compiled.js';
+import { RedisServerProcess } from './helpers/redis-server.js';
+
+describe('close() leaves nothing running', () => {
+  let redis: RedisServerProcess;
+  beforeAll(async () => {
+    await ensureCompiled();
+    redis = await RedisServerProcess.start();
+  }, 180_000);
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('a process that ran a server, recovery and a client exits on its own once both are closed', async () => {
+    const child = spawn(process.execPath, [compiledPath('test/fixtures/exit-when-closed.ts'), redis.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const timedOut = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 20_000).unref());
+    const outcome = await Promise.race([exit, timedOut]);
+    if (outcome === 'still running') child.kill('SIGKILL');
+    expect({ outcome, stderr }).toEqual({ outcome: 0, stderr: '' });
+    expect(stdout).toContain('closed handled=20 doubled=42');
+  }, 60_000);
+});
