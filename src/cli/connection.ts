@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { closeConnection, openConnection, redactUrl } from '../redis/connection.js';
+import { closeConnection, openConnection, redactUrl, urlSecrets } from '../redis/connection.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
 
@@ -15,15 +15,9 @@ export function resolveUrl(flags: ConnectionFlags, io: CliIo): string {
   return flags.url ?? io.env.REDIS_URL ?? DEFAULT_URL;
 }
 
-/** The URL's password (and its decoded form), to be masked in anything the CLI prints. */
+/** The URL's passwords (raw and decoded), to be masked in anything the CLI prints. */
 export function secretsOf(url: string): string[] {
-  try {
-    const { password } = new URL(url);
-    if (!password) return [];
-    return [...new Set([password, decodeURIComponent(password)])];
-  } catch {
-    return [];
-  }
+  return urlSecrets(url);
 }
 
 /**

@@ -55,15 +55,38 @@ export async function closeConnection(opened: OpenedConnection | undefined): Pro
   client.disconnect(false);
 }
 
-/** `redis://user:secret@host` → `redis://user:***@host`. Passwords never reach logs or errors. */
+/**
+ * `redis://user:secret@host` → `redis://user:***@host`; a `?password=` parameter (which ioredis
+ * also reads) is masked too. Passwords never reach logs or errors.
+ */
 export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
+    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
     return parsed.toString();
   } catch {
-    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
   }
+}
+
+/** The password(s) a URL carries (userinfo and `?password=`), raw and decoded, for masking. */
+export function urlSecrets(url: string): string[] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [];
+  }
+  const secrets = [parsed.password, parsed.searchParams.get('password') ?? ''].filter((s) => s.length > 0);
+  for (const secret of [...secrets]) {
+    try {
+      secrets.push(decodeURIComponent(secret));
+    } catch {
+      // malformed escapes: the raw form is already listed
+    }
+  }
+  return [...new Set(secrets)];
 }
 
 /** Describes a connection for log lines without credentials. */
