@@ -121,7 +121,7 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
    * Tells recovery this consumer still works on the entry (renews its idle time) so a long
    * handler is not robbed. Without a recovery provider that supports leases it does nothing.
    */
-  extendLease(ms?: number): Promise<void> {
-    return this.settler.extendLease(this.entry, ms);
+  extendLease(): Promise<void> {
+    return this.settler.extendLease(this.entry, undefined);
   }
 }
