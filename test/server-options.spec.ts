@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
-import type { RedisStreamsServerOptions } from '../src/server/options.js';
+import { resolveServerOptions, type RedisStreamsServerOptions } from '../src/server/options.js';
 import { ourClients } from './fixtures/server-app.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 
@@ -48,12 +48,20 @@ describe('RedisStreamsServer options are validated in the constructor', () => {
     });
   }
 
-  it('accepts `$` and explicit stream ids as startId, and defaults prefetch to 2 × concurrency', () => {
+  it('a misspelt option is an error naming it, not a silent default', () => {
+    const error = optionError(() => new RedisStreamsServer({ ...base, concurency: 5 } as unknown as RedisStreamsServerOptions));
+    expect(error.option).toBe('concurency');
+  });
+
+  it('accepts `$` and explicit stream ids as startId; prefetch defaults to max(2 × concurrency, 2 × readBatch)', () => {
     expect(() => new RedisStreamsServer({ ...base, startId: '$' })).not.toThrow();
     expect(() => new RedisStreamsServer({ ...base, startId: '1700000000000-0' })).not.toThrow();
-    expect(() => new RedisStreamsServer({ ...base, concurrency: 7 })).not.toThrow();
+    expect(resolveServerOptions({ ...base }).prefetch).toBe(200);
+    expect(resolveServerOptions({ ...base, concurrency: 7 }).prefetch).toBe(200);
+    expect(resolveServerOptions({ ...base, concurrency: 150 }).prefetch).toBe(300);
+    expect(resolveServerOptions({ ...base, concurrency: 7, readBatch: 2 }).prefetch).toBe(14);
     // prefetch alone below the default concurrency lowers concurrency instead of failing.
-    expect(() => new RedisStreamsServer({ ...base, prefetch: 3 })).not.toThrow();
+    expect(resolveServerOptions({ ...base, prefetch: 3 })).toMatchObject({ prefetch: 3, concurrency: 3 });
   });
 });
 

@@ -111,6 +111,12 @@ export const DEFAULT_REPLY_TTL = 60_000;
 export const DEFAULT_REPLY_MAXLEN = 1_000;
 const START_ID_SPECIALS = ['0', '$'] as const;
 
+const KNOWN_OPTIONS = new Set<string>([
+  'connection', 'group', 'consumer', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
+  'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
+  'deserializer', 'serializer', 'recovery',
+] satisfies (keyof RedisStreamsServerOptions)[]);
+
 export function defaultConsumerName(): string {
   return `${hostname()}-${process.pid}`;
 }
@@ -119,6 +125,10 @@ export function defaultConsumerName(): string {
 export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
   if (options === null || typeof options !== 'object') {
     throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
+  }
+  // A misspelt option (`concurency`) would otherwise fall back to its default without a word.
+  for (const key of Object.keys(options)) {
+    if (!KNOWN_OPTIONS.has(key)) throw new RedisStreamsOptionError(key, 'is not a RedisStreamsServer option');
   }
   const group = nonEmptyStringOption('group', options.group);
   const consumer = nonEmptyStringOption('consumer', options.consumer, defaultConsumerName());
