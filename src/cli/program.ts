@@ -10,7 +10,7 @@ export const CLI_NAME = 'nestjs-redis-streams';
  */
 export function createProgram(context: CliContext): Command {
   const program = new Command(CLI_NAME)
-    .description('Redis Streams consumer-group tools: claim, ack, pending, info. Prints one JSON object per run.')
+    .description('Redis Streams consumer-group tools: claim, ack, pending, info, dlq. Prints one JSON object per run.')
     .exitOverride()
     .configureOutput({
       writeOut: (text) => context.io.stdout(text),
