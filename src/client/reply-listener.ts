@@ -7,12 +7,17 @@ type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] 
 const READ_COUNT = 100;
 const BLOCK_MS = 5_000;
 const MAX_BACKOFF_MS = 2_000;
+/** Handled replies are deleted in batches of this many, or after DELETE_AFTER_MS, whichever comes first. */
+const DELETE_BATCH = 100;
+const DELETE_AFTER_MS = 500;
 
 /**
  * Reads this client's private reply stream with one blocking XREAD on a dedicated connection.
  * The stream has a single reader, so no consumer group: it reads from `0-0` (no entry can be
  * missed, even one written before the first read) and then from the last id seen. Handled
- * entries are deleted (one XDEL per batch), and a periodic PEXPIRE keeps the stream alive only
+ * entries are deleted off the reply path: one XDEL per DELETE_BATCH replies or DELETE_AFTER_MS
+ * (reads go by id, so a handled entry not yet deleted is never read again; the server's
+ * `MAXLEN ~` bounds the stream meanwhile). A periodic PEXPIRE keeps the stream alive only
  * while this client lives.
  */
 export class ReplyListener {
@@ -20,6 +25,8 @@ export class ReplyListener {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
+  private handledIds: string[] = [];
+  private deleteTimer: NodeJS.Timeout | undefined;
   private abort: () => void = () => undefined;
   /** Settles on stop(): ioredis may never settle a read it keeps for resending after a reconnect. */
   private readonly aborted = new Promise<null>((resolve) => {
@@ -47,6 +54,7 @@ export class ReplyListener {
     this.stopped = true;
     this.abort();
     clearInterval(this.keepAlive);
+    clearTimeout(this.deleteTimer);
     this.reader.disconnect(false);
     await this.loop;
   }
@@ -74,11 +82,10 @@ export class ReplyListener {
   }
 
   private handle(reply: NonNullable<XReadReply>): void {
-    const handled: string[] = [];
     for (const [, entries] of reply) {
       for (const [id, flat] of entries) {
         this.lastId = id;
-        handled.push(id);
+        this.handledIds.push(id);
         try {
           this.onReply(fieldsFromArray(flat), id);
         } catch (error) {
@@ -86,11 +93,22 @@ export class ReplyListener {
         }
       }
     }
-    if (handled.length > 0) {
-      this.commands.xdel(this.key, ...handled).catch((error: unknown) => {
-        this.logger.warn(`XDEL of handled replies on "${this.key}" failed: ${(error as Error).message}`);
-      });
+    if (this.handledIds.length >= DELETE_BATCH) this.deleteHandled();
+    else if (this.handledIds.length > 0 && this.deleteTimer === undefined) {
+      this.deleteTimer = setTimeout(() => this.deleteHandled(), DELETE_AFTER_MS);
+      this.deleteTimer.unref();
     }
+  }
+
+  private deleteHandled(): void {
+    clearTimeout(this.deleteTimer);
+    this.deleteTimer = undefined;
+    if (this.stopped || this.handledIds.length === 0) return;
+    const ids = this.handledIds;
+    this.handledIds = [];
+    this.commands.xdel(this.key, ...ids).catch((error: unknown) => {
+      this.logger.warn(`XDEL of handled replies on "${this.key}" failed: ${(error as Error).message}`);
+    });
   }
 
   private renew(): void {

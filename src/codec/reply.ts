@@ -20,13 +20,35 @@ export interface DecodedReply {
 export function encodeReply(correlationId: string, packet: ReplyPacket): StreamFields {
   const fields = Object.create(null) as StreamFields;
   fields[WireField.id] = correlationId;
-  fields[WireField.packet] = JSON.stringify(packet, errorsAsJson);
+  fields[WireField.packet] = stringifyPacket(packet);
   return fields;
 }
 
 /** The flat `[field, value, ...]` XADD argument list of a reply. */
 export function encodeReplyArgs(correlationId: string, packet: ReplyPacket): string[] {
-  return [WireField.id, correlationId, WireField.packet, JSON.stringify(packet, errorsAsJson)];
+  return [WireField.id, correlationId, WireField.packet, stringifyPacket(packet)];
+}
+
+/**
+ * `JSON.stringify(packet, errorsAsJson)`. A replacer costs a call per key of the response, so a
+ * packet with no `Error` in it (the usual reply) is stringified without one: same output.
+ */
+function stringifyPacket(packet: ReplyPacket): string {
+  return mayHoldError(packet, 0) ? JSON.stringify(packet, errorsAsJson) : JSON.stringify(packet);
+}
+
+/** True when `value` holds an Error, or something the plain walk cannot judge (toJSON, deep nesting). */
+function mayHoldError(value: unknown, depth: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (depth > 16 || value instanceof Error || typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (mayHoldError(item, depth + 1)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (mayHoldError((value as Record<string, unknown>)[key], depth + 1)) return true;
+  }
+  return false;
 }
 
 /**

@@ -23,7 +23,7 @@ import {
 } from './handler-binding.js';
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
-import { writeReply } from './reply-writer.js';
+import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 
@@ -100,10 +100,15 @@ export class RedisStreamsServer
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private recovery: RecoveryScheduler | undefined;
+  private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
     super();
     this.options = resolveServerOptions(options);
+    this.replies = new ReplyWriter(() => this.commandConnection(), {
+      maxLen: this.options.replyMaxLen,
+      ttlMs: this.options.replyTtl,
+    });
     this.decoder = options.deserializer ?? new JsonStreamDeserializer();
     this.defaultDecoder = this.decoder.constructor === JsonStreamDeserializer ? (this.decoder as JsonStreamDeserializer) : undefined;
     this.initializeSerializer(options);
@@ -412,9 +417,11 @@ export class RedisStreamsServer
     } else {
       handled = true;
       try {
-        const response = await lastValueFrom(this.transformToObservable(handler(decoded.data, context)), {
-          defaultValue: undefined,
-        });
+        // Nest's RPC proxy (guards, interceptors, pipes, filters) is inside `handler`; a promise or
+        // a plain value needs no Observable around it.
+        let response: unknown = handler(decoded.data, context);
+        if (response instanceof Promise) response = await response;
+        if (isObservable(response)) response = await lastValueFrom(response, { defaultValue: undefined });
         packet = { response, isDisposed: true };
       } catch (error) {
         packet = { err: error, isDisposed: true };
@@ -422,11 +429,9 @@ export class RedisStreamsServer
     }
     try {
       // The correlation id travels in the reply's own `id` field, not inside the packet.
-      const outgoing = (await this.serializer.serialize(packet as OutgoingResponse)) as ReplyPacket;
-      await writeReply(this.commandConnection(), decoded.replyTo, decoded.id, outgoing, {
-        maxLen: this.options.replyMaxLen,
-        ttlMs: this.options.replyTtl,
-      });
+      let outgoing = this.serializer.serialize(packet as OutgoingResponse) as ReplyPacket | Promise<ReplyPacket>;
+      if (outgoing instanceof Promise) outgoing = await outgoing;
+      await this.replies.write(decoded.replyTo, decoded.id, outgoing);
     } catch (error) {
       this.emitError(
         new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),

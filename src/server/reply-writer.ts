@@ -6,23 +6,57 @@ export interface ReplyLimits {
   readonly ttlMs: number;
 }
 
+/** Above this many remembered reply streams, stale ones are swept on the next refresh. */
+const SWEEP_ABOVE = 1_000;
+
 /**
- * Writes one reply to the requester's reply stream and refreshes the stream's expiry in one
- * MULTI, so a reply stream whose client died expires on its own.
+ * Writes replies to requesters' reply streams. A reply stream must never outlive its client by
+ * more than its TTL, so a write that may create the stream goes with its PEXPIRE in one MULTI.
+ * That MULTI is needed only once per `ttl / 3` per stream: in between, a reply is one plain
+ * `XADD … NOMKSTREAM` (the stream exists and carries a TTL that the client, and every third of
+ * a TTL this writer, renews). When that XADD finds no stream (client closed, or the key was lost),
+ * the reply falls back to the MULTI, so a recreated stream always expires again.
  */
-export async function writeReply(
-  client: RedisClient,
-  replyTo: string,
-  correlationId: string,
-  packet: ReplyPacket,
-  limits: ReplyLimits,
-): Promise<void> {
+export class ReplyWriter {
+  /** Reply stream → when this writer last set its expiry (ms, monotonic). */
+  private readonly refreshedAt = new Map<string, number>();
+
+  constructor(
+    private readonly client: () => RedisClient,
+    private readonly limits: ReplyLimits,
+  ) {}
+
+  async write(replyTo: string, correlationId: string, packet: ReplyPacket): Promise<void> {
+    const args = encodeReplyArgs(correlationId, packet);
+    const { maxLen, ttlMs } = this.limits;
+    const now = performance.now();
+    const last = this.refreshedAt.get(replyTo);
+    if (last !== undefined && now - last < ttlMs / 3) {
+      const id = await this.client().xadd(replyTo, 'NOMKSTREAM', 'MAXLEN', '~', maxLen, '*', ...args);
+      if (id !== null) return;
+      this.refreshedAt.delete(replyTo);
+    }
+    await writeWithExpiry(this.client(), replyTo, args, this.limits);
+    this.remember(replyTo, now);
+  }
+
+  private remember(replyTo: string, now: number): void {
+    if (this.refreshedAt.size >= SWEEP_ABOVE) {
+      const staleBefore = now - this.limits.ttlMs / 3;
+      for (const [key, at] of this.refreshedAt) if (at < staleBefore) this.refreshedAt.delete(key);
+    }
+    this.refreshedAt.set(replyTo, now);
+  }
+}
+
+/** XADD (may create the stream) and PEXPIRE in one MULTI: a created stream always has a TTL. */
+async function writeWithExpiry(client: RedisClient, replyTo: string, args: string[], limits: ReplyLimits): Promise<void> {
   const results = await client
     .multi()
-    .xadd(replyTo, 'MAXLEN', '~', limits.maxLen, '*', ...encodeReplyArgs(correlationId, packet))
+    .xadd(replyTo, 'MAXLEN', '~', limits.maxLen, '*', ...args)
     .pexpire(replyTo, limits.ttlMs)
     .exec();
-  const failed = results?.find(([error]) => error !== null);
   if (results === null || results === undefined) throw new Error(`reply to "${replyTo}" was discarded (MULTI aborted)`);
+  const failed = results.find(([error]) => error !== null);
   if (failed) throw failed[0] as Error;
 }
