@@ -27,12 +27,10 @@ export class ReplyListener {
   private keepAlive: NodeJS.Timeout | undefined;
   private handledIds: string[] = [];
   private deleteTimer: NodeJS.Timeout | undefined;
-  private abort: () => void = () => undefined;
-  /** Settles on stop(): ioredis may never settle a read it keeps for resending after a reconnect. */
-  private readonly aborted = new Promise<null>((resolve) => {
-    this.abort = () => resolve(null);
-  });
-
+  /** Resolvers of the waits in flight, settled with null by stop(): ioredis may never settle a
+   * read it keeps for resending after a reconnect. (Not Promise.race with one long-lived promise:
+   * each race would hang a reaction holding its reply on it until stop().) */
+  private readonly waits = new Set<(value: null) => void>();
   constructor(
     private readonly reader: RedisClient,
     private readonly commands: RedisClient,
@@ -52,7 +50,8 @@ export class ReplyListener {
   /** Stops reading; the caller closes the reader connection, which ends a pending XREAD. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.abort();
+    for (const wake of this.waits) wake(null);
+    this.waits.clear();
     clearInterval(this.keepAlive);
     clearTimeout(this.deleteTimer);
     this.reader.disconnect(false);
@@ -65,7 +64,7 @@ export class ReplyListener {
       try {
         const read = this.reader.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId);
         read.catch(() => undefined);
-        const reply = (await Promise.race([read, this.aborted])) as XReadReply;
+        const reply = (await this.untilStopped(read)) as XReadReply;
         if (this.stopped) return;
         failures = 0;
         if (reply) this.handle(reply);
@@ -73,12 +72,29 @@ export class ReplyListener {
         if (this.stopped) return;
         failures++;
         if (failures === 1) this.logger.warn(`Reading replies from "${this.key}" failed: ${(error as Error).message}; retrying`);
-        await Promise.race([
-          new Promise((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)).unref()),
-          this.aborted,
-        ]);
+        await this.untilStopped(
+          new Promise<null>((resolve) => setTimeout(() => resolve(null), Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)).unref()),
+        );
       }
     }
+  }
+
+  /** `promise`, or null as soon as stop() was called. */
+  private untilStopped<T>(promise: Promise<T>): Promise<T | null> {
+    if (this.stopped) return Promise.resolve(null);
+    return new Promise<T | null>((resolve, reject) => {
+      this.waits.add(resolve);
+      promise.then(
+        (value) => {
+          this.waits.delete(resolve);
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.waits.delete(resolve);
+          reject(error);
+        },
+      );
+    });
   }
 
   private handle(reply: NonNullable<XReadReply>): void {

@@ -41,12 +41,13 @@ export class StreamReader {
   private wakeSleep: (() => void) | undefined;
   private readonly byStream = new Map<string, StreamBinding>();
   /**
-   * Rejected when stop() drops the connection. ioredis keeps a command that was in flight when
-   * the socket closed for a resend after reconnect and never settles it on disconnect, so reads
-   * race against this to end.
+   * Set when stop() drops the connection. ioredis keeps a command that was in flight when the
+   * socket closed for a resend after reconnect and never settles it on disconnect, so commands
+   * in flight are rejected through their rejecters instead.
    */
-  private readonly aborted: Promise<never>;
-  private abort!: (reason: Error) => void;
+  private abortReason: Error | undefined;
+  /** Rejecters of the commands in flight (see abortable()). */
+  private readonly inFlightRejecters = new Set<(reason: Error) => void>();
   private readonly blockingHead: (string | number)[];
   private readonly blockingTail: (string | number)[];
 
@@ -59,8 +60,6 @@ export class StreamReader {
     private readonly slotShare: number,
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
-    this.aborted = new Promise<never>((_, reject) => (this.abort = reject));
-    this.aborted.catch(() => undefined);
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -258,7 +257,28 @@ export class StreamReader {
   }
 
   private abortable<T>(command: Promise<T>): Promise<T> {
-    return Promise.race([command, this.aborted]);
+    // Not Promise.race with one long-lived promise: every race would hang a reaction (holding
+    // the read's whole reply) on it until stop(), a leak of every entry ever read.
+    if (this.abortReason !== undefined) return Promise.reject(this.abortReason);
+    return new Promise<T>((resolve, reject) => {
+      this.inFlightRejecters.add(reject);
+      command.then(
+        (value) => {
+          this.inFlightRejecters.delete(reject);
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.inFlightRejecters.delete(reject);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private abort(reason: Error): void {
+    this.abortReason = reason;
+    for (const reject of this.inFlightRejecters) reject(reason);
+    this.inFlightRejecters.clear();
   }
 
   private async fetchClientId(): Promise<void> {
