@@ -7,6 +7,9 @@ import type { StreamBinding } from './handler-binding.js';
 import type { IncomingEntry } from './in-flight.js';
 import { forEachStreamOfReply, liveEntries, type ReadEntry } from './read-reply.js';
 
+/** Non-blocking reads of the streams with a backlog only, before all streams are read again. */
+const MAX_FOCUSED_READS = 3;
+
 /** What a reader needs from the server. */
 export interface ReaderHost {
   readonly consumer: string;
@@ -19,6 +22,8 @@ export interface ReaderHost {
   readonly commands: RedisClient;
   readonly logger: Logger;
   deliver(binding: StreamBinding, entries: IncomingEntry[]): void;
+  /** Slots are on their way back within a round trip: acks are queued or in flight. */
+  slotsReturning(): boolean;
   /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
   dropDeleted(binding: StreamBinding, ids: string[]): void;
   /** NOGROUP: recreate the groups of these bindings at `0`. */
@@ -40,6 +45,9 @@ export class StreamReader {
   private sleepTimer: NodeJS.Timeout | undefined;
   private wakeSleep: (() => void) | undefined;
   private readonly byStream = new Map<string, StreamBinding>();
+  /** Streams whose last read filled COUNT (they have a backlog). */
+  private backlog: string[] = [];
+  private focusedInARow = 0;
   /**
    * Set when stop() drops the connection. ioredis keeps a command that was in flight when the
    * socket closed for a resend after reconnect and never settles it on disconnect, so commands
@@ -109,26 +117,38 @@ export class StreamReader {
   }
 
   /**
-   * Reserves slots for one read over `streams` streams. XREADGROUP's COUNT applies per stream, so
-   * COUNT is the reservation divided by the stream count. Returns COUNT (0 when stopping); the
-   * caller unreserves `count * streams`.
+   * Reserves slots for one read over `streams` streams. XREADGROUP's COUNT applies per stream:
+   * COUNT ≤ readBatch and COUNT × streams ≤ the free slots, so the pending bound holds. While
+   * acks are queued or in flight (slots come back within a round trip) it waits until a read of
+   * at least half the prefetch (or a full readBatch) fits: reading whatever few slots came back
+   * first would split the backlog into ever smaller reads, each paying a read and an ack round
+   * trip. Otherwise (idle, or handlers still busy) it reads what is free at once. Returns COUNT (0 when stopping); the caller unreserves
+   * `count * streams`.
    */
   private async reserveSlots(streams: number): Promise<number> {
-    const { dispatcher } = this.host;
+    const { dispatcher, readBatch } = this.host;
+    const lowWater = Math.max(1, Math.min(readBatch, Math.floor(Math.min(this.slotShare, dispatcher.prefetchSize / 2) / streams)));
     for (;;) {
       if (this.stopping) return 0;
-      const total = Math.min(this.host.readBatch, this.slotShare, dispatcher.freeSlotsForReads());
-      const count = Math.floor(total / streams);
-      if (count > 0) {
+      const count = Math.min(readBatch, Math.floor(Math.min(this.slotShare, dispatcher.freeSlotsForReads()) / streams));
+      if (count >= lowWater || (count > 0 && (!dispatcher.isAccepting || !this.host.slotsReturning()))) {
         dispatcher.reserve(count * streams);
         return count;
       }
-      await dispatcher.waitForSlot(streams);
+      await (count > 0 ? dispatcher.waitForChange() : dispatcher.waitForSlot(streams));
     }
   }
 
   private async readNew(): Promise<void> {
-    const streams = this.bindings.length;
+    // COUNT applies per stream and the slots are reserved for every stream read: with a backlog
+    // on some streams only, reading all of them would split the free slots among idle ones. So
+    // after a read that filled COUNT on some streams, the next reads (non-blocking) take only
+    // those, at most MAX_FOCUSED_READS in a row: every few reads all streams are read again.
+    const focus =
+      this.backlog.length > 0 && this.backlog.length < this.bindings.length && this.focusedInARow < MAX_FOCUSED_READS
+        ? this.backlog
+        : undefined;
+    const streams = focus?.length ?? this.bindings.length;
     const count = await this.reserveSlots(streams);
     if (count === 0) return;
     const reserved = count * streams;
@@ -136,22 +156,31 @@ export class StreamReader {
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
       this.reading = true;
-      reply = await this.abortable(this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail));
+      const read =
+        focus === undefined
+          ? this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail)
+          : this.client.call('XREADGROUP', ...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
+      reply = await this.abortable(read);
       this.failures = 0;
     } catch (error) {
       this.host.dispatcher.unreserve(reserved);
+      this.backlog = [];
       await this.recover(error);
       return;
     } finally {
       this.reading = false;
     }
+    this.focusedInARow = focus === undefined ? 0 : this.focusedInARow + 1;
     this.host.dispatcher.unreserve(reserved);
     let delivered = 0;
+    const backlog: string[] = [];
     forEachStreamOfReply(reply, 1, (stream, entries) => {
       const binding = this.byStream.get(stream);
       delivered += entries.length;
+      if (entries.length >= count) backlog.push(stream);
       if (binding !== undefined) this.host.deliver(binding, liveEntries(entries));
     });
+    this.backlog = backlog;
     // A short read means no backlog: let the handlers just started run their first steps before
     // the next read is written to the socket, or that write sits in front of every handler. A
     // full read means backlog: read on at once so Redis works while the handlers do.

@@ -31,6 +31,15 @@ export class Dispatcher {
     for (const binding of bindings) this.inFlight.set(binding, new Map());
   }
 
+  get prefetchSize(): number {
+    return this.prefetch;
+  }
+
+  /** False once stopAccepting() was called (closing). */
+  get isAccepting(): boolean {
+    return this.accepting;
+  }
+
   /** Prefetch slots neither held by an entry nor reserved by a read in progress. */
   freeSlots(): number {
     return this.prefetch - this.inFlightTotal - this.reserved;
@@ -104,6 +113,12 @@ export class Dispatcher {
   /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
   waitForSlot(wanted = 1): Promise<void> {
     if (!this.accepting || this.freeSlotsForReads() >= wanted) return Promise.resolve();
+    return new Promise((resolve) => this.slotWaiters.push(resolve));
+  }
+
+  /** Resolves on the next release of a slot (or on stop). */
+  waitForChange(): Promise<void> {
+    if (!this.accepting) return Promise.resolve();
     return new Promise((resolve) => this.slotWaiters.push(resolve));
   }
 

@@ -295,6 +295,7 @@ export class RedisStreamsServer
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
 
+    // Auto-pipelining: the replies, acks and claims of one turn share one socket write.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
@@ -348,6 +349,7 @@ export class RedisStreamsServer
       commands,
       logger: this.logger,
       deliver: (binding, entries) => this.admitRead(binding, entries),
+      slotsReturning: () => this.acker?.hasPending() ?? false,
       dropDeleted: (binding, ids) => this.dropDeleted(binding, ids),
       recreateGroups: (bindings) => this.recreateGroups(bindings),
     };
