@@ -1,18 +1,17 @@
 import type { RedisClient } from '../redis/connection.js';
+import { handOffEntries as handOffOwned } from '../recovery/leases.js';
 import type { InFlightEntry } from './in-flight.js';
 
-/** Idle time the handed-back entries get: any XAUTOCLAIM / XCLAIM min-idle is met at once. */
-export const HANDOFF_IDLE_MS = 2 ** 31;
-const IDS_PER_COMMAND = 500;
-
 /**
- * Hands fetched-but-unstarted entries back to the group: XCLAIM to the handoff consumer with a
- * huge IDLE and JUSTID, so any other consumer can claim them at once and their delivery count
- * does not rise (JUSTID). Returns how many entries Redis moved.
+ * Hands fetched-but-unstarted entries back to the group on close: each entry this consumer still
+ * owns moves to the handoff consumer with a huge idle time and JUSTID (one owner-checked script per
+ * batch), so any other consumer can claim it at once and its delivery count does not rise. An entry
+ * someone else claimed meanwhile stays theirs. Returns how many entries were handed off.
  */
 export async function handOffEntries(
   client: RedisClient,
   entries: readonly InFlightEntry[],
+  consumer: string,
   handoffConsumer: string,
 ): Promise<number> {
   const byBinding = new Map<string, { stream: string; group: string; ids: string[] }>();
@@ -25,13 +24,10 @@ export async function handOffEntries(
     }
     batch.ids.push(entry.id);
   }
-  const commands: Array<Promise<unknown>> = [];
-  for (const { stream, group, ids } of byBinding.values()) {
-    for (let i = 0; i < ids.length; i += IDS_PER_COMMAND) {
-      const chunk = ids.slice(i, i + IDS_PER_COMMAND);
-      commands.push(client.call('XCLAIM', stream, group, handoffConsumer, '0', ...chunk, 'IDLE', String(HANDOFF_IDLE_MS), 'JUSTID'));
-    }
-  }
-  const replies = await Promise.all(commands);
-  return replies.reduce<number>((sum, reply) => sum + (Array.isArray(reply) ? reply.length : 0), 0);
+  const results = await Promise.all(
+    [...byBinding.values()].map(({ stream, group, ids }) =>
+      handOffOwned(client, { stream, group, consumer, handoffConsumer, ids, batchSize: 1_000 }),
+    ),
+  );
+  return results.reduce((sum, result) => sum + result.handedOff.length, 0);
 }

@@ -515,6 +515,7 @@ export class RedisStreamsServer
     this.commandConnection()
       .xack(binding.stream, binding.group, ...ids)
       .catch((error: unknown) => this.emitError(new Error(`XACK of deleted entries failed: ${errorMessage(error)}`)));
+    this.emit('entriesLost', { stream: binding.stream, group: binding.group, reason: 'trimmed_pending', count: ids.length, ids: ids.slice(0, 1000) });
   }
 
   // ---- shutdown ----
@@ -527,7 +528,7 @@ export class RedisStreamsServer
     if (queued.length > 0) {
       try {
         const moved = await withTimeout(
-          handOffEntries(this.commandConnection(), queued, this.options.handoffConsumer),
+          handOffEntries(this.commandConnection(), queued, this.options.consumer, this.options.handoffConsumer),
           CLOSE_STEP_TIMEOUT_MS,
           'handoff',
         );
