@@ -1,5 +1,7 @@
+import { NO_MESSAGE_HANDLER } from '../codec/reply.js';
+
 /** Nest's own text for "no handler", so callers can match it the same way on every transport. */
-export const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
+export { NO_MESSAGE_HANDLER };
 
 /** A `send()` got no reply within its timeout. */
 export class RedisStreamsTimeoutError extends Error {

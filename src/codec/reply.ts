@@ -79,3 +79,6 @@ function errorsAsJson(key: string, value: unknown): unknown {
   }
   return value;
 }
+
+/** Nest's NO_MESSAGE_HANDLER text: the error reply to a request no message handler matches. */
+export const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';

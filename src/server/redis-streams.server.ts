@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Server, type ConsumerDeserializer, type CustomTransportStrategy, type OutgoingResponse } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
-import type { ReplyPacket } from '../codec/reply.js';
+import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
@@ -30,8 +30,6 @@ import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNot
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
 
-/** Nest's NO_MESSAGE_HANDLER text, so clients of any Nest transport recognize it. */
-export const NO_MESSAGE_HANDLER = 'There is no matching message handler defined in the remote service.';
 
 /** Events of `server.on(event, callback)`. */
 export type RedisStreamsServerEvents = {
