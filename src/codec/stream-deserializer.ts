@@ -39,28 +39,77 @@ export class JsonStreamDeserializer implements StreamDeserializer {
     return this.decodeFields({ field: (name) => fields[name], fields });
   }
 
-  /** Same as `deserialize`, reading fields one by one (the server's fast path: no field map). */
+  /** Same as `deserialize`, reading fields one by one (entries whose map already exists). */
   decodeFields(source: FieldSource): DecodedEntry {
-    const rawData = source.field(WireField.data);
-    if (rawData === undefined) {
-      const names = Object.keys(source.fields).join(', ') || 'none';
-      throw new Error(`no "${WireField.data}" field (fields: ${names}); use extras.raw for foreign entries`);
-    }
-    let data: unknown;
-    try {
-      data = JSON.parse(rawData);
-    } catch (error) {
-      throw new Error(`"${WireField.data}" is not JSON: ${(error as Error).message}`);
-    }
-    const decoded: DecodedEntry = { pattern: source.field(WireField.pattern), data };
-    const rawHeaders = source.field(WireField.headers);
-    if (rawHeaders !== undefined) decoded.headers = parseHeaders(rawHeaders);
-    const id = source.field(WireField.id);
-    const replyTo = source.field(WireField.replyTo);
-    if (id !== undefined) decoded.id = id;
-    if (replyTo !== undefined) decoded.replyTo = replyTo;
-    return decoded;
+    const data = source.field(WireField.data);
+    if (data === undefined) throw missingData(Object.keys(source.fields));
+    return decodeWire(
+      data,
+      source.field(WireField.pattern),
+      source.field(WireField.headers),
+      source.field(WireField.id),
+      source.field(WireField.replyTo),
+    );
   }
+
+  /**
+   * Same as `deserialize`, over the `[f1, v1, …]` array as read: one pass, no field map (the
+   * server's fast path). A repeated field: the last one wins, as in the map.
+   */
+  decodeFlat(flat: readonly string[]): DecodedEntry {
+    let data: string | undefined;
+    let pattern: string | undefined;
+    let headers: string | undefined;
+    let id: string | undefined;
+    let replyTo: string | undefined;
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const value = flat[i + 1];
+      switch (flat[i]) {
+        case WireField.data:
+          data = value;
+          break;
+        case WireField.pattern:
+          pattern = value;
+          break;
+        case WireField.headers:
+          headers = value;
+          break;
+        case WireField.id:
+          id = value;
+          break;
+        case WireField.replyTo:
+          replyTo = value;
+          break;
+      }
+    }
+    if (data === undefined) throw missingData([...new Set(flat.filter((_, i) => i % 2 === 0 && i + 1 < flat.length))]);
+    return decodeWire(data, pattern, headers, id, replyTo);
+  }
+}
+
+function missingData(fieldNames: string[]): Error {
+  const names = fieldNames.join(', ') || 'none';
+  return new Error(`no "${WireField.data}" field (fields: ${names}); use extras.raw for foreign entries`);
+}
+
+function decodeWire(
+  rawData: string,
+  pattern: string | undefined,
+  rawHeaders: string | undefined,
+  id: string | undefined,
+  replyTo: string | undefined,
+): DecodedEntry {
+  let data: unknown;
+  try {
+    data = JSON.parse(rawData);
+  } catch (error) {
+    throw new Error(`"${WireField.data}" is not JSON: ${(error as Error).message}`);
+  }
+  const decoded: DecodedEntry = { pattern, data };
+  if (rawHeaders !== undefined) decoded.headers = parseHeaders(rawHeaders);
+  if (id !== undefined) decoded.id = id;
+  if (replyTo !== undefined) decoded.replyTo = replyTo;
+  return decoded;
 }
 
 function parseHeaders(raw: string): Headers {

@@ -47,6 +47,11 @@ export class InFlightEntry {
     return this.map;
   }
 
+  /** The `[f1, v1, …]` array as read, while no field map was built or given (undefined then). */
+  flatFields(): readonly string[] | undefined {
+    return this.map === undefined ? this.flat : undefined;
+  }
+
   /** One field's value without building the map (the last one wins, as in the map). */
   field(name: string): string | undefined {
     if (this.map !== undefined) return this.map[name];

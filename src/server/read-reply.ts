@@ -28,9 +28,11 @@ export function forEachStreamOfReply(
 function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
   if (!Array.isArray(raw)) return [];
   const entries: ReadEntry[] = [];
-  for (const item of raw) {
-    const [id, flat] = item as [string, string[] | null];
-    entries.push({ id: String(id), flat: Array.isArray(flat) ? flat : null, deliveryCount });
+  for (let i = 0; i < raw.length; i++) {
+    // Index access, not destructuring: this runs once per entry read.
+    const item = raw[i] as [string, string[] | null];
+    const flat = item[1];
+    entries.push({ id: String(item[0]), flat: Array.isArray(flat) ? flat : null, deliveryCount });
   }
   return entries;
 }

@@ -363,43 +363,92 @@ export class RedisStreamsServer
     this.dispatcher?.release(entry);
   };
 
-  private async handleEntry(entry: InFlightEntry): Promise<void> {
+  /**
+   * Decodes and runs one entry. The usual path (default or raw format, a handler returning a
+   * promise or a value) has no async function of its own: Nest's handler (guards, interceptors,
+   * pipes, filters) is the only pipeline per entry.
+   */
+  private handleEntry(entry: InFlightEntry): void {
     const { binding } = entry;
     let decoded: DecodedEntry;
-    try {
-      if (binding.raw) decoded = { data: entry.fields };
-      else if (this.defaultDecoder !== undefined) {
+    if (binding.raw) decoded = { data: entry.fields };
+    else if (this.defaultDecoder !== undefined) {
+      try {
         // The default format reads its few fields straight from the reply: no field map per entry.
-        decoded = this.defaultDecoder.decodeFields(entry);
-      } else {
-        const result = this.decoder.deserialize(entry.fields, { stream: binding.stream, id: entry.id });
-        // A sync decoder costs no extra turn of the microtask queue.
-        decoded = result instanceof Promise ? await result : result;
+        const flat = entry.flatFields();
+        decoded = flat !== undefined ? this.defaultDecoder.decodeFlat(flat) : this.defaultDecoder.decodeFields(entry);
+      } catch (error) {
+        void this.failDecode(entry, error);
+        return;
       }
-    } catch (error) {
-      this.reportDecodeError(entry, error);
-      // Undecodable now means undecodable on every delivery: dead-letter it at once (the slot is
-      // held until the move is done; if it fails, the entry stays pending).
-      await this.recovery?.deadLetterUndecodable(binding.stream, binding.group, entry.id, error);
-      this.finish(entry, false);
+    } else {
+      void this.decodeThenHandle(entry);
       return;
     }
+    this.handleDecoded(entry, decoded);
+  }
+
+  private async decodeThenHandle(entry: InFlightEntry): Promise<void> {
+    let decoded: DecodedEntry;
+    try {
+      const result = this.decoder.deserialize(entry.fields, { stream: entry.binding.stream, id: entry.id });
+      // A sync decoder costs no extra turn of the microtask queue.
+      decoded = result instanceof Promise ? await result : result;
+    } catch (error) {
+      await this.failDecode(entry, error);
+      return;
+    }
+    this.handleDecoded(entry, decoded);
+  }
+
+  private async failDecode(entry: InFlightEntry, error: unknown): Promise<void> {
+    const { binding } = entry;
+    this.reportDecodeError(entry, error);
+    // Undecodable now means undecodable on every delivery: dead-letter it at once (the slot is
+    // held until the move is done; if it fails, the entry stays pending).
+    await this.recovery?.deadLetterUndecodable(binding.stream, binding.group, entry.id, error);
+    this.finish(entry, false);
+  }
+
+  private handleDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+    const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
     if (!binding.raw && decoded.id !== undefined && decoded.replyTo !== undefined) {
-      await this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
+      void this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
       return;
     }
-    let succeeded = true;
+    let result: unknown;
     try {
-      let result: unknown = binding.handler(decoded.data, context);
-      if (result instanceof Promise) result = await result;
-      if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+      result = binding.handler(decoded.data, context);
     } catch (error) {
-      succeeded = false;
-      this.reportHandlerError(entry, error);
+      this.eventFailed(entry, error);
+      return;
     }
-    this.finish(entry, succeeded);
+    if (result instanceof Promise) {
+      result.then(
+        (value: unknown) => this.eventReturned(entry, value),
+        (error: unknown) => this.eventFailed(entry, error),
+      );
+      return;
+    }
+    this.eventReturned(entry, result);
+  }
+
+  private eventReturned(entry: InFlightEntry, value: unknown): void {
+    if (!isObservable(value)) {
+      this.finish(entry, true);
+      return;
+    }
+    lastValueFrom(value, { defaultValue: undefined }).then(
+      () => this.finish(entry, true),
+      (error: unknown) => this.eventFailed(entry, error),
+    );
+  }
+
+  private eventFailed(entry: InFlightEntry, error: unknown): void {
+    this.reportHandlerError(entry, error);
+    this.finish(entry, false);
   }
 
   private async handleRequestEntry(
