@@ -78,14 +78,15 @@ export function urlSecrets(url: string): string[] {
   } catch {
     return [];
   }
-  const secrets = [parsed.password, parsed.searchParams.get('password') ?? ''].filter((s) => s.length > 0);
-  for (const secret of [...secrets]) {
+  const raw = [parsed.password, parsed.searchParams.get('password') ?? ''].filter((s) => s.length > 0);
+  const decoded = raw.flatMap((secret) => {
     try {
-      secrets.push(decodeURIComponent(secret));
+      return [decodeURIComponent(secret)];
     } catch {
-      // malformed escapes: the raw form is already listed
+      return []; // malformed escapes: the raw form is listed
     }
-  }
+  });
+  const secrets = [...raw, ...decoded];
   return [...new Set(secrets)];
 }
 
