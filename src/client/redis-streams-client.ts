@@ -31,6 +31,7 @@ import { ReplyListener } from './reply-listener.js';
 import { ServerClock } from './server-clock.js';
 import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
 import { RedisStreamsOptionError } from '../errors.js';
+import { withTimeout } from '../timeout.js';
 
 export type RedisStreamsClientStatus = 'connected' | 'disconnected' | 'reconnecting';
 
@@ -320,7 +321,7 @@ export class RedisStreamsClient
     this.watchStatus(client);
     for (const { event, callback } of this.eventListeners) client.on(event, callback);
     try {
-      if (client.status === 'wait') await withTimeout(client.connect(), commandTimeout + 1_000);
+      if (client.status === 'wait') await withTimeout(client.connect(), commandTimeout + 1_000, 'connect');
     } catch (error) {
       client.disconnect();
       throw new Error(
@@ -440,20 +441,4 @@ function translateReplyError(err: unknown, pattern: string, stream: string): unk
 
 function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error as Error);
-      },
-    );
-  });
 }

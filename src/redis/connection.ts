@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { withTimeout } from '../timeout.js';
 
 /** Where to connect: a URL (`redis://`, `rediss://`), ioredis options, or an existing client. */
 export type RedisConnection = string | RedisOptions | Redis | Cluster;
@@ -47,7 +48,7 @@ export async function closeConnection(opened: OpenedConnection | undefined): Pro
   if (client.status === 'end') return;
   try {
     if (client.status === 'ready') {
-      await withTimeout(client.quit(), 2_000);
+      await withTimeout(client.quit(), 2_000, 'QUIT');
     }
   } catch {
     // fall through to a hard disconnect
@@ -98,20 +99,4 @@ export function describeConnection(connection: RedisConnection | undefined): str
   const host = connection.host ?? '127.0.0.1';
   const port = connection.port ?? 6379;
   return connection.path ? `unix:${connection.path}` : `${host}:${port}`;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }

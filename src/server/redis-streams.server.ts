@@ -26,6 +26,7 @@ import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServ
 import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
+import { withTimeout } from '../timeout.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -635,19 +636,6 @@ export class RedisStreamsServer
         this.logger.error(`listener of "${event}" threw: ${errorMessage(error)}`);
       }
     }
-  }
-}
-
-/** `promise`, or a rejection naming `what` after `ms`; the timer never outlives the race. */
-async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not complete within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 
