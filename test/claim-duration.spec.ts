@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
-import { durationMillisOption } from '../src/claim/duration.js';
+import { durationMillisOption } from '../src/duration.js';
 
 const ms = (value: unknown) => durationMillisOption('minIdleTime', value);
 

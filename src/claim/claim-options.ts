@@ -1,6 +1,6 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
-import { durationMillisOption } from './duration.js';
+import { durationMillisOption } from '../duration.js';
 import { FETCH_TYPES, type ClaimOptions, type FetchType } from './claim.types.js';
 
 export const CLAIM_DEFAULTS = {

@@ -2,7 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { translateRedisError } from './claim.errors.js';
-import { durationMillisOption } from './duration.js';
+import { durationMillisOption } from '../duration.js';
 import {
   parseConsumers,
   parseGroups,

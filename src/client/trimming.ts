@@ -1,4 +1,4 @@
-import { durationMillisOption } from '../claim/duration.js';
+import { durationMillisOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe, integerOption } from '../validation.js';
 

@@ -1,4 +1,4 @@
-import { durationMillisOption } from '../claim/duration.js';
+import { durationMillisOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { booleanOption, describe, integerOption } from '../validation.js';
 import type { DeadLetterNotice } from './recovery-events.js';

@@ -3,7 +3,7 @@ import type { ConsumerSerializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
-import { durationMillisOption } from '../claim/duration.js';
+import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 

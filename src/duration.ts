@@ -1,6 +1,6 @@
 import { parse as parseIsoDuration, pattern as isoDurationPattern } from 'iso8601-duration';
-import { RedisStreamsOptionError } from '../errors.js';
-import { describe } from '../validation.js';
+import { RedisStreamsOptionError } from './errors.js';
+import { describe } from './validation.js';
 
 /** Only the ISO-8601 form as a whole; the package's own pattern is not anchored. */
 const WHOLE_ISO_DURATION = new RegExp(`^${isoDurationPattern.source}$`);
