@@ -1,11 +1,10 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingCount, startServer, xaddEvent } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 const seen: Array<{ handler: string; group: string; n: number }> = [];
@@ -39,39 +38,29 @@ class DisagreeingController {
 }
 
 describe('RedisStreamsServer: handlers of one pattern in one server', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+  const redis = useRedisServer();
 
   it('each group named in extras consumes every entry; handlers sharing a group both run once per entry', async () => {
-    const { app } = await startServer({ connection: redis.url, group: 'billing', blockMs: 200 }, [ChainController]);
+    const { app } = await startServer({ connection: redis.server.url, group: 'billing', blockMs: 200 }, [ChainController]);
     try {
-      for (let n = 0; n < 10; n++) await xaddEvent(client, 'chained', 'chained', { n });
+      for (let n = 0; n < 10; n++) await xaddEvent(redis.client, 'chained', 'chained', { n });
       await waitFor(() => seen.length === 30, 'three handlers × 10 entries');
-      const groups = ((await client.xinfo('GROUPS', 'chained')) as unknown[][]).map((g) => String(g[1])).sort();
+      const groups = ((await redis.client.xinfo('GROUPS', 'chained')) as unknown[][]).map((g) => String(g[1])).sort();
       expect(groups).toEqual(['audit', 'billing']);
       for (const handler of ['billing', 'audit', 'metrics']) {
         const mine = seen.filter((s) => s.handler === handler);
         expect(mine.map((s) => s.n).sort((a, b) => a - b)).toEqual([...Array(10).keys()]);
         expect(new Set(mine.map((s) => s.group))).toEqual(new Set([handler === 'audit' ? 'audit' : 'billing']));
       }
-      await waitFor(async () => (await pendingCount(client, 'chained', 'billing')) === 0, 'billing acked');
-      await waitFor(async () => (await pendingCount(client, 'chained', 'audit')) === 0, 'audit acked');
+      await waitFor(async () => (await pendingCount(redis.client, 'chained', 'billing')) === 0, 'billing acked');
+      await waitFor(async () => (await pendingCount(redis.client, 'chained', 'audit')) === 0, 'audit acked');
     } finally {
       await app.close();
     }
   });
 
   it('handlers of one pattern and group that disagree on raw mode are an option error naming extras', async () => {
-    await expect(startServer({ connection: redis.url, group: 'g' }, [DisagreeingController])).rejects.toThrow(RedisStreamsOptionError);
-    await expect(startServer({ connection: redis.url, group: 'g' }, [DisagreeingController])).rejects.toThrow(/"extras"/);
+    await expect(startServer({ connection: redis.server.url, group: 'g' }, [DisagreeingController])).rejects.toThrow(RedisStreamsOptionError);
+    await expect(startServer({ connection: redis.server.url, group: 'g' }, [DisagreeingController])).rejects.toThrow(/"extras"/);
   });
 });

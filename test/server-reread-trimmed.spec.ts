@@ -1,10 +1,9 @@
 import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { EntriesLostNotice } from '../src/recovery/recovery-events.js';
 import { pendingCount, startServer, xaddEvent } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 const handled: number[] = [];
@@ -18,34 +17,25 @@ class RereadController {
 }
 
 describe('a restart that re-reads its own pending entries', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+  const redis = useRedisServer();
 
   it('reports pending entries deleted meanwhile as entriesLost, acks them away, and handles the rest', async () => {
-    await client.xgroup('CREATE', 'reread', 'g', '0', 'MKSTREAM');
+    await redis.client.xgroup('CREATE', 'reread', 'g', '0', 'MKSTREAM');
     const ids: string[] = [];
-    for (let n = 0; n < 4; n++) ids.push((await xaddEvent(client, 'reread', 'reread', { n })) as string);
+    for (let n = 0; n < 4; n++) ids.push((await xaddEvent(redis.client, 'reread', 'reread', { n })) as string);
     // "w" read them and crashed; then two were deleted (XDEL, or trimmed by MAXLEN).
-    await client.xreadgroup('GROUP', 'g', 'w', 'COUNT', 10, 'STREAMS', 'reread', '>');
-    await client.xdel('reread', ids[0]!, ids[2]!);
+    await redis.client.xreadgroup('GROUP', 'g', 'w', 'COUNT', 10, 'STREAMS', 'reread', '>');
+    await redis.client.xdel('reread', ids[0]!, ids[2]!);
 
     const lost: EntriesLostNotice[] = [];
-    const { app } = await startServer({ connection: redis.url, group: 'g', consumer: 'w', blockMs: 200, recovery: false }, [RereadController], [], (server) =>
+    const { app } = await startServer({ connection: redis.server.url, group: 'g', consumer: 'w', blockMs: 200, recovery: false }, [RereadController], [], (server) =>
       server.on('entriesLost', (notice: EntriesLostNotice) => lost.push(notice)),
     );
     try {
       await waitFor(() => handled.length === 2 && lost.length > 0, 'the two live entries handled and the loss reported');
       expect(handled.sort()).toEqual([1, 3]);
       expect(lost).toEqual([{ stream: 'reread', group: 'g', reason: 'trimmed_pending', count: 2, ids: [ids[0], ids[2]] }]);
-      await waitFor(async () => (await pendingCount(client, 'reread', 'g')) === 0, 'nothing pending');
+      await waitFor(async () => (await pendingCount(redis.client, 'reread', 'g')) === 0, 'nothing pending');
     } finally {
       await app.close();
     }
