@@ -6,6 +6,7 @@ import {
   type ReadPacket,
   type WritePacket,
 } from '@nestjs/microservices';
+import { Cluster } from 'ioredis';
 import { Observable, throwError } from 'rxjs';
 import { decodeReply } from '../codec/reply.js';
 import type { StreamFields } from '../codec/wire-format.js';
@@ -17,6 +18,7 @@ import {
   type RedisClient,
 } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
+import { TickBatching } from '../redis/tick-batching.js';
 import { integerOption } from '../validation.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import {
@@ -58,7 +60,7 @@ const noop = (): void => undefined;
 /**
  * Nest `ClientProxy` for Redis Streams.
  * - `emit(pattern, data)`: one XADD to the pattern's stream (trimmed with `MAXLEN ~` by default);
- *   the Observable yields the new entry id. Emits in flight are auto-pipelined.
+ *   the Observable yields the new entry id. The XADDs of one tick share one socket write.
  * - `send(pattern, data)`: a request entry (`XADD … NOMKSTREAM`) whose reply comes back on this
  *   instance's private reply stream, matched by correlation id.
  */
@@ -310,11 +312,13 @@ export class RedisStreamsClient
   private async open(): Promise<RedisClient> {
     const generation = ++this.generation;
     const { commandTimeout } = this.config;
+    const cluster = this.config.connection instanceof Cluster;
     const opened = openConnection(
       this.config.connection,
       'client',
-      // Auto-pipelining: many emits in flight share round trips. commandTimeout bounds every XADD.
-      { enableAutoPipelining: true, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true },
+      // Many emits in flight share socket writes: per tick (TickBatching) on one connection,
+      // through ioredis' auto-pipelining on a Cluster. commandTimeout bounds every XADD.
+      { enableAutoPipelining: cluster, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true },
       true,
     );
     const client = opened.client;
@@ -336,7 +340,12 @@ export class RedisStreamsClient
     // waiting in ioredis' offline queue (and being written later, after we reported failure).
     client.options.enableOfflineQueue = false;
     this.producer = opened;
-    this.xadd = client.xadd.bind(client) as unknown as XAdd;
+    const xadd = client.xadd.bind(client) as unknown as XAdd;
+    const batching = new TickBatching(client);
+    this.xadd = (args) => {
+      batching.hold();
+      return xadd(args);
+    };
     this.clock = new ServerClock(client, this.config.clockRefreshInterval);
     if (this.usesMaxAge()) this.clock.start();
     this._status$.next('connected');

@@ -294,7 +294,7 @@ export class RedisStreamsServer
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
 
-    // Auto-pipelining: the replies, acks and claims of one turn share one socket write.
+    // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
