@@ -42,13 +42,13 @@ function nestContender(ctx: BenchContext, inFlight: number): Contender {
     impl: 'nest-redis',
     label: 'Nest Redis transport send',
     setup: async () => {
-      worker = await WorkerProcess.spawn('nest-redis-worker', { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: false });
+      worker = await WorkerProcess.spawn('nest-redis-worker', { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: true });
       await worker.go();
       client = await nestRedisClient(ctx.server.url);
       // The server subscribes after listen() resolves: wait for the first answer.
       await untilAnswered(nestSend(client, `${key}.rpc`));
     },
-    run: () => timedRequests(requests(ctx, inFlight), inFlight, nestSend(client!, `${key}.rpc`)),
+    run: () => withRequestLeg(worker!, () => timedRequests(requests(ctx, inFlight), inFlight, nestSend(client!, `${key}.rpc`))),
     teardown: async () => {
       await client?.close();
       await worker?.stop();
@@ -66,17 +66,28 @@ function streamsContender(ctx: BenchContext, inFlight: number): Contender {
     label: 'RedisStreamsClient.send',
     ...(unavailable ? { unavailable } : {}),
     setup: async () => {
-      worker = await WorkerProcess.spawn('streams-worker', { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: false });
+      worker = await WorkerProcess.spawn('streams-worker', { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: true });
       await worker.go();
       await emitter.open();
       await untilAnswered(() => emitter.send(`${key}.rpc`));
     },
-    run: () => timedRequests(requests(ctx, inFlight), inFlight, () => emitter.send(`${key}.rpc`)),
+    run: () => withRequestLeg(worker!, () => timedRequests(requests(ctx, inFlight), inFlight, () => emitter.send(`${key}.rpc`))),
     teardown: async () => {
       await emitter.close();
       await worker?.stop();
     },
   };
+}
+
+/**
+ * Adds the request leg (send → handler, from the payload's stamp) to the extras: which half of
+ * the round trip a difference comes from. The worker's recorder is drained by each stats call.
+ */
+async function withRequestLeg(worker: WorkerProcess, run: () => Promise<RunResult>): Promise<RunResult> {
+  await worker.stats();
+  const result = await run();
+  const { latency } = await worker.stats();
+  return { ...result, extra: { ...result.extra, requestLegP50Ms: latency.p50Ms, requestLegP99Ms: latency.p99Ms } };
 }
 
 async function untilAnswered(sendOne: () => Promise<unknown>): Promise<void> {

@@ -18,7 +18,7 @@ import {
   type RedisClient,
 } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
-import { TickBatching } from '../redis/tick-batching.js';
+import { batchThisTick } from '../redis/tick-batching.js';
 import { integerOption } from '../validation.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import {
@@ -316,7 +316,7 @@ export class RedisStreamsClient
     const opened = openConnection(
       this.config.connection,
       'client',
-      // Many emits in flight share socket writes: per tick (TickBatching) on one connection,
+      // Many emits in flight share socket writes: per tick (batchThisTick) on one connection,
       // through ioredis' auto-pipelining on a Cluster. commandTimeout bounds every XADD.
       { enableAutoPipelining: cluster, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true },
       true,
@@ -341,9 +341,8 @@ export class RedisStreamsClient
     client.options.enableOfflineQueue = false;
     this.producer = opened;
     const xadd = client.xadd.bind(client) as unknown as XAdd;
-    const batching = new TickBatching(client);
     this.xadd = (args) => {
-      batching.hold();
+      batchThisTick(client);
       return xadd(args);
     };
     this.clock = new ServerClock(client, this.config.clockRefreshInterval);

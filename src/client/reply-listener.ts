@@ -67,7 +67,11 @@ export class ReplyListener {
         const reply = (await this.untilStopped(read)) as XReadReply;
         if (this.stopped) return;
         failures = 0;
-        if (reply) this.handle(reply);
+        if (reply) {
+          this.handle(reply);
+          // The requests these replies trigger (a caller sending its next one) go out first.
+          await afterThisTurn();
+        }
       } catch (error) {
         if (this.stopped) return;
         failures++;
@@ -130,4 +134,8 @@ export class ReplyListener {
   private renew(): void {
     this.commands.pexpire(this.key, this.ttlMs).catch(() => undefined);
   }
+}
+
+function afterThisTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisClient } from '../redis/connection.js';
+import { batchThisTick } from '../redis/tick-batching.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { InFlightEntry } from './in-flight.js';
 
@@ -9,14 +10,16 @@ interface AckBatch {
 }
 
 /**
- * Collects acks and sends one XACK per stream + group on the next turn of the event loop (all
- * batches sent together), so a busy consumer pays one round trip per batch, not per entry.
+ * Collects acks and sends one XACK per stream + group at the end of the tick (`process.nextTick`:
+ * the handlers that finish together are acked together), so a busy consumer pays one round trip
+ * per batch, not per entry. The XACKs go out in the same socket write as the replies of that
+ * tick (batchThisTick).
  * An entry keeps its prefetch slot until its XACK was answered: the consumer's pending count
  * in Redis never exceeds `prefetch`.
  */
 export class AckBatcher {
   private batches = new Map<StreamBinding, AckBatch>();
-  private scheduled: NodeJS.Immediate | undefined;
+  private scheduled = false;
   private flushes = new Set<Promise<void>>();
   private nextFlush: { promise: Promise<void>; resolve: () => void } | undefined;
 
@@ -42,7 +45,10 @@ export class AckBatcher {
     batch.entries.push(entry);
     const flush = this.nextFlush ?? this.createNextFlush();
     if (batch.entries.length >= this.maxBatch) this.flushNow();
-    else if (this.scheduled === undefined) this.scheduled = setImmediate(() => this.flushNow());
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(this.flushScheduled);
+    }
     return flush.promise;
   }
 
@@ -59,11 +65,12 @@ export class AckBatcher {
     return this.nextFlush;
   }
 
+  private readonly flushScheduled = (): void => {
+    if (this.scheduled) this.flushNow();
+  };
+
   private flushNow(): void {
-    if (this.scheduled !== undefined) {
-      clearImmediate(this.scheduled);
-      this.scheduled = undefined;
-    }
+    this.scheduled = false;
     if (this.batches.size === 0) return;
     const batches = [...this.batches.values()];
     const done = this.nextFlush;
@@ -81,6 +88,7 @@ export class AckBatcher {
       batches.map(async ({ binding, entries }) => {
         const ids = entries.map((entry) => entry.id);
         try {
+          batchThisTick(this.client);
           await this.client.xack(binding.stream, binding.group, ...ids);
         } catch (error) {
           // The entries stay pending in Redis and come back through the PEL re-read or recovery.

@@ -1,5 +1,6 @@
 import { encodeReplyArgs, type ReplyPacket } from '../codec/reply.js';
 import type { RedisClient } from '../redis/connection.js';
+import { batchThisTick } from '../redis/tick-batching.js';
 
 export interface ReplyLimits {
   readonly maxLen: number;
@@ -32,6 +33,7 @@ export class ReplyWriter {
     const now = performance.now();
     const last = this.refreshedAt.get(replyTo);
     if (last !== undefined && now - last < ttlMs / 3) {
+      batchThisTick(this.client());
       const id = await this.client().xadd(replyTo, 'NOMKSTREAM', 'MAXLEN', '~', maxLen, '*', ...args);
       if (id !== null) return;
       this.refreshedAt.delete(replyTo);
