@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledPath, ensureCompiled } from './helpers/compiled.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { freePort, RedisServerProcess } from './helpers/redis-server.js';
 
 describe('close() leaves nothing running', () => {
   let redis: RedisServerProcess;
@@ -25,5 +25,20 @@ describe('close() leaves nothing running', () => {
     if (outcome === 'still running') child.kill('SIGKILL');
     expect({ outcome, stderr }).toEqual({ outcome: 0, stderr: '' });
     expect(stdout).toContain('closed handled=20 doubled=42');
+  }, 60_000);
+
+  it('a process whose listen() failed (no Redis) exits on its own: no connection is left reconnecting', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [compiledPath('test/fixtures/exit-when-listen-failed.ts'), String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const timedOut = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 20_000).unref());
+    const outcome = await Promise.race([exit, timedOut]);
+    if (outcome === 'still running') child.kill('SIGKILL');
+    expect({ outcome, stderr }).toEqual({ outcome: 0, stderr: '' });
+    expect(stdout).toMatch(/^listen failed: .*max retries per request/m);
   }, 60_000);
 });

@@ -139,12 +139,16 @@ export class RedisStreamsServer
       if (wasRunning) await this.drain();
     } finally {
       await this.recovery?.stop();
-      this.statusTracker?.stop();
-      await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
-      await closeConnection(this.commands);
+      await this.closeConnections();
       this.state = 'closed';
       if (wasRunning) this._status$.next('disconnected');
     }
+  }
+
+  private async closeConnections(): Promise<void> {
+    this.statusTracker?.stop();
+    await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
+    await closeConnection(this.commands);
   }
 
   override on<
@@ -282,6 +286,22 @@ export class RedisStreamsServer
   private async start(): Promise<void> {
     if (this.state !== 'idle') throw new Error(`RedisStreamsServer cannot listen: it is ${this.state}`);
     this.state = 'starting';
+    try {
+      await this.open();
+    } catch (error) {
+      // Nothing may keep reconnecting after a failed listen() (the process could not exit).
+      await this.closeConnections();
+      this.state = 'closed';
+      throw error;
+    }
+    this.state = 'listening';
+    for (const reader of this.readers) reader.start();
+    this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.emit(event, payload));
+    this.recovery.start();
+  }
+
+  /** Validates the handlers, opens the connections and creates the groups. */
+  private async open(): Promise<void> {
     const options = this.options;
     // Validate every handler's extras before the first command.
     const bindings = bindHandlers(this.getHandlers(), options);
@@ -302,10 +322,6 @@ export class RedisStreamsServer
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
-
-    for (const binding of bindings) {
-      await createGroup(commands, binding.stream, binding.group, binding.startId);
-    }
 
     const perStream = commands instanceof Cluster;
     const readerGroups = groupBindingsForReaders(bindings, perStream);
@@ -329,11 +345,9 @@ export class RedisStreamsServer
       const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
       this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
     }
+    // One round trip for all groups (the commands are pipelined on one connection).
+    await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
-    this.state = 'listening';
-    for (const reader of this.readers) reader.start();
-    this.recovery = new RecoveryScheduler(this, options.recovery, (event, payload) => this.emit(event, payload));
-    this.recovery.start();
   }
 
   private readerHost(commands: RedisClient): ReaderHost {
