@@ -67,7 +67,7 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
   }
   return {
     ...base,
-    runs: 3,
+    runs: 5,
     warmups: 1,
     emitMessages: 100_000,
     consumeMessages: 100_000,

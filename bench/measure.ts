@@ -94,8 +94,11 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
         try {
           // Redis' own count of the commands each run sent (round trips are what a 2-core box pays for).
           await ctx.admin.config('RESETSTAT');
+          const cpuBefore = redisCpuSeconds(await ctx.admin.info('cpu'));
           const result = await contender.run(round);
-          result.extra = { ...result.extra, ...commandCounts(await ctx.admin.info('commandstats')) };
+          // Redis' CPU for the run: on a 2-core box it competes with the producer and the worker.
+          const redisCpuMs = (redisCpuSeconds(await ctx.admin.info('cpu')) - cpuBefore) * 1000;
+          result.extra = { ...result.extra, redisCpuMs, ...commandCounts(await ctx.admin.info('commandstats')) };
           const tag = round < warmups ? 'warm-up' : `run ${round - warmups + 1}/${runs}`;
           ctx.log(`  ${scenario.id} ${contender.label} ${tag}: ${formatRun(result)}`);
           if (round >= warmups) state.runs.push(result);
@@ -124,6 +127,12 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
       ...(state.error ? { error: state.error } : {}),
     };
   });
+}
+
+/** `INFO cpu` → the server's user + system CPU seconds (main thread and the rest). */
+export function redisCpuSeconds(info: string): number {
+  const field = (name: string): number => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('used_cpu_user') + field('used_cpu_sys');
 }
 
 /** `INFO commandstats` → `{ 'calls.xack': n, ... }` for the commands that carry the work. */

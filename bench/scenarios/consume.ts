@@ -36,9 +36,14 @@ function workerContender(ctx: BenchContext, impl: string, label: string, script:
         const startedAt = await worker.go();
         const reachedAt = await reached;
         const ackedAt = await waitAcked(ctx.admin, key, group);
+        const { firstAt } = await worker.stats();
         return {
           msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
-          extra: { ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9) },
+          extra: {
+            ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),
+            firstEntryMs: (firstAt - startedAt) / 1e6,
+            firstToLastMsgsPerSec: (total - 1) / ((reachedAt - firstAt) / 1e9),
+          },
         };
       } finally {
         await worker.stop();
