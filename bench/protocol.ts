@@ -28,6 +28,8 @@ export interface WorkerStats {
   latency: LatencySummary;
   rssKb: number;
   maxRssKb: number;
+  /** process.cpuUsage() of the worker so far, user + system, in ms. */
+  cpuMs: number;
 }
 
 export type ChildMessage =

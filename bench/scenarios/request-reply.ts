@@ -80,14 +80,27 @@ function streamsContender(ctx: BenchContext, inFlight: number): Contender {
 }
 
 /**
- * Adds the request leg (send → handler, from the payload's stamp) to the extras: which half of
- * the round trip a difference comes from. The worker's recorder is drained by each stats call.
+ * Adds the request leg (send → handler, from the payload's stamp) and the CPU of the worker and
+ * of the requesting process to the extras: which side a difference comes from. The worker's
+ * recorder is drained by each stats call.
  */
 async function withRequestLeg(worker: WorkerProcess, run: () => Promise<RunResult>): Promise<RunResult> {
-  await worker.stats();
+  const before = await worker.stats();
+  const clientCpu = process.cpuUsage();
   const result = await run();
-  const { latency } = await worker.stats();
-  return { ...result, extra: { ...result.extra, requestLegP50Ms: latency.p50Ms, requestLegP99Ms: latency.p99Ms } };
+  const { user, system } = process.cpuUsage(clientCpu);
+  const after = await worker.stats();
+  return {
+    ...result,
+    extra: {
+      ...result.extra,
+      requestLegP50Ms: after.latency.p50Ms,
+      requestLegP99Ms: after.latency.p99Ms,
+      // CPU of each side for the run (the requester is this process).
+      workerCpuMs: after.cpuMs - before.cpuMs,
+      clientCpuMs: (user + system) / 1000,
+    },
+  };
 }
 
 async function untilAnswered(sendOne: () => Promise<unknown>): Promise<void> {

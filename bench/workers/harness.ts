@@ -50,6 +50,11 @@ function send(message: ChildMessage): void {
   process.send?.(message);
 }
 
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 function rssKb(): number {
   return Math.round(process.memoryUsage.rss() / 1024);
 }
@@ -93,6 +98,7 @@ export async function serveWorker(build: (probe: Probe, config: WorkerConfig) =>
           latency: probe.latencies.drain(),
           rssKb: rssKb(),
           maxRssKb: process.resourceUsage().maxRSS,
+          cpuMs: cpuMs(),
         });
         return;
       case 'stop':
