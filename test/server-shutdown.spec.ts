@@ -2,9 +2,10 @@ import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Test } from '@nestjs/testing';
 import { RedisStreamsContext } from '../src/server/context.js';
 import type { RedisClient } from '../src/redis/connection.js';
-import type { RedisStreamsConnections } from '../src/server/redis-streams.server.js';
+import { RedisStreamsServer, type RedisStreamsConnections } from '../src/server/redis-streams.server.js';
 import { ourClients, pendingRows, startServer, xaddEvent } from './fixtures/server-app.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 import { waitFor } from './helpers/wait.js';
@@ -131,6 +132,31 @@ describe('RedisStreamsServer: shutdown and Redis restarts', () => {
       await waitFor(() => [commands, ...readers].every(shutDown), 'every connection shut down');
     } finally {
       await redis.restart();
+    }
+  });
+
+  it('close() while listen() waits for Redis: listen fails and nothing starts reading afterwards', async () => {
+    // A connection of the user's: the server neither connects nor closes it, so Redis can be
+    // paused after it is up and the group creation waits on Redis, not on the connection.
+    const shared = redis.client();
+    await shared.ping();
+    const moduleRef = await Test.createTestingModule({ controllers: [AfterRestartController] }).compile();
+    const server = new RedisStreamsServer({ connection: shared, group: 'g-race', consumer: 'race' });
+    const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+    await app.init();
+    redis.pause();
+    try {
+      const listened = new Promise<unknown>((resolve) => void server.listen((error?: unknown) => resolve(error ?? 'listening')));
+      await server.close();
+      redis.resume();
+      // The group creation is answered after close(): the server must not start its readers now.
+      expect(String(await listened)).toMatch(/closed while it started listening/);
+      const { readers } = server.unwrap<RedisStreamsConnections>();
+      expect(readers.map((reader) => reader.status)).toEqual(['end']);
+    } finally {
+      redis.resume();
+      await app.close();
+      shared.disconnect();
     }
   });
 });

@@ -294,6 +294,8 @@ export class RedisStreamsServer
       this.state = 'closed';
       throw error;
     }
+    // close() ran while the groups were being created: it closed the connections; start nothing.
+    if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     this.state = 'listening';
     for (const reader of this.readers) reader.start();
     this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.emit(event, payload));
