@@ -31,7 +31,11 @@ export function openConnection(
     if (!dedicated) return { client: connection, owned: false };
     const client =
       connection instanceof Cluster
-        ? connection.duplicate(undefined, { redisOptions: { ...connection.options.redisOptions, ...overrides } })
+        ? connection.duplicate(undefined, {
+            redisOptions: { ...connection.options.redisOptions, ...overrides },
+            // Auto-pipelining of a Cluster is a Cluster option, not a per-node one.
+            ...(overrides.enableAutoPipelining === undefined ? {} : { enableAutoPipelining: overrides.enableAutoPipelining }),
+          })
         : connection.duplicate({ ...overrides, connectionName });
     return { client, owned: true };
   }

@@ -8,7 +8,9 @@ const corked = new WeakSet<Writable>();
 /**
  * Coalesces the commands written to one connection within a tick into one socket write: call it
  * right before sending a command. The first call of a tick corks the socket; `process.nextTick`
- * uncorks it once the current callback and its microtasks ran. Unlike ioredis' auto-pipelining
+ * uncorks it: after the current callback, and, when the first command came from a promise
+ * continuation, after the rest of the microtask queue too (from a plain callback the microtasks
+ * it queued may split the batch in two writes; nothing waits longer). Unlike ioredis' auto-pipelining
  * (which waits for `setImmediate` and runs every reply through a pipeline) it adds no event-loop
  * turn to a lone command, and it cannot reorder commands: they stay in the socket's buffer in the
  * order sent. A Cluster client is left alone (it has no single socket; use its auto-pipelining).
