@@ -2,50 +2,29 @@ import type { MessageHandler } from '@nestjs/microservices';
 import { streamKeyFor } from '../redis/keys.js';
 import type { InFlightEntry } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
-import { resolveHandlerExtras, type AckMode, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
+import { resolveHandlerExtras, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
+
+/** The public description of a handled stream (for recovery, health, CLI): its resolved extras. */
+export interface HandledStream extends ResolvedHandlerExtras {
+  readonly stream: string;
+  /** The normalized Nest pattern. */
+  readonly pattern: string;
+  readonly isEventHandler: boolean;
+}
 
 /**
  * One handler bound to one stream and consumer group, with its options resolved once (never per
  * entry). It also carries the lane the dispatcher keeps for it: entries waiting for a free
  * handler slot, and how many of its handlers run.
  */
-export interface StreamBinding {
+export interface StreamBinding extends HandledStream {
   /** `stream` + NUL + `group`: the key of this binding and the prefix of its in-flight keys. */
   readonly key: string;
-  /** The normalized Nest pattern. */
-  readonly pattern: string;
-  readonly stream: string;
-  readonly group: string;
-  readonly raw: boolean;
-  readonly ackMode: AckMode;
-  readonly startId: string;
-  readonly concurrency: number;
-  readonly maxDeliveries: number | undefined;
-  readonly minIdleTime: number | undefined;
-  readonly recovery: boolean | undefined;
   readonly handler: MessageHandler;
-  readonly isEventHandler: boolean;
   /** Dispatcher lane: fetched entries not started yet, in arrival order. */
   readonly queue: InFlightEntry[];
   /** Dispatcher lane: handlers of this binding running now. */
   running: number;
-}
-
-/** The public description of a handled stream (for recovery, health, CLI). */
-export interface HandledStream {
-  readonly stream: string;
-  readonly group: string;
-  readonly pattern: string;
-  readonly raw: boolean;
-  readonly ackMode: AckMode;
-  readonly startId: string;
-  readonly concurrency: number;
-  readonly maxDeliveries: number | undefined;
-  /** `extras.minIdleTime` in ms (recovery's threshold for this stream). */
-  readonly minIdleTime: number | undefined;
-  /** `extras.recovery`: false when recovery must leave this stream + group alone. */
-  readonly recovery: boolean | undefined;
-  readonly isEventHandler: boolean;
 }
 
 export function bindingKey(stream: string, group: string): string {

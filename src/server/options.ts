@@ -98,7 +98,9 @@ export interface ResolvedHandlerExtras {
   readonly startId: string;
   readonly concurrency: number;
   readonly maxDeliveries: number | undefined;
+  /** `extras.minIdleTime` in ms (recovery's threshold for this stream). */
   readonly minIdleTime: number | undefined;
+  /** `extras.recovery`: false when recovery must leave this stream + group alone. */
   readonly recovery: boolean | undefined;
 }
 
