@@ -4,31 +4,25 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_STORE_DIRECTORY } from '../src/claim/claim-sinks.js';
 import { StreamClaimService } from '../src/claim/claim.service.js';
 import { StreamInspectionService } from '../src/claim/inspection.service.js';
 import { RedisStreamsModule } from '../src/module/redis-streams.module.js';
 import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../src/module/tokens.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { addEntries, createGroup, deliver, makeIdle } from './claim-fixtures.js';
 
 describe('claim and inspection services through Nest dependency injection', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
+  const redis = useRedisServer();
   const storeDirectory = mkdtempSync(join(tmpdir(), 'nrs-claim-di-'));
 
   beforeAll(async () => {
-    server = await RedisServerProcess.start();
-    redis = server.client();
-    await createGroup(redis, 'orders', 'billing');
-    await addEntries(redis, 'orders', 3);
-    await makeIdle(redis, 'orders', 'billing', 'w1', await deliver(redis, 'orders', 'billing', 'w1'));
+    await createGroup(redis.client, 'orders', 'billing');
+    await addEntries(redis.client, 'orders', 3);
+    await makeIdle(redis.client, 'orders', 'billing', 'w1', await deliver(redis.client, 'orders', 'billing', 'w1'));
   });
   afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
     await rm(storeDirectory, { recursive: true, force: true });
   });
 
@@ -37,7 +31,7 @@ describe('claim and inspection services through Nest dependency injection', () =
       providers: [
         StreamClaimService,
         StreamInspectionService,
-        { provide: REDIS_STREAMS_CONNECTION, useValue: redis },
+        { provide: REDIS_STREAMS_CONNECTION, useValue: redis.client },
         { provide: REDIS_STREAMS_MODULE_OPTIONS, useValue: { claim: { storeDirectory } } },
       ],
     }).compile();
@@ -55,7 +49,7 @@ describe('claim and inspection services through Nest dependency injection', () =
 
   it('works without module options (they are optional); STORE then defaults to <tmpdir>/nestjs-redis-streams', async () => {
     const moduleRef = await Test.createTestingModule({
-      providers: [StreamClaimService, { provide: REDIS_STREAMS_CONNECTION, useValue: redis }],
+      providers: [StreamClaimService, { provide: REDIS_STREAMS_CONNECTION, useValue: redis.client }],
     }).compile();
     try {
       const result = await moduleRef.get(StreamClaimService).claim({ key: 'orders', group: 'billing', consumer: 'r2', minIdleTime: 1, fetchType: 'STORE' });
@@ -69,10 +63,10 @@ describe('claim and inspection services through Nest dependency injection', () =
 
   it('RedisStreamsModule.forRoot provides both services, with the claim section of its options', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisStreamsModule.forRoot({ connection: redis, claim: { storeDirectory } })],
+      imports: [RedisStreamsModule.forRoot({ connection: redis.client, claim: { storeDirectory } })],
     }).compile();
     try {
-      await redis.xclaim('orders', 'billing', 'w1', 0, ...(await redis.xrange('orders', '-', '+')).map(([id]) => id), 'IDLE', 3_600_000, 'JUSTID');
+      await redis.client.xclaim('orders', 'billing', 'w1', 0, ...(await redis.client.xrange('orders', '-', '+')).map(([id]) => id), 'IDLE', 3_600_000, 'JUSTID');
       const result = await moduleRef.get(StreamClaimService).claim({ key: 'orders', group: 'billing', consumer: 'r3', minIdleTime: 'PT10M', fetchType: 'STORE' });
       expect(result.count).toBe(3);
       expect(fileURLToPath(result.uri).startsWith(storeDirectory)).toBe(true);

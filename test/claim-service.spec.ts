@@ -3,11 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClaimError } from '../src/claim/claim.errors.js';
 import { StreamClaimService } from '../src/claim/claim.service.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { addEntries, createGroup, deliver, makeIdle, MIN_IDLE, pendingById } from './claim-fixtures.js';
 
 const KEY = 'orders';
@@ -16,38 +15,33 @@ const WORKER = 'worker-1';
 const RECOVERY = 'billing_recovery';
 
 describe('StreamClaimService.claim against redis-server', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
+  const redis = useRedisServer();
   let service: StreamClaimService;
   const storeDirectory = mkdtempSync(join(tmpdir(), 'nrs-claim-store-'));
 
-  beforeAll(async () => {
-    server = await RedisServerProcess.start();
-    redis = server.client();
-    service = new StreamClaimService(redis, { storeDirectory });
+  beforeAll(() => {
+    service = new StreamClaimService(redis.client, { storeDirectory });
   });
   afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
     await rm(storeDirectory, { recursive: true, force: true });
   });
   beforeEach(async () => {
-    await redis.flushall();
-    await createGroup(redis, KEY, GROUP);
+    await redis.client.flushall();
+    await createGroup(redis.client, KEY, GROUP);
   });
 
   /** `n` entries delivered to WORKER and made idle for an hour. */
   async function idleEntries(n: number): Promise<string[]> {
-    await addEntries(redis, KEY, n);
-    const ids = await deliver(redis, KEY, GROUP, WORKER);
-    await makeIdle(redis, KEY, GROUP, WORKER, ids);
+    await addEntries(redis.client, KEY, n);
+    const ids = await deliver(redis.client, KEY, GROUP, WORKER);
+    await makeIdle(redis.client, KEY, GROUP, WORKER, ids);
     return ids;
   }
 
   it('takes only entries idle for minIdleTime; they move to the new consumer with delivery count + 1', async () => {
     const idle = await idleEntries(3);
-    await addEntries(redis, KEY, 2, 100);
-    const fresh = await deliver(redis, KEY, GROUP, WORKER);
+    await addEntries(redis.client, KEY, 2, 100);
+    const fresh = await deliver(redis.client, KEY, GROUP, WORKER);
 
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE });
 
@@ -56,15 +50,15 @@ describe('StreamClaimService.claim against redis-server', () => {
     expect(result.completed).toBe(true);
     expect(result.cursor).toBe('0-0');
     expect(result.pages).toBe(1);
-    const pel = await pendingById(redis, KEY, GROUP);
+    const pel = await pendingById(redis.client, KEY, GROUP);
     for (const id of idle) expect(pel.get(id)).toEqual({ id, consumer: RECOVERY, deliveryCount: 2 });
     for (const id of fresh) expect(pel.get(id)).toEqual({ id, consumer: WORKER, deliveryCount: 1 });
   });
 
   it('FETCH returns { stream, id, fields } exactly as stored, __proto__ and constructor included', async () => {
-    const id = (await redis.xadd(KEY, '*', '__proto__', '{"polluted":true}', 'constructor', 'c', 'qty', '01', 'empty', '')) as string;
-    await deliver(redis, KEY, GROUP, WORKER);
-    await makeIdle(redis, KEY, GROUP, WORKER, [id]);
+    const id = (await redis.client.xadd(KEY, '*', '__proto__', '{"polluted":true}', 'constructor', 'c', 'qty', '01', 'empty', '')) as string;
+    await deliver(redis.client, KEY, GROUP, WORKER);
+    await makeIdle(redis.client, KEY, GROUP, WORKER, [id]);
 
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE });
 
@@ -93,7 +87,7 @@ describe('StreamClaimService.claim against redis-server', () => {
     expect(Object.keys(none)).toEqual(['key', 'group', 'consumer', 'count', 'ids', 'cursor', 'completed', 'pages', 'deletedIds', 'deletedCount']);
     expect(none).toMatchObject({ count: 4, ids: ids.slice(1), cursor: '0-0', completed: true });
     // NONE claims like FETCH: the delivery count rose and the entries changed owner.
-    const pel = await pendingById(redis, KEY, GROUP);
+    const pel = await pendingById(redis.client, KEY, GROUP);
     for (const id of ids) expect(pel.get(id)).toMatchObject({ consumer: RECOVERY, deliveryCount: 2 });
 
     const nothing = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, fetchType: 'FETCH_ONE' });
@@ -105,9 +99,9 @@ describe('StreamClaimService.claim against redis-server', () => {
 
   it('STORE writes an NDJSON file holding exactly the entries of ids, and returns its file:// uri', async () => {
     const ids = await idleEntries(250);
-    await redis.xadd(KEY, '*', '__proto__', 'p', 'constructor', 'c');
-    const [special] = await deliver(redis, KEY, GROUP, WORKER);
-    await makeIdle(redis, KEY, GROUP, WORKER, [special!]);
+    await redis.client.xadd(KEY, '*', '__proto__', 'p', 'constructor', 'c');
+    const [special] = await deliver(redis.client, KEY, GROUP, WORKER);
+    await makeIdle(redis.client, KEY, GROUP, WORKER, [special!]);
 
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, fetchType: 'STORE', count: 100, maxRecords: 1000 });
 
@@ -125,8 +119,8 @@ describe('StreamClaimService.claim against redis-server', () => {
   });
 
   it('a pending list with thousands of fresh entries before a few idle ones: empty pages, then resume from cursor', async () => {
-    await addEntries(redis, KEY, 2000);
-    const fresh = await deliver(redis, KEY, GROUP, WORKER);
+    await addEntries(redis.client, KEY, 2000);
+    const fresh = await deliver(redis.client, KEY, GROUP, WORKER);
     const idle = await idleEntries(5);
 
     // One page examines at most COUNT × 10 pending entries: 100 here, so 20 pages of fresh ones.
@@ -152,7 +146,7 @@ describe('StreamClaimService.claim against redis-server', () => {
     expect(runs[0]!.cursor).toBe(fresh[700]);
     expect(runs[1]!.cursor).toBe(fresh[1400]);
     expect(last).toMatchObject({ ids: idle, count: 5, completed: true, cursor: '0-0' });
-    const pel = await pendingById(redis, KEY, GROUP);
+    const pel = await pendingById(redis.client, KEY, GROUP);
     expect(fresh.every((id) => pel.get(id)?.consumer === WORKER && pel.get(id)?.deliveryCount === 1)).toBe(true);
   });
 
@@ -169,8 +163,8 @@ describe('StreamClaimService.claim against redis-server', () => {
     const first = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, count: 10, maxPages: 2 });
     expect(first).toMatchObject({ count: 20, ids: ids.slice(0, 20), cursor: ids[20], completed: false, pages: 2 });
 
-    await redis.flushall();
-    await createGroup(redis, KEY, GROUP);
+    await redis.client.flushall();
+    await createGroup(redis.client, KEY, GROUP);
     const exact = await idleEntries(20);
     const done = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, count: 10, maxPages: 2 });
     expect(done).toMatchObject({ count: 20, ids: exact, cursor: '0-0', completed: true, pages: 2 });
@@ -181,10 +175,10 @@ describe('StreamClaimService.claim against redis-server', () => {
     const byRecords = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE });
     expect(byRecords).toMatchObject({ count: 100, ids: ids.slice(0, 100), pages: 1, cursor: ids[100], completed: false });
 
-    await redis.flushall();
-    await createGroup(redis, KEY, GROUP);
-    await addEntries(redis, KEY, 1200);
-    const fresh = await deliver(redis, KEY, GROUP, WORKER);
+    await redis.client.flushall();
+    await createGroup(redis.client, KEY, GROUP);
+    await addEntries(redis.client, KEY, 1200);
+    const fresh = await deliver(redis.client, KEY, GROUP, WORKER);
     // count 1 → 10 examined per page; the default 10 pages examine 100.
     const byPages = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, count: 1 });
     expect(byPages).toMatchObject({ count: 0, pages: 10, cursor: fresh[100], completed: false });
@@ -198,17 +192,17 @@ describe('StreamClaimService.claim against redis-server', () => {
 
   it('entries deleted or trimmed while pending land in deletedIds / deletedCount, not in messages', async () => {
     const ids = await idleEntries(10);
-    await redis.xdel(KEY, ids[2]!, ids[5]!);
+    await redis.client.xdel(KEY, ids[2]!, ids[5]!);
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE });
     expect(result.deletedIds).toEqual([ids[2], ids[5]]);
     expect(result.deletedCount).toBe(2);
     expect(result.ids).toEqual(ids.filter((_, i) => i !== 2 && i !== 5));
     expect(result.messages.map((m) => m.id)).toEqual(result.ids);
     // Redis 7 removed them from the pending list.
-    const pel = await pendingById(redis, KEY, GROUP);
+    const pel = await pendingById(redis.client, KEY, GROUP);
     expect(pel.has(ids[2]!)).toBe(false);
 
-    await redis.xtrim(KEY, 'MAXLEN', 0);
+    await redis.client.xtrim(KEY, 'MAXLEN', 0);
     const trimmed = await service.claim({ key: KEY, group: GROUP, consumer: 'again', minIdleTime: 1 });
     expect(trimmed).toMatchObject({ count: 0, ids: [], messages: [], deletedCount: 8, completed: true });
     expect(trimmed.deletedIds).toEqual(result.ids);
@@ -216,7 +210,7 @@ describe('StreamClaimService.claim against redis-server', () => {
 
   it('deletedIds holds the first 1000, deletedCount all of them across pages', async () => {
     const ids = await idleEntries(1200);
-    await redis.xtrim(KEY, 'MAXLEN', 0);
+    await redis.client.xtrim(KEY, 'MAXLEN', 0);
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, count: 500, maxRecords: 500, fetchType: 'NONE' });
     expect(result.deletedCount).toBe(1200);
     expect(result.deletedIds).toEqual(ids.slice(0, 1000));
@@ -224,7 +218,7 @@ describe('StreamClaimService.claim against redis-server', () => {
   });
 
   it('a missing group or stream is a clear RedisStreamsClaimError', async () => {
-    await addEntries(redis, KEY, 1);
+    await addEntries(redis.client, KEY, 1);
     const noGroup = await service.claim({ key: KEY, group: 'nope', consumer: RECOVERY, minIdleTime: MIN_IDLE }).catch((e: unknown) => e);
     expect(noGroup).toBeInstanceOf(RedisStreamsClaimError);
     expect(noGroup).toMatchObject({ reason: 'missing-group', message: 'group "nope" does not exist on stream "orders"' });
@@ -232,37 +226,30 @@ describe('StreamClaimService.claim against redis-server', () => {
     const noStream = await service.claim({ key: 'missing', group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE }).catch((e: unknown) => e);
     expect(noStream).toMatchObject({ reason: 'missing-stream', message: 'stream "missing" does not exist' });
 
-    await redis.set('plain', 'x');
+    await redis.client.set('plain', 'x');
     const wrongType = await service.claim({ key: 'plain', group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, fetchType: 'STORE' }).catch((e: unknown) => e);
     expect(wrongType).toMatchObject({ reason: 'wrong-type' });
   });
 });
 
 describe('StreamClaimService.ack against redis-server', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
+  const redis = useRedisServer();
   let service: StreamClaimService;
 
   beforeAll(async () => {
-    server = await RedisServerProcess.start();
-    redis = server.client();
-    service = new StreamClaimService(redis);
-    await createGroup(redis, KEY, GROUP);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
+    service = new StreamClaimService(redis.client);
+    await createGroup(redis.client, KEY, GROUP);
   });
 
   it('acknowledges claimed ids in batches and counts only those that were pending', async () => {
-    await addEntries(redis, KEY, 2500);
-    const ids = await deliver(redis, KEY, GROUP, WORKER);
-    await makeIdle(redis, KEY, GROUP, WORKER, ids);
+    await addEntries(redis.client, KEY, 2500);
+    const ids = await deliver(redis.client, KEY, GROUP, WORKER);
+    await makeIdle(redis.client, KEY, GROUP, WORKER, ids);
     const claimed = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, count: 10_000, maxRecords: 10_000, fetchType: 'NONE' });
     expect(claimed.count).toBe(2500);
 
     expect(await service.ack(KEY, GROUP, claimed.ids)).toBe(2500);
     expect(await service.ack(KEY, GROUP, claimed.ids.slice(0, 10))).toBe(0);
-    expect((await redis.xpending(KEY, GROUP))[0]).toBe(0);
+    expect((await redis.client.xpending(KEY, GROUP))[0]).toBe(0);
   });
 });

@@ -3,11 +3,11 @@ import { ClientProxy, ClientsModule } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsClientModule } from '../src/client/redis-streams-client.module.js';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { REDIS_STREAMS_CONNECTION } from '../src/module/tokens.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 const ORDERS = Symbol('ORDERS');
@@ -22,16 +22,7 @@ class OrdersPublisher {
 }
 
 describe('registering RedisStreamsClient in a Nest module', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await RedisServerProcess.start();
-    redis = server.client();
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
+  const redis = useRedisServer();
 
   const emitThenClose = async (imports: unknown[], providers: unknown[] = []) => {
     const moduleRef = await Test.createTestingModule({
@@ -41,10 +32,10 @@ describe('registering RedisStreamsClient in a Nest module', () => {
     await moduleRef.init();
     const publisher = moduleRef.get(OrdersPublisher);
     expect(publisher.client).toBeInstanceOf(RedisStreamsClient);
-    const before = await redis.xlen('orders.placed');
+    const before = await redis.client.xlen('orders.placed');
     const id = await publisher.placed('kettle');
     expect(id).toMatch(/^\d+-\d+$/);
-    expect(await redis.xlen('orders.placed')).toBe(before + 1);
+    expect(await redis.client.xlen('orders.placed')).toBe(before + 1);
     const producer = publisher.client.unwrap<Redis>();
     await moduleRef.close();
     // The application's shutdown closes the client's connection.
@@ -53,17 +44,17 @@ describe('registering RedisStreamsClient in a Nest module', () => {
 
   it('through ClientsModule.register with customClass', async () => {
     await emitThenClose([
-      ClientsModule.register([{ name: ORDERS, customClass: RedisStreamsClient, options: { connection: server.url } }]),
+      ClientsModule.register([{ name: ORDERS, customClass: RedisStreamsClient, options: { connection: redis.server.url } }]),
     ]);
   });
 
   it('through RedisStreamsClientModule.register', async () => {
-    await emitThenClose([RedisStreamsClientModule.register({ name: ORDERS, connection: server.url, trim: { maxLen: 10 } })]);
+    await emitThenClose([RedisStreamsClientModule.register({ name: ORDERS, connection: redis.server.url, trim: { maxLen: 10 } })]);
   });
 
   it('through RedisStreamsClientModule.registerAsync with injected configuration', async () => {
     const CONFIG = 'CONFIG';
-    @Module({ providers: [{ provide: CONFIG, useValue: { url: server.url } }], exports: [CONFIG] })
+    @Module({ providers: [{ provide: CONFIG, useValue: { url: redis.server.url } }], exports: [CONFIG] })
     class ConfigModule {}
     await emitThenClose([
       RedisStreamsClientModule.registerAsync({
@@ -76,7 +67,7 @@ describe('registering RedisStreamsClient in a Nest module', () => {
   });
 
   it('uses the module connection (REDIS_STREAMS_CONNECTION) when none is given', async () => {
-    const shared = server.client();
+    const shared = redis.server.client();
     @Module({ providers: [{ provide: REDIS_STREAMS_CONNECTION, useValue: shared }], exports: [REDIS_STREAMS_CONNECTION] })
     class SharedConnection {}
     const clientModule = RedisStreamsClientModule.register({ name: ORDERS });

@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { REDIS_STREAMS_CONNECTION } from '../src/module/tokens.js';
 import { DeadLetterService, REDIS_STREAMS_DEAD_LETTER_OPTIONS } from '../src/recovery/dead-letter.service.js';
 import { ensureCompiled } from './helpers/compiled.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 
 const STREAM = 'orders';
 const DEAD = '{orders}:dead';
@@ -15,29 +14,22 @@ const GROUP = 'workers';
 const CLI = 'build/src/cli/main.js';
 
 describe('DeadLetterService (real redis-server)', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
+  const redis = useRedisServer();
   let service: DeadLetterService;
 
-  beforeAll(async () => {
-    server = await RedisServerProcess.start();
-    redis = server.client();
-    service = new DeadLetterService(redis);
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
+  beforeAll(() => {
+    service = new DeadLetterService(redis.client);
   });
   beforeEach(async () => {
-    await redis.flushall();
-    await redis.xgroup('CREATE', STREAM, GROUP, '0', 'MKSTREAM');
+    await redis.client.flushall();
+    await redis.client.xgroup('CREATE', STREAM, GROUP, '0', 'MKSTREAM');
   });
 
   /** Publishes entries, delivers them to `c1` and dead-letters them; returns source and dead-letter ids. */
   async function deadLetter(entries: string[][], reason = 'max_deliveries'): Promise<{ sourceIds: string[]; deadIds: string[] }> {
     const sourceIds: string[] = [];
-    for (const fields of entries) sourceIds.push((await redis.xadd(STREAM, '*', ...fields)) as string);
-    await redis.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', entries.length, 'STREAMS', STREAM, '>');
+    for (const fields of entries) sourceIds.push((await redis.client.xadd(STREAM, '*', ...fields)) as string);
+    await redis.client.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', entries.length, 'STREAMS', STREAM, '>');
     const result = await service.moveToDeadLetter({ stream: STREAM, group: GROUP, ids: sourceIds, reason, error: 'boom' });
     return { sourceIds, deadIds: result.outcomes.map((o) => o.deadLetterId!) };
   }
@@ -72,30 +64,30 @@ describe('DeadLetterService (real redis-server)', () => {
     expect(result.skipped).toEqual([{ deadLetterId: '9-9', status: 'not_found' }]);
 
     const newId = result.redriven[0]!.newId;
-    const [[, flat]] = (await redis.xrange(STREAM, newId, newId)) as [string, string[]][];
+    const [[, flat]] = (await redis.client.xrange(STREAM, newId, newId)) as [string, string[]][];
     expect(flat).toEqual([
       ...original,
       'dlq:redriven-from', deadIds[0], 'dlq:previous-id', sourceIds[0], 'dlq:previous-deliveries', '1',
       'dlq:previous-reason', 'max_deliveries', 'dlq:redrives', '1',
     ]);
     // A new entry: the group sees it as new work.
-    const reread = (await redis.xreadgroup('GROUP', GROUP, 'c2', 'COUNT', 10, 'STREAMS', STREAM, '>')) as [string, [string, string[]][]][];
+    const reread = (await redis.client.xreadgroup('GROUP', GROUP, 'c2', 'COUNT', 10, 'STREAMS', STREAM, '>')) as [string, [string, string[]][]][];
     expect(reread[0]![1].map(([id]) => id)).toEqual([newId]);
     expect((await service.list(STREAM)).deadLetters.map((d) => d.deadLetterId)).toEqual([deadIds[1]]);
 
     // Running the same redrive again changes nothing.
     const again = await service.redrive(STREAM, [deadIds[0]!]);
     expect(again).toMatchObject({ redriven: [], skipped: [{ deadLetterId: deadIds[0], status: 'not_found' }] });
-    expect(await redis.xlen(STREAM)).toBe(3);
+    expect(await redis.client.xlen(STREAM)).toBe(3);
   });
 
   it('a message dead-lettered twice carries one history, with the redrive count raised', async () => {
     const { deadIds } = await deadLetter([['data', 'x']]);
     const [{ newId }] = (await service.redrive(STREAM, 'all')).redriven;
-    await redis.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', 10, 'STREAMS', STREAM, '>');
+    await redis.client.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', 10, 'STREAMS', STREAM, '>');
     const second = await service.moveToDeadLetter({ stream: STREAM, group: GROUP, ids: [newId!], reason: 'max_deliveries' });
     const { redriven } = await service.redrive(STREAM, 'all');
-    const [[, flat]] = (await redis.xrange(STREAM, redriven[0]!.newId, redriven[0]!.newId)) as [string, string[]][];
+    const [[, flat]] = (await redis.client.xrange(STREAM, redriven[0]!.newId, redriven[0]!.newId)) as [string, string[]][];
     expect(flat).toEqual([
       'data', 'x', 'dlq:redriven-from', second.outcomes[0]!.deadLetterId, 'dlq:previous-id', newId, 'dlq:previous-deliveries', '1',
       'dlq:previous-reason', 'max_deliveries', 'dlq:redrives', '2',
@@ -105,9 +97,9 @@ describe('DeadLetterService (real redis-server)', () => {
 
   it('redrive all leaves tombstones (nothing to redrive) and purge removes them', async () => {
     const { sourceIds } = await deadLetter([['data', 'a'], ['data', 'b']]);
-    const gone = (await redis.xadd(STREAM, '*', 'data', 'c')) as string;
-    await redis.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', 1, 'STREAMS', STREAM, '>');
-    await redis.xdel(STREAM, gone);
+    const gone = (await redis.client.xadd(STREAM, '*', 'data', 'c')) as string;
+    await redis.client.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', 1, 'STREAMS', STREAM, '>');
+    await redis.client.xdel(STREAM, gone);
     const tomb = await service.moveToDeadLetter({ stream: STREAM, group: GROUP, ids: [gone], reason: 'max_deliveries' });
     const tombId = tomb.outcomes[0]!.deadLetterId!;
 
@@ -117,22 +109,22 @@ describe('DeadLetterService (real redis-server)', () => {
     expect(sourceIds).toHaveLength(2);
 
     expect(await service.purge(STREAM, [tombId, '8-8'])).toEqual({ stream: STREAM, deadLetterKey: DEAD, purged: 1, notFound: ['8-8'] });
-    expect(await redis.xlen(DEAD)).toBe(0);
+    expect(await redis.client.xlen(DEAD)).toBe(0);
   });
 
   it('purge all removes every dead letter of the stream', async () => {
     await deadLetter([['data', '1'], ['data', '2'], ['data', '3']]);
     expect((await service.purge(STREAM, 'all')).purged).toBe(3);
-    expect(await redis.xlen(DEAD)).toBe(0);
+    expect(await redis.client.xlen(DEAD)).toBe(0);
   });
 
   it('uses an overridden dead-letter key (service option or per call)', async () => {
-    const custom = new DeadLetterService(redis, { deadLetterKey: (stream) => `{${stream}}:graveyard` });
-    const id = (await redis.xadd(STREAM, '*', 'data', '1')) as string;
-    await redis.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', 1, 'STREAMS', STREAM, '>');
+    const custom = new DeadLetterService(redis.client, { deadLetterKey: (stream) => `{${stream}}:graveyard` });
+    const id = (await redis.client.xadd(STREAM, '*', 'data', '1')) as string;
+    await redis.client.xreadgroup('GROUP', GROUP, 'c1', 'COUNT', 1, 'STREAMS', STREAM, '>');
     const moved = await custom.moveToDeadLetter({ stream: STREAM, group: GROUP, ids: [id], reason: 'decode_error' });
     expect(moved.deadLetterKey).toBe('{orders}:graveyard');
-    expect(await redis.xlen('{orders}:graveyard')).toBe(1);
+    expect(await redis.client.xlen('{orders}:graveyard')).toBe(1);
     expect((await service.list(STREAM, { deadLetterKey: '{orders}:graveyard' })).deadLetters[0]?.reason).toBe('decode_error');
   });
 
@@ -143,14 +135,14 @@ describe('DeadLetterService (real redis-server)', () => {
     await expect(service.redrive(STREAM, ['x'])).rejects.toBeInstanceOf(RedisStreamsOptionError);
     await expect(service.redrive(STREAM, 'some' as never)).rejects.toMatchObject({ option: 'ids' });
     await expect(service.purge(STREAM, [], { deadLetterKey: '' })).rejects.toMatchObject({ option: 'deadLetterKey' });
-    expect(() => new DeadLetterService(redis, { maxLen: -1 })).toThrow(RedisStreamsOptionError);
+    expect(() => new DeadLetterService(redis.client, { maxLen: -1 })).toThrow(RedisStreamsOptionError);
   });
 
   it('is injectable with the connection token and optional options', async () => {
     const moduleRef = await Test.createTestingModule({
       providers: [
         DeadLetterService,
-        { provide: REDIS_STREAMS_CONNECTION, useValue: redis },
+        { provide: REDIS_STREAMS_CONNECTION, useValue: redis.client },
         { provide: REDIS_STREAMS_DEAD_LETTER_OPTIONS, useValue: { deadLetterKey: (s: string) => `{${s}}:dlq` } },
       ],
     }).compile();
@@ -184,7 +176,7 @@ describe('DeadLetterService (real redis-server)', () => {
 
       const purged = await cli(['dlq', 'purge', STREAM, '--all']);
       expect(JSON.parse(purged.stdout)).toEqual({ stream: STREAM, deadLetterKey: DEAD, purged: 2, notFound: [] });
-      expect(await redis.xlen(DEAD)).toBe(0);
+      expect(await redis.client.xlen(DEAD)).toBe(0);
     });
 
     it('fails cleanly on bad input: one line on stderr, a non-zero exit code, nothing on stdout', async () => {
@@ -204,7 +196,7 @@ describe('DeadLetterService (real redis-server)', () => {
       expect(runs.ids!.stderr).toContain('<ids>');
 
       // A Redis-side failure (the dead-letter key is not a stream) is one line too, exit code 1.
-      await redis.set(DEAD, 'not a stream');
+      await redis.client.set(DEAD, 'not a stream');
       const wrongType = await cli(['dlq', 'redrive', STREAM, '--all']);
       expect(wrongType.code).toBe(1);
       expect(wrongType.stdout).toBe('');
@@ -214,7 +206,7 @@ describe('DeadLetterService (real redis-server)', () => {
 
   function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [CLI, ...args, '--url', server.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [CLI, ...args, '--url', redis.server.url], { stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

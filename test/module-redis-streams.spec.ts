@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { EventPattern, Payload, type AsyncMicroserviceOptions } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsModule } from '../src/module/redis-streams.module.js';
 import type { RedisStreamsModuleOptions } from '../src/module/redis-streams-module.options.js';
 import { RedisStreamsServerFactory } from '../src/module/redis-streams-server.factory.js';
@@ -12,7 +12,7 @@ import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../src/m
 import type { RedisClient } from '../src/redis/connection.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { pendingCount } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 async function moduleClients(redis: Redis): Promise<string[]> {
@@ -42,35 +42,25 @@ class UsesConnection {
 class FeatureModule {}
 
 describe('RedisStreamsModule', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+  const redis = useRedisServer();
 
   it('forRoot provides the options and a working connection, closed with the module', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedisStreamsModule.forRoot({ connection: redis.url, server: { group: 'g' } })],
+      imports: [RedisStreamsModule.forRoot({ connection: redis.server.url, server: { group: 'g' } })],
     }).compile();
     const connection = moduleRef.get<RedisClient>(REDIS_STREAMS_CONNECTION);
     expect(await connection.ping()).toBe('PONG');
-    expect(moduleRef.get<RedisStreamsModuleOptions>(REDIS_STREAMS_MODULE_OPTIONS)).toEqual({ connection: redis.url, server: { group: 'g' } });
-    expect(await moduleClients(client)).toContain('nestjs-redis-streams:module');
+    expect(moduleRef.get<RedisStreamsModuleOptions>(REDIS_STREAMS_MODULE_OPTIONS)).toEqual({ connection: redis.server.url, server: { group: 'g' } });
+    expect(await moduleClients(redis.client)).toContain('nestjs-redis-streams:module');
     await moduleRef.close();
     await waitFor(() => connection.status === 'end', 'module connection ended');
-    expect(await moduleClients(client)).toEqual([]);
+    expect(await moduleClients(redis.client)).toEqual([]);
   });
 
   it('forRootAsync with ConfigService provides a working connection; isGlobal makes it injectable everywhere', async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [
-        ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ REDIS_URL: redis.url })] }),
+        ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ REDIS_URL: redis.server.url })] }),
         RedisStreamsModule.forRootAsync({
           isGlobal: true,
           imports: [ConfigModule],
@@ -83,7 +73,7 @@ describe('RedisStreamsModule', () => {
     try {
       const connection = moduleRef.get<RedisClient>(REDIS_STREAMS_CONNECTION);
       await connection.set('module:probe', 'yes');
-      expect(await client.get('module:probe')).toBe('yes');
+      expect(await redis.client.get('module:probe')).toBe('yes');
       // FeatureModule does not import RedisStreamsModule: only a global module reaches it.
       expect(moduleRef.get(UsesConnection).redis).toBe(connection);
     } finally {
@@ -93,7 +83,7 @@ describe('RedisStreamsModule', () => {
 
   it('a server built from DI (RedisStreamsServerFactory) consumes events over the module connection', async () => {
     @Module({
-      imports: [RedisStreamsModule.forRoot({ connection: redis.url, server: { group: 'di-group' } })],
+      imports: [RedisStreamsModule.forRoot({ connection: redis.server.url, server: { group: 'di-group' } })],
       controllers: [DiEventsController],
     })
     class AppModule {}
@@ -106,15 +96,15 @@ describe('RedisStreamsModule', () => {
     await app.listen();
     try {
       expect(app.getTransportServer()).toBeInstanceOf(RedisStreamsServer);
-      await client.xadd('di-events', '*', 'pattern', 'di-events', 'data', JSON.stringify({ hello: 'di' }));
+      await redis.client.xadd('di-events', '*', 'pattern', 'di-events', 'data', JSON.stringify({ hello: 'di' }));
       await waitFor(() => received.length === 1, 'event through the DI-built server');
       expect(received).toEqual([{ hello: 'di' }]);
-      await waitFor(async () => (await pendingCount(client, 'di-events', 'di-group')) === 0, 'acked');
-      const consumers = (await client.xinfo('CONSUMERS', 'di-events', 'di-group')) as unknown[][];
+      await waitFor(async () => (await pendingCount(redis.client, 'di-events', 'di-group')) === 0, 'acked');
+      const consumers = (await redis.client.xinfo('CONSUMERS', 'di-events', 'di-group')) as unknown[][];
       expect(consumers.map((row) => row[1])).toEqual(['di-consumer']);
     } finally {
       await app.close();
     }
-    expect(await moduleClients(client)).toEqual([]);
+    expect(await moduleClients(redis.client)).toEqual([]);
   });
 });

@@ -1,11 +1,11 @@
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { reapConsumers } from '../src/recovery/consumer-reaper.js';
 import { DEAD_LETTER_HEADER, parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { moveToDeadLetter } from '../src/recovery/dead-letter-move.js';
 import { handOffEntries, renewLeases } from '../src/recovery/leases.js';
 import { RedisStreamsOptionError } from '../src/errors.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 const STREAM = 'orders';
@@ -15,56 +15,47 @@ const GROUP = 'workers';
 type PelRow = [id: string, consumer: string, idle: number, deliveries: number];
 
 describe('recovery scripts (real redis-server)', () => {
-  let server: RedisServerProcess;
-  let redis: Redis;
+  const redis = useRedisServer();
   const extra: Redis[] = [];
 
-  beforeAll(async () => {
-    server = await RedisServerProcess.start();
-    redis = server.client();
-  });
-  afterAll(async () => {
-    redis.disconnect();
-    await server.stop();
-  });
   beforeEach(async () => {
-    await redis.flushall();
-    await redis.xgroup('CREATE', STREAM, GROUP, '0', 'MKSTREAM');
+    await redis.client.flushall();
+    await redis.client.xgroup('CREATE', STREAM, GROUP, '0', 'MKSTREAM');
   });
   afterEach(() => {
     for (const client of extra.splice(0)) client.disconnect();
   });
 
   function connection(): Redis {
-    const client = server.client();
+    const client = redis.server.client();
     extra.push(client);
     return client;
   }
 
   async function publish(count: number, fields: (i: number) => string[] = (i) => ['n', String(i)]): Promise<string[]> {
     const ids: string[] = [];
-    for (let i = 0; i < count; i++) ids.push((await redis.xadd(STREAM, '*', ...fields(i))) as string);
+    for (let i = 0; i < count; i++) ids.push((await redis.client.xadd(STREAM, '*', ...fields(i))) as string);
     return ids;
   }
 
   /** XREADGROUP `count` new entries as `consumer`; they become pending for it with 1 delivery. */
   async function deliver(consumer: string, count: number): Promise<string[]> {
-    const reply = (await redis.xreadgroup('GROUP', GROUP, consumer, 'COUNT', count, 'STREAMS', STREAM, '>')) as
+    const reply = (await redis.client.xreadgroup('GROUP', GROUP, consumer, 'COUNT', count, 'STREAMS', STREAM, '>')) as
       | [string, [string, string[]][]][]
       | null;
     return (reply?.[0]?.[1] ?? []).map(([id]) => id);
   }
 
   async function pel(): Promise<PelRow[]> {
-    return (await redis.xpending(STREAM, GROUP, '-', '+', 10_000)) as PelRow[];
+    return (await redis.client.xpending(STREAM, GROUP, '-', '+', 10_000)) as PelRow[];
   }
 
   async function pendingRow(id: string): Promise<PelRow | undefined> {
-    return ((await redis.xpending(STREAM, GROUP, id, id, 1)) as PelRow[])[0];
+    return ((await redis.client.xpending(STREAM, GROUP, id, id, 1)) as PelRow[])[0];
   }
 
   async function redisNowMs(): Promise<number> {
-    const [seconds, micros] = await redis.time();
+    const [seconds, micros] = await redis.client.time();
     return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
@@ -75,10 +66,10 @@ describe('recovery scripts (real redis-server)', () => {
       const [id] = await publish(1, () => original);
       await deliver('c1', 1);
       // A second delivery (XCLAIM without JUSTID adds one): the count must be carried over.
-      await redis.xclaim(STREAM, GROUP, 'c1', 0, id!);
+      await redis.client.xclaim(STREAM, GROUP, 'c1', 0, id!);
       const before = await redisNowMs();
 
-      const result = await moveToDeadLetter(redis, {
+      const result = await moveToDeadLetter(redis.client, {
         stream: STREAM, group: GROUP, ids: [id!], reason: 'max_deliveries', error: 'boom: handler failed', expectedConsumer: 'c1',
       });
       const after = await redisNowMs();
@@ -88,7 +79,7 @@ describe('recovery scripts (real redis-server)', () => {
       expect(result.outcomes).toEqual([{ id, status: 'moved', deadLetterId: expect.any(String), consumer: 'c1', deliveryCount: 2 }]);
       expect(await pel()).toEqual([]);
 
-      const rows = await redis.xrange(DEAD, '-', '+');
+      const rows = await redis.client.xrange(DEAD, '-', '+');
       expect(rows).toHaveLength(1);
       const [deadId, flat] = rows[0]!;
       expect(deadId).toBe(result.outcomes[0]!.deadLetterId);
@@ -106,33 +97,33 @@ describe('recovery scripts (real redis-server)', () => {
       expect(deadLetter.deadLetteredAt).toBeGreaterThanOrEqual(before);
       expect(deadLetter.deadLetteredAt).toBeLessThanOrEqual(after);
       // The source entry itself stays in the stream (other groups may still read it).
-      expect(await redis.xlen(STREAM)).toBe(1);
+      expect(await redis.client.xlen(STREAM)).toBe(1);
     });
 
     it('is a no-op when run again: one dead letter, not two', async () => {
       const ids = await publish(3);
       await deliver('c1', 3);
       const request = { stream: STREAM, group: GROUP, ids, reason: 'max_deliveries' };
-      const first = await moveToDeadLetter(redis, request);
-      const second = await moveToDeadLetter(redis, request);
+      const first = await moveToDeadLetter(redis.client, request);
+      const second = await moveToDeadLetter(redis.client, request);
       expect(first.moved).toEqual(ids);
       expect(second.moved).toEqual([]);
       expect(second.outcomes.map((o) => o.status)).toEqual(['not_pending', 'not_pending', 'not_pending']);
-      expect(await redis.xlen(DEAD)).toBe(3);
+      expect(await redis.client.xlen(DEAD)).toBe(3);
     });
 
     it('fails without acking when the dead-letter key has the wrong type: the entry stays pending', async () => {
       const [id] = await publish(1, () => ['data', 'precious']);
       await deliver('c1', 1);
-      await redis.set(DEAD, 'not a stream');
+      await redis.client.set(DEAD, 'not a stream');
 
-      await expect(moveToDeadLetter(redis, { stream: STREAM, group: GROUP, ids: [id!], reason: 'max_deliveries' })).rejects.toThrow(/WRONGTYPE/);
+      await expect(moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids: [id!], reason: 'max_deliveries' })).rejects.toThrow(/WRONGTYPE/);
 
       const row = await pendingRow(id!);
       expect(row?.[1]).toBe('c1');
       expect(row?.[3]).toBe(1);
-      expect(await redis.xrange(STREAM, id!, id!)).toEqual([[id, ['data', 'precious']]]);
-      expect(await redis.get(DEAD)).toBe('not a stream');
+      expect(await redis.client.xrange(STREAM, id!, id!)).toEqual([[id, ['data', 'precious']]]);
+      expect(await redis.client.get(DEAD)).toBe('not a stream');
     });
 
     it('leaves an entry that another consumer owns, and checks delivery count and idle time', async () => {
@@ -140,29 +131,29 @@ describe('recovery scripts (real redis-server)', () => {
       await deliver('c2', 1);
       const base = { stream: STREAM, group: GROUP, ids: [id!], reason: 'max_deliveries' };
 
-      const notOwner = await moveToDeadLetter(redis, { ...base, expectedConsumer: 'c1' });
+      const notOwner = await moveToDeadLetter(redis.client, { ...base, expectedConsumer: 'c1' });
       expect(notOwner.outcomes).toEqual([{ id, status: 'not_owner', deadLetterId: null, consumer: 'c2', deliveryCount: 1 }]);
-      const fewDeliveries = await moveToDeadLetter(redis, { ...base, minDeliveries: 2 });
+      const fewDeliveries = await moveToDeadLetter(redis.client, { ...base, minDeliveries: 2 });
       expect(fewDeliveries.outcomes[0]!.status).toBe('below_min_deliveries');
-      const recent = await moveToDeadLetter(redis, { ...base, minIdleTime: 3_600_000 });
+      const recent = await moveToDeadLetter(redis.client, { ...base, minIdleTime: 3_600_000 });
       expect(recent.outcomes[0]!.status).toBe('not_idle');
 
       expect((await pendingRow(id!))?.[1]).toBe('c2');
-      expect(await redis.exists(DEAD)).toBe(0);
+      expect(await redis.client.exists(DEAD)).toBe(0);
     });
 
     it('writes a tombstone and acks an entry that was deleted while pending', async () => {
       const [gone, kept] = await publish(2);
       await deliver('c1', 2);
-      await redis.xdel(STREAM, gone!);
+      await redis.client.xdel(STREAM, gone!);
 
-      const result = await moveToDeadLetter(redis, {
+      const result = await moveToDeadLetter(redis.client, {
         stream: STREAM, group: GROUP, ids: [gone!, kept!], reason: 'max_deliveries', errors: { [gone!]: 'vanished' },
       });
       expect(result.tombstoned).toEqual([gone]);
       expect(result.moved).toEqual([kept]);
       expect(await pel()).toEqual([]);
-      const [[tombId, tombFlat]] = (await redis.xrange(DEAD, '-', '+', 'COUNT', 1)) as [string, string[]][];
+      const [[tombId, tombFlat]] = (await redis.client.xrange(DEAD, '-', '+', 'COUNT', 1)) as [string, string[]][];
       expect(parseDeadLetter(tombId, tombFlat)).toMatchObject({
         sourceId: gone, reason: 'trimmed', error: 'vanished', tombstone: true, deliveryCount: 1, consumer: 'c1',
       });
@@ -170,32 +161,32 @@ describe('recovery scripts (real redis-server)', () => {
     });
 
     it('reports ids of a missing group or stream as not pending', async () => {
-      await redis.del(STREAM);
-      const result = await moveToDeadLetter(redis, { stream: STREAM, group: GROUP, ids: ['1-0'], reason: 'manual' });
+      await redis.client.del(STREAM);
+      const result = await moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids: ['1-0'], reason: 'manual' });
       expect(result.outcomes[0]!.status).toBe('not_pending');
-      await redis.xadd(STREAM, '*', 'a', '1');
-      const noGroup = await moveToDeadLetter(redis, { stream: STREAM, group: 'nobody', ids: ['1-0'], reason: 'manual' });
+      await redis.client.xadd(STREAM, '*', 'a', '1');
+      const noGroup = await moveToDeadLetter(redis.client, { stream: STREAM, group: 'nobody', ids: ['1-0'], reason: 'manual' });
       expect(noGroup.outcomes[0]!.status).toBe('not_pending');
     });
 
     it('validates its input before any command, naming the option', async () => {
       const base = { stream: STREAM, group: GROUP, ids: ['1-0'], reason: 'manual' };
-      await expect(moveToDeadLetter(redis, { ...base, ids: ['nope'] })).rejects.toThrow(RedisStreamsOptionError);
-      await expect(moveToDeadLetter(redis, { ...base, ids: ['nope'] })).rejects.toMatchObject({ option: 'ids' });
-      await expect(moveToDeadLetter(redis, { ...base, reason: '' })).rejects.toMatchObject({ option: 'reason' });
-      await expect(moveToDeadLetter(redis, { ...base, batchSize: 0 })).rejects.toMatchObject({ option: 'batchSize' });
-      await expect(moveToDeadLetter(redis, { ...base, minDeliveries: -1 })).rejects.toMatchObject({ option: 'minDeliveries' });
-      await expect(moveToDeadLetter(redis, { ...base, deadLetterKey: STREAM })).rejects.toMatchObject({ option: 'deadLetterKey' });
+      await expect(moveToDeadLetter(redis.client, { ...base, ids: ['nope'] })).rejects.toThrow(RedisStreamsOptionError);
+      await expect(moveToDeadLetter(redis.client, { ...base, ids: ['nope'] })).rejects.toMatchObject({ option: 'ids' });
+      await expect(moveToDeadLetter(redis.client, { ...base, reason: '' })).rejects.toMatchObject({ option: 'reason' });
+      await expect(moveToDeadLetter(redis.client, { ...base, batchSize: 0 })).rejects.toMatchObject({ option: 'batchSize' });
+      await expect(moveToDeadLetter(redis.client, { ...base, minDeliveries: -1 })).rejects.toMatchObject({ option: 'minDeliveries' });
+      await expect(moveToDeadLetter(redis.client, { ...base, deadLetterKey: STREAM })).rejects.toMatchObject({ option: 'deadLetterKey' });
     });
 
     it('keeps working after SCRIPT FLUSH (EVALSHA falls back to EVAL on NOSCRIPT)', async () => {
       const ids = await publish(2);
       await deliver('c1', 2);
-      await moveToDeadLetter(redis, { stream: STREAM, group: GROUP, ids: [ids[0]!], reason: 'manual' });
-      await redis.script('FLUSH');
-      const after = await moveToDeadLetter(redis, { stream: STREAM, group: GROUP, ids: [ids[1]!], reason: 'manual' });
+      await moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids: [ids[0]!], reason: 'manual' });
+      await redis.client.script('FLUSH');
+      const after = await moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids: [ids[1]!], reason: 'manual' });
       expect(after.moved).toEqual([ids[1]]);
-      expect(await redis.xlen(DEAD)).toBe(2);
+      expect(await redis.client.xlen(DEAD)).toBe(2);
     });
 
     it('dead-letters every id exactly once when 4 movers race over 200 pending ids', async () => {
@@ -211,7 +202,7 @@ describe('recovery scripts (real redis-server)', () => {
       const movedByAll = results.flatMap((r) => r.moved);
       expect(movedByAll).toHaveLength(200);
       expect(new Set(movedByAll).size).toBe(200);
-      const deadLetters = (await redis.xrange(DEAD, '-', '+')).map(([id, flat]) => parseDeadLetter(id, flat)!.sourceId);
+      const deadLetters = (await redis.client.xrange(DEAD, '-', '+')).map(([id, flat]) => parseDeadLetter(id, flat)!.sourceId);
       expect(deadLetters).toHaveLength(200);
       expect(new Set(deadLetters)).toEqual(new Set(ids));
       expect(await pel()).toEqual([]);
@@ -223,10 +214,10 @@ describe('recovery scripts (real redis-server)', () => {
       const ids = await publish(3);
       await deliver('c1', 3);
       // Age the entries without a new delivery (JUSTID keeps the count at 1).
-      await redis.xclaim(STREAM, GROUP, 'c1', 0, ...ids, 'IDLE', 600_000, 'JUSTID');
+      await redis.client.xclaim(STREAM, GROUP, 'c1', 0, ...ids, 'IDLE', 600_000, 'JUSTID');
       for (const id of ids) expect((await pendingRow(id))![2]).toBeGreaterThanOrEqual(600_000);
 
-      const renewal = await renewLeases(redis, { stream: STREAM, group: GROUP, consumer: 'c1', ids });
+      const renewal = await renewLeases(redis.client, { stream: STREAM, group: GROUP, consumer: 'c1', ids });
 
       expect(renewal).toEqual({ renewed: ids, lost: [] });
       for (const id of ids) {
@@ -240,11 +231,11 @@ describe('recovery scripts (real redis-server)', () => {
     it('never steals back an entry another consumer claimed; reports it lost', async () => {
       const [mine, stolen, acked, deleted] = await publish(4);
       await deliver('c1', 4);
-      await redis.xclaim(STREAM, GROUP, 'c2', 0, stolen!);
-      await redis.xack(STREAM, GROUP, acked!);
-      await redis.xdel(STREAM, deleted!);
+      await redis.client.xclaim(STREAM, GROUP, 'c2', 0, stolen!);
+      await redis.client.xack(STREAM, GROUP, acked!);
+      await redis.client.xdel(STREAM, deleted!);
 
-      const renewal = await renewLeases(redis, { stream: STREAM, group: GROUP, consumer: 'c1', ids: [mine!, stolen!, acked!, deleted!] });
+      const renewal = await renewLeases(redis.client, { stream: STREAM, group: GROUP, consumer: 'c1', ids: [mine!, stolen!, acked!, deleted!] });
 
       expect(renewal.renewed).toEqual([mine]);
       expect(renewal.lost).toEqual([
@@ -260,9 +251,9 @@ describe('recovery scripts (real redis-server)', () => {
     it('hands off own entries to the handoff consumer, claimable at once, count unchanged', async () => {
       const [mine, theirs] = await publish(2);
       await deliver('c1', 2);
-      await redis.xclaim(STREAM, GROUP, 'c2', 0, theirs!);
+      await redis.client.xclaim(STREAM, GROUP, 'c2', 0, theirs!);
 
-      const result = await handOffEntries(redis, {
+      const result = await handOffEntries(redis.client, {
         stream: STREAM, group: GROUP, consumer: 'c1', handoffConsumer: 'handoff', ids: [mine!, theirs!],
       });
 
@@ -273,7 +264,7 @@ describe('recovery scripts (real redis-server)', () => {
       expect(deliveries).toBe(1);
       expect((await pendingRow(theirs!))![1]).toBe('c2');
       // Any claimer with a realistic min-idle takes it at once.
-      const [, claimed] = (await redis.xautoclaim(STREAM, GROUP, 'c3', 60_000, '0-0', 'COUNT', 10, 'JUSTID')) as [string, string[]];
+      const [, claimed] = (await redis.client.xautoclaim(STREAM, GROUP, 'c3', 60_000, '0-0', 'COUNT', 10, 'JUSTID')) as [string, string[]];
       expect(claimed).toEqual([mine]);
     });
   });
@@ -331,25 +322,25 @@ describe('recovery scripts (real redis-server)', () => {
     it('the race check can fail: a plain DELCONSUMER drops the pending ids', async () => {
       const ids = await publish(2);
       await deliver('C', 2);
-      await redis.xgroup('DELCONSUMER', STREAM, GROUP, 'C');
+      await redis.client.xgroup('DELCONSUMER', STREAM, GROUP, 'C');
       expect(await pel()).toEqual([]);
-      expect(await redis.xack(STREAM, GROUP, ...ids)).toBe(0);
+      expect(await redis.client.xack(STREAM, GROUP, ...ids)).toBe(0);
     });
 
     it('removes drained idle consumers and keeps busy, active, leased and unknown ones', async () => {
       await publish(4);
       const [drainedId] = await deliver('drained', 1);
-      await redis.xack(STREAM, GROUP, drainedId!);
+      await redis.client.xack(STREAM, GROUP, drainedId!);
       await deliver('busy', 1);
       const [leasedId] = await deliver('leased', 1);
-      await redis.xack(STREAM, GROUP, leasedId!);
-      await redis.set('{orders}:lease:leased', '1');
+      await redis.client.xack(STREAM, GROUP, leasedId!);
+      await redis.client.set('{orders}:lease:leased', '1');
       await waitFor(async () => {
-        const rows = (await redis.xinfo('CONSUMERS', STREAM, GROUP)) as unknown[];
+        const rows = (await redis.client.xinfo('CONSUMERS', STREAM, GROUP)) as unknown[];
         return rows.length === 3 && rows.every((row) => idleOf(row) >= 1);
       }, 'consumers idle for at least 1 ms');
 
-      const result = await reapConsumers(redis, {
+      const result = await reapConsumers(redis.client, {
         stream: STREAM, group: GROUP, consumers: ['drained', 'busy', 'leased', 'ghost'], minIdleTime: 1,
         leaseKey: (consumer) => `{orders}:lease:${consumer}`,
       });
@@ -361,9 +352,9 @@ describe('recovery scripts (real redis-server)', () => {
       ]);
       expect(result.deleted).toEqual(['drained']);
 
-      const active = await reapConsumers(redis, { stream: STREAM, group: GROUP, consumers: ['leased'], minIdleTime: 3_600_000 });
+      const active = await reapConsumers(redis.client, { stream: STREAM, group: GROUP, consumers: ['leased'], minIdleTime: 3_600_000 });
       expect(active.outcomes).toEqual([{ consumer: 'leased', status: 'active' }]);
-      const names = ((await redis.xinfo('CONSUMERS', STREAM, GROUP)) as unknown[]).map(nameOf).sort();
+      const names = ((await redis.client.xinfo('CONSUMERS', STREAM, GROUP)) as unknown[]).map(nameOf).sort();
       expect(names).toEqual(['busy', 'leased']);
       expect((await pel()).map((row) => row[1])).toEqual(['busy']);
     });

@@ -1,13 +1,12 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeReply } from '../src/codec/reply.js';
 import type { StreamDeserializer, StreamEntryOrigin } from '../src/codec/stream-deserializer.js';
 import { fieldsFromArray, type StreamFields } from '../src/codec/wire-format.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 const seen: Array<{ data: unknown; headers: Record<string, string>; pattern: string }> = [];
@@ -37,16 +36,13 @@ class CodecController {
 }
 
 describe('RedisStreamsServer: pluggable codec', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
+  const redis = useRedisServer();
   let running: RunningServer;
 
   beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
     running = await startServer(
       {
-        connection: redis.url,
+        connection: redis.server.url,
         group: 'g',
         consumer: 'c',
         deserializer: new KeyValueDeserializer(),
@@ -57,22 +53,20 @@ describe('RedisStreamsServer: pluggable codec', () => {
   });
   afterAll(async () => {
     await running.app.close();
-    client.disconnect();
-    await redis.stop();
   });
 
   it('a custom (async) deserializer decodes foreign entries and gets stream and id', async () => {
-    const id = (await client.xadd('kv', '*', 'kind', 'kv', 'body', 'item=kettle;qty=1', 'trace', 't-1')) as string;
+    const id = (await redis.client.xadd('kv', '*', 'kind', 'kv', 'body', 'item=kettle;qty=1', 'trace', 't-1')) as string;
     await waitFor(() => seen.length === 1, 'entry handled');
     expect(seen[0]).toEqual({ data: { item: 'kettle', qty: '1' }, headers: { trace: 't-1' }, pattern: 'kv' });
     expect(origins).toContainEqual({ stream: 'kv', id });
-    await waitFor(async () => (await pendingRows(client, 'kv', 'g')).length === 0, 'acked');
+    await waitFor(async () => (await pendingRows(redis.client, 'kv', 'g')).length === 0, 'acked');
   });
 
   it('requests decoded by it are answered, and the custom serializer shapes the reply packet', async () => {
-    await client.xadd('kv-rpc', '*', 'kind', 'kv-rpc', 'body', 'a=1', 'corr', 'c-9', 'reply', 'kv:replies');
-    await waitFor(async () => (await client.xlen('kv:replies')) === 1, 'reply written');
-    const [[, flat]] = (await client.xrange('kv:replies', '-', '+')) as Array<[string, string[]]>;
+    await redis.client.xadd('kv-rpc', '*', 'kind', 'kv-rpc', 'body', 'a=1', 'corr', 'c-9', 'reply', 'kv:replies');
+    await waitFor(async () => (await redis.client.xlen('kv:replies')) === 1, 'reply written');
+    const [[, flat]] = (await redis.client.xrange('kv:replies', '-', '+')) as Array<[string, string[]]>;
     expect(decodeReply(fieldsFromArray(flat))).toEqual({ id: 'c-9', packet: { response: { wrapped: { a: '1' } }, isDisposed: true } });
   });
 });

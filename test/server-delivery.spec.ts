@@ -1,10 +1,10 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
 const load = { running: 0, maxRunning: 0, handled: [] as Array<{ consumer: string; group: string; n: number }> };
@@ -45,34 +45,25 @@ async function addLoad(client: Redis, stream: string, count: number): Promise<st
 }
 
 describe('RedisStreamsServer: delivery', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
+  const redis = useRedisServer();
   const running: RunningServer[] = [];
 
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  });
   afterEach(async () => {
     for (const r of running.splice(0)) await r.app.close();
     load.running = 0;
     load.maxRunning = 0;
     load.handled = [];
   });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
 
   it('never runs more than `concurrency` handlers nor holds more than `prefetch` pending entries', async () => {
     const concurrency = 4;
     const prefetch = 10;
-    running.push(await startServer({ connection: redis.url, prefix: 'b:', group: 'g', consumer: 'bounded', concurrency, prefetch }, [LoadController]));
+    running.push(await startServer({ connection: redis.server.url, prefix: 'b:', group: 'g', consumer: 'bounded', concurrency, prefetch }, [LoadController]));
     const total = 300;
-    await addLoad(client, 'b:load', total);
+    await addLoad(redis.client, 'b:load', total);
     let maxPending = 0;
     while (load.handled.length < total) {
-      const summary = (await client.xpending('b:load', 'g')) as [number, string | null, string | null, Array<[string, string]> | null];
+      const summary = (await redis.client.xpending('b:load', 'g')) as [number, string | null, string | null, Array<[string, string]> | null];
       const mine = summary[3]?.find(([consumer]) => consumer === 'bounded');
       maxPending = Math.max(maxPending, Number(mine?.[1] ?? 0));
       await sleep(2);
@@ -81,17 +72,17 @@ describe('RedisStreamsServer: delivery', () => {
     expect(maxPending).toBeLessThanOrEqual(prefetch);
     expect(maxPending).toBeGreaterThan(concurrency);
     expect(new Set(load.handled.map((h) => h.n)).size).toBe(total);
-    await waitFor(async () => (await pendingRows(client, 'b:load', 'g')).length === 0, 'all acked');
+    await waitFor(async () => (await pendingRows(redis.client, 'b:load', 'g')).length === 0, 'all acked');
   });
 
   it('two servers in one group split the work and handle no entry twice', async () => {
-    const base = { connection: redis.url, prefix: 'split:', group: 'shared', concurrency: 4, prefetch: 8 };
+    const base = { connection: redis.server.url, prefix: 'split:', group: 'shared', concurrency: 4, prefetch: 8 };
     running.push(await startServer({ ...base, consumer: 'a' }, [LoadController]));
     running.push(await startServer({ ...base, consumer: 'b' }, [LoadController]));
     const total = 400;
-    await addLoad(client, 'split:load', total);
+    await addLoad(redis.client, 'split:load', total);
     await waitFor(() => load.handled.length >= total, 'every entry handled');
-    await waitFor(async () => (await pendingRows(client, 'split:load', 'shared')).length === 0, 'all acked');
+    await waitFor(async () => (await pendingRows(redis.client, 'split:load', 'shared')).length === 0, 'all acked');
     expect(load.handled).toHaveLength(total);
     expect(new Set(load.handled.map((h) => h.n)).size).toBe(total);
     expect(load.handled.filter((h) => h.consumer === 'a').length).toBeGreaterThan(0);
@@ -99,11 +90,11 @@ describe('RedisStreamsServer: delivery', () => {
   });
 
   it('two groups on one stream each receive every entry', async () => {
-    const base = { connection: redis.url, prefix: 'fan:', consumer: 'c1' };
+    const base = { connection: redis.server.url, prefix: 'fan:', consumer: 'c1' };
     running.push(await startServer({ ...base, group: 'billing' }, [LoadController]));
     running.push(await startServer({ ...base, group: 'shipping' }, [LoadController]));
     const total = 50;
-    await addLoad(client, 'fan:load', total);
+    await addLoad(redis.client, 'fan:load', total);
     await waitFor(() => load.handled.length >= 2 * total, 'both groups handled everything');
     for (const group of ['billing', 'shipping']) {
       const ns = load.handled.filter((h) => h.group === group).map((h) => h.n);
@@ -112,8 +103,8 @@ describe('RedisStreamsServer: delivery', () => {
   });
 
   it('manual ack mode: ctx.ack() acks, ctx.nack() leaves the entry pending and frees its slot', async () => {
-    running.push(await startServer({ connection: redis.url, group: 'm', consumer: 'm1', concurrency: 1, prefetch: 1 }, [ManualController]));
-    const add = async (action: string) => (await client.xadd('manual', '*', 'pattern', 'manual', 'data', JSON.stringify({ action }))) as string;
+    running.push(await startServer({ connection: redis.server.url, group: 'm', consumer: 'm1', concurrency: 1, prefetch: 1 }, [ManualController]));
+    const add = async (action: string) => (await redis.client.xadd('manual', '*', 'pattern', 'manual', 'data', JSON.stringify({ action }))) as string;
     const ackId = await add('ack');
     const nackId = await add('nack');
     const ack2 = await add('ack');
@@ -121,7 +112,7 @@ describe('RedisStreamsServer: delivery', () => {
     await waitFor(() => manual.acked.length === 2, 'both acks');
     expect(manual.seen).toEqual([ackId, nackId, ack2]);
     expect(manual.acked).toEqual([ackId, ack2]);
-    expect((await pendingRows(client, 'manual', 'm')).map((row) => row.id)).toEqual([nackId]);
+    expect((await pendingRows(redis.client, 'manual', 'm')).map((row) => row.id)).toEqual([nackId]);
 
     // An entry neither acked nor nacked keeps its slot (and stays pending).
     const keepId = await add('keep');
@@ -129,6 +120,6 @@ describe('RedisStreamsServer: delivery', () => {
     await waitFor(() => manual.seen.includes(keepId), 'kept entry seen');
     await sleep(50);
     expect(manual.seen).not.toContain(after);
-    expect((await pendingRows(client, 'manual', 'm')).map((row) => row.id)).toEqual([nackId, keepId]);
+    expect((await pendingRows(redis.client, 'manual', 'm')).map((row) => row.id)).toEqual([nackId, keepId]);
   });
 });

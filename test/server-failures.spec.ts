@@ -1,13 +1,12 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
 import { Observable, throwError } from 'rxjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisStreamsDecodeError } from '../src/errors.js';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
 type Mode = 'ok' | 'throw' | 'reject' | 'observable-error' | 'observable-ok';
@@ -40,36 +39,27 @@ class JobsController {
 }
 
 describe('RedisStreamsServer: failures', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
+  const redis = useRedisServer();
   let running: RunningServer | undefined;
 
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  });
   afterEach(async () => {
     await running?.app.close();
     running = undefined;
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
   });
 
   it('a handler that throws, rejects or errors leaves exactly that entry pending; a restart with the same name redelivers it with count 2', async () => {
     state.failing = true;
     state.handled = [];
-    const options = { connection: redis.url, group: 'g', consumer: 'stable-1' };
+    const options = { connection: redis.server.url, group: 'g', consumer: 'stable-1' };
     running = await startServer(options, [JobsController]);
     const modes: Mode[] = ['ok', 'throw', 'ok', 'reject', 'observable-ok', 'observable-error', 'ok'];
     const ids: string[] = [];
-    for (const mode of modes) ids.push((await xaddEvent(client, 'jobs', 'jobs', { mode })) as string);
+    for (const mode of modes) ids.push((await xaddEvent(redis.client, 'jobs', 'jobs', { mode })) as string);
     const failedIds = ids.filter((_, i) => ['throw', 'reject', 'observable-error'].includes(modes[i] as string));
 
     await waitFor(() => state.handled.length === modes.length, 'every entry handled once');
-    await waitFor(async () => (await pendingRows(client, 'jobs', 'g')).length === failedIds.length, 'only failed entries pending');
-    const pending = await pendingRows(client, 'jobs', 'g');
+    await waitFor(async () => (await pendingRows(redis.client, 'jobs', 'g')).length === failedIds.length, 'only failed entries pending');
+    const pending = await pendingRows(redis.client, 'jobs', 'g');
     expect(pending.map((row) => row.id)).toEqual(failedIds);
     expect(pending.every((row) => row.consumer === 'stable-1' && row.deliveries === 1)).toBe(true);
 
@@ -81,7 +71,7 @@ describe('RedisStreamsServer: failures', () => {
     await waitFor(() => state.handled.length === failedIds.length, 'failed entries redelivered');
     expect(state.handled.map((h) => h.id)).toEqual(failedIds);
     expect(state.handled.map((h) => h.deliveryCount)).toEqual([2, 2, 2]);
-    await waitFor(async () => (await pendingRows(client, 'jobs', 'g')).length === 0, 'redelivered entries acked');
+    await waitFor(async () => (await pendingRows(redis.client, 'jobs', 'g')).length === 0, 'redelivered entries acked');
   });
 
   it('an undecodable entry is logged with stream and id, dead-lettered on its first delivery (decode_error), and later entries still flow', async () => {
@@ -89,14 +79,14 @@ describe('RedisStreamsServer: failures', () => {
     state.handled = [];
     const decodeErrors: RedisStreamsDecodeError[] = [];
     const logged: string[] = [];
-    running = await startServer({ connection: redis.url, group: 'decode', consumer: 'd1', prefetch: 1, concurrency: 1, prefix: 'dec:' }, [JobsController], [], (server) => {
+    running = await startServer({ connection: redis.server.url, group: 'decode', consumer: 'd1', prefetch: 1, concurrency: 1, prefix: 'dec:' }, [JobsController], [], (server) => {
       server.on('decodeError', (error) => decodeErrors.push(error));
       const logger = (server as unknown as { logger: { error: (message: string) => void } }).logger;
       vi.spyOn(logger, 'error').mockImplementation((message: string) => void logged.push(message));
     });
-    const badId = (await client.xadd('dec:jobs', '*', 'pattern', 'jobs', 'data', 'not json {')) as string;
-    const noDataId = (await client.xadd('dec:jobs', '*', 'item', 'kettle')) as string;
-    const goodIds = [await xaddEvent(client, 'dec:jobs', 'jobs', { mode: 'ok' }), await xaddEvent(client, 'dec:jobs', 'jobs', { mode: 'ok' })];
+    const badId = (await redis.client.xadd('dec:jobs', '*', 'pattern', 'jobs', 'data', 'not json {')) as string;
+    const noDataId = (await redis.client.xadd('dec:jobs', '*', 'item', 'kettle')) as string;
+    const goodIds = [await xaddEvent(redis.client, 'dec:jobs', 'jobs', { mode: 'ok' }), await xaddEvent(redis.client, 'dec:jobs', 'jobs', { mode: 'ok' })];
 
     // prefetch 1: had the undecodable entries kept their slot, nothing after them would flow.
     await waitFor(() => state.handled.length === 2, 'later entries handled');
@@ -106,8 +96,8 @@ describe('RedisStreamsServer: failures', () => {
       ['dec:jobs', noDataId],
     ]);
     expect(logged.some((line) => line.includes(badId) && line.includes('"dec:jobs"'))).toBe(true);
-    await waitFor(async () => (await pendingRows(client, 'dec:jobs', 'decode')).length === 0, 'nothing pending');
-    const dead = (await client.xrange('{dec:jobs}:dead', '-', '+')) as Array<[string, string[]]>;
+    await waitFor(async () => (await pendingRows(redis.client, 'dec:jobs', 'decode')).length === 0, 'nothing pending');
+    const dead = (await redis.client.xrange('{dec:jobs}:dead', '-', '+')) as Array<[string, string[]]>;
     const letters = dead.map(([id, flat]) => parseDeadLetter(id, flat)!);
     expect(letters.map((l) => [l.sourceId, l.reason, l.deliveryCount, l.consumer])).toEqual([
       [badId, 'decode_error', 1, 'd1'],

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fieldsFromArray } from '../src/codec/wire-format.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
 const claimed = {
@@ -41,20 +41,15 @@ async function readerFlags(client: Redis): Promise<string> {
 }
 
 describe('RedisStreamsServer: the hooks recovery builds on', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
+  const redis = useRedisServer();
   let running: RunningServer;
 
   beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-    running = await startServer({ connection: redis.url, group: 'g', consumer: 'alive', concurrency: 4, prefetch: 8 }, [RecoveryTargetController]);
+    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'alive', concurrency: 4, prefetch: 8 }, [RecoveryTargetController]);
   });
   afterAll(async () => {
     claimed.open?.();
     await running.app.close();
-    client.disconnect();
-    await redis.stop();
   });
 
   it('handledStreams() describes every bound stream with its handler options', () => {
@@ -74,21 +69,21 @@ describe('RedisStreamsServer: the hooks recovery builds on', () => {
     claimed.gate = new Promise((resolve) => (claimed.open = resolve));
     const abandonedIds: string[] = [];
     // Written and taken by "crashed" in one MULTI, so our server's blocked read never sees them.
-    const tx = client.multi();
+    const tx = redis.client.multi();
     tx.xadd('recoverable', '*', 'pattern', 'recoverable', 'data', JSON.stringify({ n: 'a' }));
     tx.xadd('recoverable', '*', 'pattern', 'recoverable', 'data', JSON.stringify({ n: 'b' }));
     tx.xreadgroup('GROUP', 'g', 'crashed', 'COUNT', 2, 'STREAMS', 'recoverable', '>');
     const results = (await tx.exec()) ?? [];
     abandonedIds.push(results[0]?.[1] as string, results[1]?.[1] as string);
-    expect((await pendingRows(client, 'recoverable', 'g', 'crashed')).map((row) => row.id)).toEqual(abandonedIds);
+    expect((await pendingRows(redis.client, 'recoverable', 'g', 'crashed')).map((row) => row.id)).toEqual(abandonedIds);
 
     // The server's read is blocked on idle streams, holding every free slot.
-    await waitFor(async () => (await readerFlags(client)).includes('b') && server.freePrefetchSlots() === 0, 'blocked read holding the slots');
+    await waitFor(async () => (await readerFlags(redis.client)).includes('b') && server.freePrefetchSlots() === 0, 'blocked read holding the slots');
     const reserved = await server.reservePrefetchSlots(2);
     expect(reserved).toBe(2);
 
-    const taken = (await client.call('XCLAIM', 'recoverable', 'g', 'alive', 0, ...abandonedIds)) as Array<[string, string[]]>;
-    const counts = new Map((await pendingRows(client, 'recoverable', 'g', 'alive')).map((row) => [row.id, row.deliveries]));
+    const taken = (await redis.client.call('XCLAIM', 'recoverable', 'g', 'alive', 0, ...abandonedIds)) as Array<[string, string[]]>;
+    const counts = new Map((await pendingRows(redis.client, 'recoverable', 'g', 'alive')).map((row) => [row.id, row.deliveries]));
     const entries = taken.map(([id, flat]) => ({ id, fields: fieldsFromArray(flat), deliveryCount: counts.get(id) ?? 0 }));
     expect(server.dispatchEntries('recoverable', 'g', entries, reserved)).toBe(2);
     await waitFor(() => claimed.seen.length === 2, 'claimed entries handled');
@@ -101,16 +96,16 @@ describe('RedisStreamsServer: the hooks recovery builds on', () => {
     expect(server.dispatchEntries('recoverable', 'g', entries)).toBe(0);
 
     claimed.open?.();
-    await waitFor(async () => (await pendingRows(client, 'recoverable', 'g')).length === 0, 'claimed entries acked');
+    await waitFor(async () => (await pendingRows(redis.client, 'recoverable', 'g')).length === 0, 'claimed entries acked');
     expect(server.isInFlight('recoverable', 'g', abandonedIds[0] as string)).toBe(false);
     expect(claimed.seen).toHaveLength(2);
     // Reads go on afterwards.
-    await xaddEvent(client, 'recoverable', 'recoverable', { n: 'later' });
+    await xaddEvent(redis.client, 'recoverable', 'recoverable', { n: 'later' });
     await waitFor(() => claimed.seen.length === 3, 'later entry read');
   });
 
   it('extras.concurrency caps the handlers of one stream', async () => {
-    const pipeline = client.pipeline();
+    const pipeline = redis.client.pipeline();
     for (let n = 0; n < 40; n++) pipeline.xadd('one-at-a-time', '*', 'pattern', 'one-at-a-time', 'data', JSON.stringify({ n }));
     await pipeline.exec();
     await waitFor(() => lane.done === 40, 'all handled');

@@ -1,13 +1,12 @@
 import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../src/server/options.js';
 import { ourClients } from './fixtures/server-app.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
 
 function optionError(build: () => unknown): RedisStreamsOptionError {
   try {
@@ -102,16 +101,7 @@ class BadMinIdleController {
 }
 
 describe('per-handler extras are validated in listen(), before any command', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+  const redis = useRedisServer();
 
   const cases: Array<[string, new () => unknown, string]> = [
     ['empty group', BadGroupController, 'extras.group'],
@@ -124,7 +114,7 @@ describe('per-handler extras are validated in listen(), before any command', () 
   for (const [title, controller, option] of cases) {
     it(`${title} → RedisStreamsOptionError naming "${option}" and the handler`, async () => {
       const moduleRef = await Test.createTestingModule({ controllers: [controller] }).compile();
-      const server = new RedisStreamsServer({ connection: redis.url, group: 'g' });
+      const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g' });
       const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
       try {
         const error = await app.listen().then(
@@ -134,8 +124,8 @@ describe('per-handler extras are validated in listen(), before any command', () 
         expect(error).toBeInstanceOf(RedisStreamsOptionError);
         expect((error as RedisStreamsOptionError).option).toBe(`${option} (handler "bad-extras")`);
         // No command reached Redis: neither the stream nor a connection of ours exists.
-        expect(await client.exists('bad-extras')).toBe(0);
-        expect(await ourClients(client)).toEqual([]);
+        expect(await redis.client.exists('bad-extras')).toBe(0);
+        expect(await ourClients(redis.client)).toEqual([]);
       } finally {
         await app.close();
       }
