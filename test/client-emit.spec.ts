@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisStreamsRecord, RedisStreamsRecordBuilder } from '../src/client/redis-streams-record.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
+import { recordSocketWrites } from './helpers/socket-writes.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
 type Entry = [id: string, fields: string[]];
@@ -164,28 +165,16 @@ describe('RedisStreamsClient.emit', () => {
 
   it('batches emits in flight: 2000 emits of one tick go out in a few socket writes, in order', async () => {
     const c = client({ trim: false });
-    type Writes = { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void };
-    const socket = ((await c.connect()) as Redis & { stream: Writes }).stream;
-    const { _write: write, _writev: writev } = socket;
-    let writes = 0;
-    // What reaches the socket: one _write or _writev per write to the kernel.
-    socket._write = function (this: unknown, ...args: unknown[]) {
-      writes++;
-      return write.apply(this, args);
-    };
-    socket._writev = function (this: unknown, ...args: unknown[]) {
-      writes++;
-      return writev.apply(this, args);
-    };
+    const writes = recordSocketWrites((await c.connect()) as Redis);
     try {
       const before = await xaddCalls(redis);
-      writes = 0;
+      writes.reset();
       const emitted = Array.from({ length: 2000 }, (_, i) => lastValueFrom(c.emit('batched', i)));
       // Nothing is written while the tick that emits runs (a lone first write would go out alone)...
-      expect(writes).toBe(0);
+      expect(writes.count()).toBe(0);
       const ids = await Promise.all(emitted);
       // ...then all of it at once.
-      expect(writes).toBe(1);
+      expect(writes.count()).toBe(1);
       expect(new Set(ids).size).toBe(2000);
       expect((await xaddCalls(redis)) - before).toBe(2000);
       // Written in emit order: ids ascend with the payloads.
@@ -195,8 +184,7 @@ describe('RedisStreamsClient.emit', () => {
         Array.from({ length: 2000 }, (_, i) => i),
       );
     } finally {
-      socket._write = write;
-      socket._writev = writev;
+      writes.restore();
     }
   });
 

@@ -8,6 +8,7 @@ import { fieldsFromArray } from '../src/codec/wire-format.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
+import { recordSocketWrites } from './helpers/socket-writes.js';
 import { waitFor } from './helpers/wait.js';
 
 @Controller()
@@ -70,6 +71,25 @@ describe('RedisStreamsServer: request/reply', () => {
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(30_000);
     await waitFor(async () => (await pendingRows(client, 'sum', 'rpc')).length === 0, 'request acked');
+  });
+
+  it('the replies to the requests of one read leave in one socket write', async () => {
+    // Requests written before the server starts arrive in its first read and finish in one tick.
+    for (let i = 0; i < 5; i++) await request(client, 'batched:sum', 'sum', [i], `corr-b${i}`, 'replies:batched');
+    // A connection of ours as the server's command connection, so its writes can be recorded.
+    const commands = redis.client();
+    await commands.ping();
+    const recorded = recordSocketWrites(commands);
+    const second = await startServer({ connection: commands, group: 'rpc', consumer: 'b1', prefix: 'batched:' }, [MathController]);
+    try {
+      await waitFor(async () => (await client.xlen('replies:batched')) === 5, 'five replies');
+      const withAllReplies = recorded.writes.filter((text) => [0, 1, 2, 3, 4].every((i) => text.includes(`corr-b${i}`)));
+      expect(withAllReplies).toHaveLength(1);
+    } finally {
+      recorded.restore();
+      await second.app.close();
+      commands.disconnect();
+    }
   });
 
   it('an Observable result replies with its last value', async () => {

@@ -1,31 +1,8 @@
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { batchThisTick } from '../src/redis/tick-batching.js';
+import { recordSocketWrites } from './helpers/socket-writes.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
-
-type Sink = { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void };
-
-/** Counts what reaches the socket: one `_write` or `_writev` per write to the kernel. */
-function countWrites(redis: Redis): { count: () => number; restore: () => void } {
-  const socket = redis.stream as unknown as Sink;
-  const { _write: write, _writev: writev } = socket;
-  let writes = 0;
-  socket._write = function (this: unknown, ...args: unknown[]) {
-    writes++;
-    return write.apply(this, args);
-  };
-  socket._writev = function (this: unknown, ...args: unknown[]) {
-    writes++;
-    return writev.apply(this, args);
-  };
-  return {
-    count: () => writes,
-    restore: () => {
-      socket._write = write;
-      socket._writev = writev;
-    },
-  };
-}
 
 describe('batchThisTick', () => {
   const redis = useRedisServer();
@@ -38,7 +15,7 @@ describe('batchThisTick', () => {
     const client = redis.server.client();
     clients.push(client);
     await client.ping();
-    const writes = countWrites(client);
+    const writes = recordSocketWrites(client);
     try {
       const replies: Promise<unknown>[] = [];
       for (let i = 0; i < 50; i++) {
@@ -58,7 +35,7 @@ describe('batchThisTick', () => {
     const client = redis.server.client();
     clients.push(client);
     await client.ping();
-    const writes = countWrites(client);
+    const writes = recordSocketWrites(client);
     try {
       let writtenBeforeImmediate = false;
       const immediate = new Promise<void>((resolve) =>

@@ -12,8 +12,8 @@ interface AckBatch {
 /**
  * Collects acks and sends one XACK per stream + group at the end of the tick (`process.nextTick`:
  * the handlers that finish together are acked together), so a busy consumer pays one round trip
- * per batch, not per entry. The XACKs go out in the same socket write as the replies of that
- * tick (batchThisTick).
+ * per batch, not per entry. The XACKs of a tick share one socket write (batchThisTick); a
+ * request's XACK comes after its reply was answered, so it is not in the reply's write.
  * An entry keeps its prefetch slot until its XACK was answered: the consumer's pending count
  * in Redis never exceeds `prefetch`.
  */
