@@ -159,4 +159,22 @@ describe('RedisStreamsServer: shutdown and Redis restarts', () => {
       shared.disconnect();
     }
   });
+
+  it('close() while Redis is paused (a blocked read never answered) still ends', async () => {
+    const { app, server } = await startServer({ connection: redis.url, group: 'g-paused', consumer: 'paused' }, [AfterRestartController]);
+    const { readers } = server.unwrap<RedisStreamsConnections>();
+    // The reader is blocked in XREADGROUP; Redis then stops answering anything.
+    await waitFor(async () => String(await client.client('LIST')).includes('nestjs-redis-streams:server-reader'), 'reader connected');
+    redis.pause();
+    try {
+      await app.close();
+      // Closed for good: ended, or a cancelled reconnect with no timer left (see the test above).
+      const shutDown = (connection: RedisClient) =>
+        connection.status === 'end' ||
+        (connection.status === 'reconnecting' && (connection as unknown as { reconnectTimeout: unknown }).reconnectTimeout == null);
+      await waitFor(() => readers.every(shutDown), 'reader shut down');
+    } finally {
+      redis.resume();
+    }
+  }, 30_000);
 });

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
+import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
 
 type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] | null;
@@ -27,10 +28,8 @@ export class ReplyListener {
   private keepAlive: NodeJS.Timeout | undefined;
   private handledIds: string[] = [];
   private deleteTimer: NodeJS.Timeout | undefined;
-  /** Resolvers of the waits in flight, settled with null by stop(): ioredis may never settle a
-   * read it keeps for resending after a reconnect. (Not Promise.race with one long-lived promise:
-   * each race would hang a reaction holding its reply on it until stop().) */
-  private readonly waits = new Set<(value: null) => void>();
+  /** The read or backoff in progress; aborted by stop() (ioredis may never settle that read). */
+  private readonly inFlight = new Abortable();
   constructor(
     private readonly reader: RedisClient,
     private readonly commands: RedisClient,
@@ -50,8 +49,7 @@ export class ReplyListener {
   /** Stops reading; the caller closes the reader connection, which ends a pending XREAD. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const wake of this.waits) wake(null);
-    this.waits.clear();
+    this.inFlight.abort(new Error('reply listener stopped'));
     clearInterval(this.keepAlive);
     clearTimeout(this.deleteTimer);
     this.reader.disconnect(false);
@@ -63,8 +61,7 @@ export class ReplyListener {
     while (!this.stopped) {
       try {
         const read = this.reader.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId);
-        read.catch(() => undefined);
-        const reply = (await this.untilStopped(read)) as XReadReply;
+        const reply = (await this.inFlight.wrap(read)) as XReadReply;
         if (this.stopped) return;
         failures = 0;
         if (reply) {
@@ -76,29 +73,10 @@ export class ReplyListener {
         if (this.stopped) return;
         failures++;
         if (failures === 1) this.logger.warn(`Reading replies from "${this.key}" failed: ${(error as Error).message}; retrying`);
-        await this.untilStopped(
-          new Promise<null>((resolve) => setTimeout(() => resolve(null), Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)).unref()),
-        );
+        const backoff = new Promise<void>((resolve) => setTimeout(resolve, Math.min(MAX_BACKOFF_MS, 50 * 2 ** failures)).unref());
+        await this.inFlight.wrap(backoff).catch(() => undefined);
       }
     }
-  }
-
-  /** `promise`, or null as soon as stop() was called. */
-  private untilStopped<T>(promise: Promise<T>): Promise<T | null> {
-    if (this.stopped) return Promise.resolve(null);
-    return new Promise<T | null>((resolve, reject) => {
-      this.waits.add(resolve);
-      promise.then(
-        (value) => {
-          this.waits.delete(resolve);
-          resolve(value);
-        },
-        (error: unknown) => {
-          this.waits.delete(resolve);
-          reject(error);
-        },
-      );
-    });
   }
 
   private handle(reply: NonNullable<XReadReply>): void {

@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
+import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { Dispatcher } from './dispatcher.js';
 import { errorMessage, isNoGroupError } from './groups.js';
@@ -48,14 +49,8 @@ export class StreamReader {
   /** Streams whose last read filled COUNT (they have a backlog). */
   private backlog: string[] = [];
   private focusedInARow = 0;
-  /**
-   * Set when stop() drops the connection. ioredis keeps a command that was in flight when the
-   * socket closed for a resend after reconnect and never settles it on disconnect, so commands
-   * in flight are rejected through their rejecters instead.
-   */
-  private abortReason: Error | undefined;
-  /** Rejecters of the commands in flight (see abortable()). */
-  private readonly inFlightRejecters = new Set<(reason: Error) => void>();
+  /** The commands in flight; aborted when stop() drops the connection. */
+  private readonly inFlight = new Abortable();
   private readonly blockingHead: (string | number)[];
   private readonly blockingTail: (string | number)[];
 
@@ -96,7 +91,7 @@ export class StreamReader {
     clearTimeout(timer);
     if (stopped) {
       // A read that can neither be unblocked nor answered (connection down): drop it.
-      this.abort(new Error('reader stopped'));
+      this.inFlight.abort(new Error('reader stopped'));
       this.client.disconnect(false);
       await this.loop;
     }
@@ -160,7 +155,7 @@ export class StreamReader {
         focus === undefined
           ? this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail)
           : this.client.call('XREADGROUP', ...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
-      reply = await this.abortable(read);
+      reply = await this.inFlight.wrap(read);
       this.failures = 0;
     } catch (error) {
       this.host.dispatcher.unreserve(reserved);
@@ -200,7 +195,7 @@ export class StreamReader {
       const reserved = count * pending.length;
       let reply: unknown;
       try {
-        reply = await this.abortable(this.client.call(
+        reply = await this.inFlight.wrap(this.client.call(
           'XREADGROUP',
           'GROUP',
           this.group,
@@ -285,34 +280,9 @@ export class StreamReader {
     await this.sleep(delay / 2 + Math.random() * (delay / 2));
   }
 
-  private abortable<T>(command: Promise<T>): Promise<T> {
-    // Not Promise.race with one long-lived promise: every race would hang a reaction (holding
-    // the read's whole reply) on it until stop(), a leak of every entry ever read.
-    if (this.abortReason !== undefined) return Promise.reject(this.abortReason);
-    return new Promise<T>((resolve, reject) => {
-      this.inFlightRejecters.add(reject);
-      command.then(
-        (value) => {
-          this.inFlightRejecters.delete(reject);
-          resolve(value);
-        },
-        (error: unknown) => {
-          this.inFlightRejecters.delete(reject);
-          reject(error);
-        },
-      );
-    });
-  }
-
-  private abort(reason: Error): void {
-    this.abortReason = reason;
-    for (const reject of this.inFlightRejecters) reject(reason);
-    this.inFlightRejecters.clear();
-  }
-
   private async fetchClientId(): Promise<void> {
     try {
-      this.clientId = Number(await this.abortable(this.client.call('CLIENT', 'ID')));
+      this.clientId = Number(await this.inFlight.wrap(this.client.call('CLIENT', 'ID')));
     } catch {
       this.clientId = undefined;
     }
