@@ -1,43 +1,13 @@
-// Worker child: our RedisStreamsServer with one @EventPattern and one @MessagePattern on the key.
-import 'reflect-metadata';
-import { Controller, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+// Worker child: our RedisStreamsServer with the bench's handlers.
 import { RedisStreamsServer, type RedisStreamsServerOptions } from '../../src/index.js';
-import { serveWorker, workerConfig } from './harness.js';
+import { serveNestWorker } from './nest-worker.js';
 
-const config = workerConfig();
-
-await serveWorker(async (probe) => {
-  @Controller()
-  class BenchController {
-    @EventPattern<string>(config.key)
-    onEvent(@Payload() data: unknown): void {
-      probe.onMessage(data);
-    }
-
-    @MessagePattern(`${config.key}.rpc`)
-    onRequest(@Payload() data: unknown): unknown {
-      probe.onMessage(data);
-      return data;
-    }
-  }
-
-  @Module({ controllers: [BenchController] })
-  class BenchModule {}
-
+await serveNestWorker((config) => {
   const options: RedisStreamsServerOptions = {
     connection: config.redisUrl,
     group: config.group,
     consumer: 'bench-worker',
     ...(config.options as Partial<RedisStreamsServerOptions> | undefined),
   };
-  const app = await NestFactory.createMicroservice(BenchModule, {
-    strategy: new RedisStreamsServer(options),
-    logger: ['error', 'warn'],
-  });
-  return {
-    start: () => app.listen(),
-    stop: () => app.close(),
-  };
+  return { strategy: new RedisStreamsServer(options) };
 });
