@@ -175,6 +175,20 @@ describe('RedisStreamsClient.send (client side of request/reply)', () => {
     expect(routing(c).size).toBe(0);
   });
 
+  it('a send that fails before writing (data JSON cannot encode) leaves no timer and no routing entry behind', async () => {
+    await redis.xadd('unencodable', '*', 'seed', '1');
+    respond('unencodable', (request) => (request.id ? { response: 'ok', isDisposed: true } : undefined));
+    const c = client({ timeout: 60_000 });
+    expect(await lastValueFrom(c.send('unencodable', 1))).toBe('ok');
+    await waitFor(async () => (await redis.xlen(c.replyStream)) === 0, 'the handled reply to be removed');
+    const timersBefore = activeTimers();
+    await expect(lastValueFrom(c.send('unencodable', { amount: 10n }))).rejects.toThrow(/BigInt/);
+    expect(routing(c).size).toBe(0);
+    // A timer left behind would keep the process alive for `timeout` (60 s here).
+    expect(activeTimers()).toBe(timersBefore);
+    expect(await redis.xlen('unencodable')).toBe(2);
+  });
+
   it('drops the pending entry when the caller unsubscribes; a late reply is ignored', async () => {
     await redis.xadd('late', '*', 'seed', '1');
     const c = client();
@@ -228,6 +242,10 @@ describe('RedisStreamsClient.send (client side of request/reply)', () => {
     await waitFor(async () => (await redis.exists(c.replyStream)) === 0, 'the reply stream to expire', { timeout: 5_000 });
   });
 });
+
+function activeTimers(): number {
+  return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+}
 
 function routing(client: RedisStreamsClient): Map<string, unknown> {
   return (client as unknown as { routingMap: Map<string, unknown> }).routingMap;

@@ -141,14 +141,19 @@ describe('RedisStreamsClient against RedisStreamsServer', () => {
     await expect(lastValueFrom(client().send('math.rpcFail', {}))).rejects.toEqual({ code: 'OUT_OF_STOCK', item: 'kettle' });
   });
 
-  it('a pattern without a handler fails: at once when its stream is missing, by a server reply otherwise', async () => {
+  it('a pattern without a handler fails at once when its stream is missing; on an event-only stream the request is an event', async () => {
     const c = client({ timeout: 20_000 });
     await expect(lastValueFrom(c.send('math.unknown', 1))).rejects.toMatchObject({
       name: 'RedisStreamsNoHandlerError',
       message: 'There is no matching message handler defined in the remote service.',
     });
-    // The stream of 'audit' exists and is read, but only an event handler is bound there.
-    await expect(lastValueFrom(c.send('audit', 1))).rejects.toMatchObject({ name: 'RedisStreamsNoHandlerError', pattern: 'audit' });
+    // The stream of 'audit' exists and is read, but only an event handler is bound there: it
+    // handles the request as an event and answers nothing (a message handler of another group could).
+    await expect(lastValueFrom(c.send('audit', new RedisStreamsRecord({ asked: 1 }, { timeout: 300 })))).rejects.toMatchObject({
+      name: 'RedisStreamsTimeoutError',
+      pattern: 'audit',
+    });
+    await waitFor(() => seenEvents.some((event) => JSON.stringify(event.data) === '{"asked":1}'), 'the event handler to get the request');
   });
 
   it('times out a request whose handler never answers', async () => {

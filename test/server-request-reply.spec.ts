@@ -35,8 +35,12 @@ class MathController {
   }
 
   @EventPattern<string>('notify')
-  notify(@Payload() _data: unknown): void {}
+  notify(@Payload() data: unknown): void {
+    notified.push(data);
+  }
 }
+
+const notified: unknown[] = [];
 
 async function request(client: Redis, stream: string, pattern: string, data: unknown, id: string, replyTo: string): Promise<string> {
   return (await client.xadd(stream, '*', 'pattern', pattern, 'data', JSON.stringify(data), 'id', id, 'replyTo', replyTo)) as string;
@@ -110,15 +114,21 @@ describe('RedisStreamsServer: request/reply', () => {
     await waitFor(async () => (await pendingRows(client, 'divide', 'rpc')).length + (await pendingRows(client, 'crash', 'rpc')).length === 0, 'error requests acked');
   });
 
-  it('a request for no message handler (unknown pattern, or an event-only stream) gets NO_MESSAGE_HANDLER and is acked', async () => {
+  it('a request whose pattern has no message handler gets NO_MESSAGE_HANDLER and is acked', async () => {
     await request(client, 'sum', 'no-such-pattern', 1, 'corr-none', 'replies:d');
-    await request(client, 'notify', 'notify', 1, 'corr-event', 'replies:d');
-    await waitFor(async () => (await client.xlen('replies:d')) === 2, 'two replies');
-    const replies = await repliesOn(client, 'replies:d');
-    expect(replies.map((reply) => reply.id).sort()).toEqual(['corr-event', 'corr-none']);
-    for (const reply of replies) {
-      expect(reply.packet).toMatchObject({ err: 'There is no matching message handler defined in the remote service.', isDisposed: true });
-    }
-    await waitFor(async () => (await pendingRows(client, 'notify', 'rpc')).length + (await pendingRows(client, 'sum', 'rpc')).length === 0, 'acked');
+    await waitFor(async () => (await client.xlen('replies:d')) === 1, 'one reply');
+    expect(await repliesOn(client, 'replies:d')).toEqual([
+      { id: 'corr-none', packet: { err: 'There is no matching message handler defined in the remote service.', isDisposed: true } },
+    ]);
+    await waitFor(async () => (await pendingRows(client, 'sum', 'rpc')).length === 0, 'acked');
+  });
+
+  it('a request on a stream only event handlers read is an event to them: handled, acked, never answered', async () => {
+    await request(client, 'notify', 'notify', { n: 7 }, 'corr-event', 'replies:e');
+    await waitFor(() => notified.length === 1, 'the event handler');
+    expect(notified).toEqual([{ n: 7 }]);
+    await waitFor(async () => (await pendingRows(client, 'notify', 'rpc')).length === 0, 'acked');
+    // Another group's message handler may answer it; this one must not race it with "no handler".
+    expect(await client.exists('replies:e')).toBe(0);
   });
 });

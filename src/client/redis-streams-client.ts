@@ -243,17 +243,24 @@ export class RedisStreamsClient
     };
     const timer = setTimeout(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
     this.routingMap.set(id, deliver);
-    const replyTo = this.ensureReplyListener().key;
 
-    const write = (serialized: unknown): Promise<string | null> => {
+    const write = (serialized: unknown, replyTo: string): Promise<string | null> => {
       const args = this.xaddHead(pattern, trimming, true);
-      if (args === undefined) return this.clockReady().then(() => write(serialized));
+      if (args === undefined) return this.clockReady().then(() => write(serialized, replyTo));
       const final = serializedPacket(packet, serialized);
       pushEntryFields(args, final.pattern, final.data, final.metadata, headers, id, replyTo);
       return this.sendXAdd(args);
     };
-    const serialized = this.serializer.serialize(packet);
-    const written = isThenable(serialized) ? serialized.then(write) : write(serialized);
+    let written: Promise<string | null>;
+    try {
+      const replyTo = this.ensureReplyListener().key;
+      const serialized = this.serializer.serialize(packet);
+      written = isThenable(serialized) ? serialized.then((value) => write(value, replyTo)) : write(serialized, replyTo);
+    } catch (error) {
+      // Nothing was sent (a serializer threw, JSON cannot encode the data): nothing may wait for a reply.
+      teardown();
+      throw error;
+    }
     written.then(
       (entryId) => {
         // NOMKSTREAM returned nil: no server ever created this stream's group.

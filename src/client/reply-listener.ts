@@ -8,17 +8,19 @@ type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] 
 const READ_COUNT = 100;
 const BLOCK_MS = 5_000;
 const MAX_BACKOFF_MS = 2_000;
-/** Handled replies are deleted in batches of this many, or after DELETE_AFTER_MS, whichever comes first. */
+/** Read replies are trimmed off once this many were read, or DELETE_AFTER_MS after a read, whichever comes first. */
 const DELETE_BATCH = 100;
 const DELETE_AFTER_MS = 500;
 
 /**
  * Reads this client's private reply stream with one blocking XREAD on a dedicated connection.
  * The stream has a single reader, so no consumer group: it reads from `0-0` (no entry can be
- * missed, even one written before the first read) and then from the last id seen. Handled
- * entries are deleted off the reply path: one XDEL per DELETE_BATCH replies or DELETE_AFTER_MS
- * (reads go by id, so a handled entry not yet deleted is never read again; the server's
- * `MAXLEN ~` bounds the stream meanwhile). A periodic PEXPIRE keeps the stream alive only
+ * missed, even one written before the first read) and then from the last id seen. Read
+ * entries are removed by this client, never before it read them: the server does not trim
+ * replies to a small size (it would drop those of a client that is slow to read). Off the reply
+ * path, one `XTRIM MINID` per DELETE_BATCH replies or DELETE_AFTER_MS removes every entry up to
+ * the last one read (reads go by id, so a read entry not yet removed is never read again; a
+ * failed trim is caught up by the next one). A periodic PEXPIRE keeps the stream alive only
  * while this client lives.
  */
 export class ReplyListener {
@@ -26,7 +28,8 @@ export class ReplyListener {
   private stopped = false;
   private loop: Promise<void> | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
-  private handledIds: string[] = [];
+  /** Entries read since the last trim. */
+  private untrimmed = 0;
   private deleteTimer: NodeJS.Timeout | undefined;
   /** The read or backoff in progress; aborted by stop() (ioredis may never settle that read). */
   private readonly inFlight = new Abortable();
@@ -83,7 +86,7 @@ export class ReplyListener {
     for (const [, entries] of reply) {
       for (const [id, flat] of entries) {
         this.lastId = id;
-        this.handledIds.push(id);
+        this.untrimmed++;
         try {
           this.onReply(fieldsFromArray(flat), id);
         } catch (error) {
@@ -91,27 +94,34 @@ export class ReplyListener {
         }
       }
     }
-    if (this.handledIds.length >= DELETE_BATCH) this.deleteHandled();
-    else if (this.handledIds.length > 0 && this.deleteTimer === undefined) {
-      this.deleteTimer = setTimeout(() => this.deleteHandled(), DELETE_AFTER_MS);
+    if (this.untrimmed >= DELETE_BATCH) this.trimRead();
+    else if (this.untrimmed > 0 && this.deleteTimer === undefined) {
+      this.deleteTimer = setTimeout(() => this.trimRead(), DELETE_AFTER_MS);
       this.deleteTimer.unref();
     }
   }
 
-  private deleteHandled(): void {
+  /** Removes every entry up to the last one read (the single reader reads in id order). */
+  private trimRead(): void {
     clearTimeout(this.deleteTimer);
     this.deleteTimer = undefined;
-    if (this.stopped || this.handledIds.length === 0) return;
-    const ids = this.handledIds;
-    this.handledIds = [];
-    this.commands.xdel(this.key, ...ids).catch((error: unknown) => {
-      this.logger.warn(`XDEL of handled replies on "${this.key}" failed: ${(error as Error).message}`);
+    if (this.stopped || this.untrimmed === 0) return;
+    this.untrimmed = 0;
+    this.commands.xtrim(this.key, 'MINID', idAfter(this.lastId)).catch((error: unknown) => {
+      this.logger.warn(`XTRIM of read replies on "${this.key}" failed: ${(error as Error).message}`);
     });
   }
 
   private renew(): void {
     this.commands.pexpire(this.key, this.ttlMs).catch(() => undefined);
   }
+}
+
+/** The smallest stream id above `id` (`MINID` keeps entries at or above it). */
+function idAfter(id: string): string {
+  const [ms = '0', seq = '0'] = id.split('-');
+  const next = BigInt(seq) + 1n;
+  return next > 0xffff_ffff_ffff_ffffn ? `${BigInt(ms) + 1n}-0` : `${ms}-${next}`;
 }
 
 function afterThisTurn(): Promise<void> {

@@ -84,6 +84,25 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
   return bindings;
 }
 
+/**
+ * Runs after Nest's `addHandler`, which keeps one handler per pattern: a message handler replaces
+ * whatever was registered before it. Event handlers declared before the message handler of their
+ * pattern (an audit group reading the requests too) would then silently never run: they are put
+ * back behind it, as if declared after. A second message handler of one pattern would silently
+ * replace the first (only one group could answer the stream's requests): refused.
+ */
+export function keepEarlierEventHandlers(pattern: string, previous: MessageHandler | undefined, added: MessageHandler): void {
+  if (added.isEventHandler || previous === undefined || previous === added) return;
+  if (!previous.isEventHandler) {
+    throw new Error(
+      `pattern "${pattern}" has two @MessagePattern handlers: Nest keeps only one, so only one of them could answer its requests; remove one or give it another pattern`,
+    );
+  }
+  let tail = added;
+  while (tail.next) tail = tail.next as MessageHandler;
+  tail.next = previous;
+}
+
 function relinkPerGroup(groups: MessageHandler[][]): void {
   for (const links of groups) {
     links.forEach((link, i) => {

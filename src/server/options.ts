@@ -36,7 +36,10 @@ export interface RedisStreamsServerOptions {
   handoffConsumer?: string;
   /** PEXPIRE of a reply stream after each reply, in ms (a dead client's reply stream goes away). Default 60000. */
   replyTtl?: number;
-  /** Approximate MAXLEN of a reply stream. Default 1000. */
+  /**
+   * Safety cap (`MAXLEN ~`) of a reply stream; the requesting client removes the replies it read.
+   * Must exceed the replies one client can have unread (its requests in flight). Default 100000.
+   */
   replyMaxLen?: number;
   /** First and largest delay between retries of a failing read, in ms. Defaults 100 and 5000. */
   reconnectDelay?: { initialMs?: number; maxMs?: number };
@@ -110,7 +113,7 @@ export const DEFAULT_BLOCK_MS = 5_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
 export const DEFAULT_HANDOFF_CONSUMER = 'handoff';
 export const DEFAULT_REPLY_TTL = 60_000;
-export const DEFAULT_REPLY_MAXLEN = 1_000;
+export const DEFAULT_REPLY_MAXLEN = 100_000;
 const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([

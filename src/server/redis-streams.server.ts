@@ -1,5 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { Server, type ConsumerDeserializer, type CustomTransportStrategy, type OutgoingResponse } from '@nestjs/microservices';
+import {
+  Server,
+  type ConsumerDeserializer,
+  type CustomTransportStrategy,
+  type MessageHandler,
+  type MsPattern,
+  type OutgoingResponse,
+} from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
@@ -18,6 +25,7 @@ import {
   bindingKey,
   describeBinding,
   groupBindingsForReaders,
+  keepEarlierEventHandlers,
   type HandledStream,
   type StreamBinding,
 } from './handler-binding.js';
@@ -158,6 +166,14 @@ export class RedisStreamsServer
     let set = this.listeners.get(event);
     if (set === undefined) this.listeners.set(event, (set = new Set()));
     set.add(callback as unknown as Listener);
+  }
+
+  /** Nest's, except that event handlers declared before their pattern's message handler are kept. */
+  override addHandler(pattern: unknown, callback: MessageHandler, isEventHandler = false, extras: Record<string, unknown> = {}): void {
+    const key = this.normalizePattern(pattern as MsPattern);
+    const previous = this.messageHandlers.get(key);
+    super.addHandler(pattern, callback, isEventHandler, extras);
+    keepEarlierEventHandlers(key, previous, callback);
   }
 
   /** `{ commands, readers }`: the ioredis clients this server uses. Only after `listen()`. */
@@ -431,7 +447,9 @@ export class RedisStreamsServer
     const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
-    if (!binding.raw && decoded.id !== undefined && decoded.replyTo !== undefined) {
+    // Only a message binding answers. To an event binding (another group reading the same stream,
+    // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
+    if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
       void this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
       return;
     }
