@@ -30,11 +30,6 @@ export class AckBatcher {
     private readonly maxBatch = 1_000,
   ) {}
 
-  /** Acks queued or in flight: their slots come back when Redis answers. */
-  hasPending(): boolean {
-    return this.batches.size > 0 || this.flushes.size > 0;
-  }
-
   /** Queues an ack; the returned promise settles when the batch holding it was answered. */
   add(entry: InFlightEntry): Promise<void> {
     let batch = this.batches.get(entry.binding);

@@ -11,6 +11,8 @@ export class Dispatcher {
   /** Per stream + group: id → entry. */
   private readonly inFlight = new Map<StreamBinding, Map<string, InFlightEntry>>();
   private inFlightTotal = 0;
+  /** Entries whose ack was requested and whose slot is not free yet: it comes back within a round trip. */
+  private returning = 0;
   private reserved = 0;
   private running = 0;
   private accepting = true;
@@ -82,6 +84,22 @@ export class Dispatcher {
       waiter.resolve(0);
     };
     return { reserved, cancel };
+  }
+
+  /**
+   * The entry's ack is queued or in flight: its slot comes back within a round trip. Counted here,
+   * and uncounted by the same `release` that frees the slot and wakes the readers, so a reader
+   * never sees a freed slot still "returning" (whatever the ack batcher's own bookkeeping does).
+   */
+  markReturning(entry: InFlightEntry): void {
+    if (entry.returning || !this.has(entry.binding, entry.id)) return;
+    entry.returning = true;
+    this.returning++;
+  }
+
+  /** Slots are on their way back: acks are queued or in flight. */
+  slotsReturning(): boolean {
+    return this.returning > 0;
   }
 
   runningCount(): number {
@@ -158,6 +176,10 @@ export class Dispatcher {
     if (held === undefined || held.get(entry.id) !== entry) return;
     held.delete(entry.id);
     this.inFlightTotal--;
+    if (entry.returning) {
+      entry.returning = false;
+      this.returning--;
+    }
     this.wakeSlotWaiters();
   }
 

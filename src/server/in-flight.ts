@@ -28,6 +28,8 @@ export class InFlightEntry {
   state: EntryState = EntryState.Queued;
   /** An ack or nack was requested (or done): later ack/nack calls are no-ops. */
   settled = false;
+  /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
+  returning = false;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
 

@@ -267,6 +267,7 @@ export class RedisStreamsServer
   ack(entry: InFlightEntry): Promise<void> {
     if (entry.settled || this.acker === undefined) return Promise.resolve();
     entry.settled = true;
+    this.dispatcher?.markReturning(entry);
     return this.acker.add(entry);
   }
 
@@ -364,7 +365,7 @@ export class RedisStreamsServer
       commands,
       logger: this.logger,
       deliver: (binding, entries) => this.admitRead(binding, entries),
-      slotsReturning: () => this.acker?.hasPending() ?? false,
+      slotsReturning: () => this.dispatcher?.slotsReturning() ?? false,
       dropDeleted: (binding, ids) => this.dropDeleted(binding, ids),
       recreateGroups: (bindings) => this.recreateGroups(bindings),
     };

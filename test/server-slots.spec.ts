@@ -1,0 +1,78 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisStreamsContext } from '../src/server/context.js';
+import { pendingCount, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
+import { waitFor } from './helpers/wait.js';
+
+/** Entries with `gated: true` wait until the test opens the gate. */
+const gate = { open: undefined as (() => void) | undefined, promise: undefined as Promise<void> | undefined };
+const seen = { fast: [] as number[], manual: [] as RedisStreamsContext[] };
+
+function closeGate(): void {
+  gate.promise = new Promise<void>((resolve) => (gate.open = resolve));
+}
+
+@Controller()
+class GatedController {
+  @EventPattern<string>('gated')
+  async onEntry(@Payload() data: { n: number; gated: boolean }): Promise<void> {
+    if (data.gated) await gate.promise;
+    else seen.fast.push(data.n);
+  }
+}
+
+@Controller()
+class ManualController {
+  @EventPattern<string>('kept', { ackMode: 'manual' })
+  onEntry(@Ctx() ctx: RedisStreamsContext): void {
+    // Neither acked nor nacked: the entry keeps its slot until the test acks it.
+    seen.manual.push(ctx);
+  }
+}
+
+describe('RedisStreamsServer: prefetch slots come back to the reader', () => {
+  const redis = useRedisServer();
+  let running: RunningServer | undefined;
+
+  afterEach(async () => {
+    gate.open?.();
+    await running?.app.close();
+    running = undefined;
+    seen.fast = [];
+    seen.manual = [];
+  });
+
+  it('an ack that frees one slot below the low-water mark still wakes the reader (no stall with free slots)', async () => {
+    closeGate();
+    for (let n = 0; n < 3; n++) await xaddEvent(redis.client, 'gated', 'gated', { n, gated: true });
+    await xaddEvent(redis.client, 'gated', 'gated', { n: 3, gated: false });
+    running = await startServer(
+      { connection: redis.server.url, group: 'g', consumer: 'c', prefetch: 4, concurrency: 4, readBatch: 4, blockMs: 200 },
+      [GatedController],
+    );
+    await waitFor(() => seen.fast.length === 1, 'the first fast entry handled');
+    await waitFor(async () => (await pendingCount(redis.client, 'gated', 'g')) === 3, 'the fast entry acked');
+    // One prefetch slot and one handler slot are free: the next entry must be read.
+    await xaddEvent(redis.client, 'gated', 'gated', { n: 4, gated: false });
+    await waitFor(() => seen.fast.length === 2, 'the second fast entry handled', { timeout: 5_000 });
+    expect(seen.fast).toEqual([3, 4]);
+  });
+
+  it('manual mode: acking some of a full prefetch lets the reader read again', async () => {
+    const pipeline = redis.client.pipeline();
+    for (let n = 0; n < 200; n++) pipeline.xadd('kept', '*', 'pattern', 'kept', 'data', JSON.stringify({ n }));
+    await pipeline.exec();
+    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c' }, [ManualController]);
+    await waitFor(() => seen.manual.length === 200, 'a full prefetch handled');
+    expect(running.server.freePrefetchSlots()).toBe(0);
+    await Promise.all(seen.manual.slice(0, 60).map((ctx) => ctx.ack()));
+    expect(await pendingCount(redis.client, 'kept', 'g')).toBe(140);
+    const lateId = await xaddEvent(redis.client, 'kept', 'kept', { n: 200 });
+    await waitFor(() => seen.manual.length === 201, 'the new entry read', { timeout: 5_000 });
+    expect(seen.manual[200]?.getId()).toBe(lateId);
+    await Promise.all(seen.manual.slice(60).map((ctx) => ctx.ack()));
+    expect(await pendingCount(redis.client, 'kept', 'g')).toBe(0);
+  });
+});
