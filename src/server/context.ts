@@ -105,8 +105,10 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   }
 
   /**
-   * Acks the entry (batched with others); resolves when Redis answered. In auto mode it acks
-   * early. A second call, or a call after `nack()`, does nothing.
+   * Acks the entry (batched with others); resolves once Redis acked it. Rejects when the XACK
+   * failed (also emitted as the server's `error` event) or the server is closed: the entry then
+   * stays pending. In auto mode it acks early. A second call returns the first call's outcome; a
+   * call after `nack()` does nothing.
    */
   ack(): Promise<void> {
     return this.settler.ack(this.entry);

@@ -265,10 +265,16 @@ export class RedisStreamsServer
   // ---- EntrySettler (RedisStreamsContext) ----
 
   ack(entry: InFlightEntry): Promise<void> {
-    if (entry.settled || this.acker === undefined) return Promise.resolve();
+    if (entry.settled) return entry.acked ?? Promise.resolve();
+    if (this.acker === undefined || this.state === 'closed') {
+      const error = new Error(`cannot ack entry ${entry.id} of "${entry.binding.stream}": the server is closed; it stays pending`);
+      this.logger.warn(error.message);
+      return handledRejection(error);
+    }
     entry.settled = true;
     this.dispatcher?.markReturning(entry);
-    return this.acker.add(entry);
+    entry.acked = this.acker.add(entry);
+    return entry.acked;
   }
 
   nack(entry: InFlightEntry): void {
@@ -321,7 +327,7 @@ export class RedisStreamsServer
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
-    this.acker = new AckBatcher(commands, this.releaseEntry, this.logger);
+    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
@@ -654,6 +660,13 @@ export class RedisStreamsServer
       }
     }
   }
+}
+
+/** A rejected promise that is no unhandled rejection when its caller does not await it. */
+function handledRejection(error: Error): Promise<never> {
+  const rejected = Promise.reject(error);
+  rejected.catch(() => undefined);
+  return rejected;
 }
 
 function safeJson(value: unknown): string {
