@@ -1,8 +1,8 @@
 import { Controller } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../src/server/context.js';
-import { pendingCount, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
+import { pendingCount, pendingRows, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -29,6 +29,14 @@ class ManualController {
   onEntry(@Ctx() ctx: RedisStreamsContext): void {
     // Neither acked nor nacked: the entry keeps its slot until the test acks it.
     seen.manual.push(ctx);
+  }
+}
+
+@Controller()
+class FragileRequestController {
+  @MessagePattern('fragile', { ackMode: 'manual' })
+  onRequest(@Payload() data: { n: number }): never {
+    throw new Error(`request ${data.n} failed`);
   }
 }
 
@@ -74,5 +82,24 @@ describe('RedisStreamsServer: prefetch slots come back to the reader', () => {
     expect(seen.manual[200]?.getId()).toBe(lateId);
     await Promise.all(seen.manual.slice(60).map((ctx) => ctx.ack()));
     expect(await pendingCount(redis.client, 'kept', 'g')).toBe(0);
+  });
+
+  it('manual mode: a request handler that throws frees its slot (answered with the error, left pending)', async () => {
+    running = await startServer(
+      { connection: redis.server.url, group: 'g', consumer: 'c', prefetch: 3, concurrency: 3, readBatch: 1, recovery: false },
+      [FragileRequestController],
+    );
+    const ids: string[] = [];
+    for (let n = 0; n < 5; n++) {
+      ids.push(
+        (await redis.client.xadd('fragile', '*', 'pattern', 'fragile', 'data', JSON.stringify({ n }), 'id', `req-${n}`, 'replyTo', 'fragile-replies')) as string,
+      );
+    }
+    // prefetch 3: the 4th and 5th requests are only read if the failed ones gave their slots back.
+    await waitFor(async () => (await redis.client.xlen('fragile-replies')) === 5, 'every request answered', { timeout: 5_000 });
+    const replies = (await redis.client.xrange('fragile-replies', '-', '+')) as Array<[string, string[]]>;
+    expect(replies.map(([, fields]) => fields[1]).sort()).toEqual(['req-0', 'req-1', 'req-2', 'req-3', 'req-4']);
+    // As for a failed event in manual mode: not acked, so it stays pending (recovery brings it back).
+    expect((await pendingRows(redis.client, 'fragile', 'g')).map((row) => row.id)).toEqual(ids);
   });
 });

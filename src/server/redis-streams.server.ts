@@ -485,6 +485,7 @@ export class RedisStreamsServer
     const handler = pattern === binding.pattern ? binding.handler : this.getHandlerByPattern(pattern);
     let packet: ReplyPacket;
     let handled = false;
+    let failed = false;
     if (handler === null || handler.isEventHandler) {
       packet = { err: NO_MESSAGE_HANDLER, isDisposed: true };
     } else {
@@ -497,6 +498,7 @@ export class RedisStreamsServer
         if (isObservable(response)) response = await lastValueFrom(response, { defaultValue: undefined });
         packet = { response, isDisposed: true };
       } catch (error) {
+        failed = true;
         packet = { err: error, isDisposed: true };
       }
     }
@@ -518,7 +520,9 @@ export class RedisStreamsServer
       void this.ack(entry);
       return;
     }
-    this.finish(entry, true);
+    // Auto mode acks a request answered with its error; manual mode never acks by itself, so a
+    // failed request is released and stays pending, as a failed event (else it holds its slot forever).
+    this.finish(entry, !(failed && entry.binding.ackMode === 'manual'));
   }
 
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
