@@ -13,6 +13,7 @@ import type { ResolvedRecoveryOptions } from './recovery-options.js';
 import { recoveryRegistry } from './recovery-registry.js';
 import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 import { TrimWatch } from './trim-watch.js';
+import { MAX_TIMER_MS } from '../validation.js';
 
 interface TargetState {
   readonly recoverer: PendingRecoverer;
@@ -68,7 +69,7 @@ export class RecoveryScheduler {
       });
     if (this.options.leases && handled.length > 0) {
       const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
-      const interval = this.options.leaseInterval ?? Math.max(1, Math.floor(smallestIdle / 3));
+      const interval = this.options.leaseInterval ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestIdle / 3)));
       this.leases = new LeaseKeeper(
         this.host,
         interval,

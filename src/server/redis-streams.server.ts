@@ -27,6 +27,7 @@ import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
+import { MAX_TIMER_MS } from '../validation.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -343,7 +344,7 @@ export class RedisStreamsServer
         {
           // A read waits for the reconnect instead of failing; the watchdog frees a read Redis never answers.
           maxRetriesPerRequest: null,
-          blockingTimeout: options.blockMs + 10_000,
+          blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
           blockingTimeoutGrace: 5_000,
         },
         true,
