@@ -120,8 +120,8 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   }
 
   /**
-   * Tells recovery this consumer still works on the entry (renews its idle time) so a long
-   * handler is not robbed. Without a recovery provider that supports leases it does nothing.
+   * Tells recovery this consumer still works on the entry (resets its idle time now, owner-checked)
+   * so a long handler is not robbed; also with `recovery.leases: false` (no renewal timer).
    */
   extendLease(): Promise<void> {
     return this.settler.extendLease(this.entry, undefined);
