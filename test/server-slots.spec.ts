@@ -102,4 +102,33 @@ describe('RedisStreamsServer: prefetch slots come back to the reader', () => {
     // As for a failed event in manual mode: not acked, so it stays pending (recovery brings it back).
     expect((await pendingRows(redis.client, 'fragile', 'g')).map((row) => row.id)).toEqual(ids);
   });
+
+  it('reservePrefetchSlots: with no read holding slots it returns what is free at once (no wait, no reader interrupt)', async () => {
+    // A user that may not XREADGROUP: the reader backs off and holds no reservation.
+    await redis.client.call('ACL', 'SETUSER', 'noread', 'on', '>secret', '~*', '&*', '+@all', '-xreadgroup');
+    closeGate();
+    running = await startServer(
+      {
+        connection: `redis://noread:secret@127.0.0.1:${redis.server.port}`,
+        group: 'g',
+        consumer: 'c',
+        prefetch: 4,
+        concurrency: 4,
+        reconnectDelay: { initialMs: 60_000 },
+        recovery: false,
+      },
+      [GatedController],
+    );
+    const { server } = running;
+    await waitFor(() => server.freePrefetchSlots() === 4, 'the failed read gave its slots back');
+    const held = [0, 1, 2].map((n) => ({ id: `1-${n}`, fields: { pattern: 'gated', data: JSON.stringify({ n, gated: true }) }, deliveryCount: 2 }));
+    expect(server.dispatchEntries('gated', 'g', held)).toBe(3);
+    expect(server.freePrefetchSlots()).toBe(1);
+    const reserved = server.reservePrefetchSlots(3);
+    // Settled before the next macrotask: it did not wait for slots no read holds.
+    const first = await Promise.race([reserved, new Promise<string>((resolve) => setImmediate(() => resolve('still waiting')))]);
+    expect(first).toBe(1);
+    server.releasePrefetchSlots(1);
+    expect(server.freePrefetchSlots()).toBe(1);
+  });
 });

@@ -190,10 +190,12 @@ export class RedisStreamsServer
   async reservePrefetchSlots(max: number, waitMs = 250): Promise<number> {
     const dispatcher = this.dispatcher;
     if (dispatcher === undefined || this.state !== 'listening' || max <= 0) return 0;
-    const now = dispatcher.reserveNow(max);
     // Slots held by entries come back only as handlers finish: not worth waiting for. Slots
-    // reserved by reads come back soon (a blocked read is made to return now).
-    if (now >= max || dispatcher.reservedCount() === 0) return now;
+    // reserved by reads come back soon (a blocked read is made to return now). Counted before
+    // our own reservation, which is no read to wait for.
+    const reservedByOthers = dispatcher.reservedCount();
+    const now = dispatcher.reserveNow(max);
+    if (now >= max || reservedByOthers === 0) return now;
     const later = dispatcher.reserveLater(max - now);
     const timer = setTimeout(later.cancel, waitMs);
     await Promise.all(this.readers.map((reader) => reader.interrupt()));
