@@ -119,9 +119,14 @@ export class Dispatcher {
     if (count > 0) this.wakeSlotWaiters();
   }
 
-  /** Ids of the entries this binding holds (queued, running, or waiting for their ack). */
-  idsOf(binding: StreamBinding): string[] {
-    return [...(this.inFlight.get(binding)?.keys() ?? [])];
+  /**
+   * Ids of the entries this binding still works on: queued, running, or waiting for a manual ack;
+   * not those whose ack, nack or handoff is already under way (settled).
+   */
+  unsettledIdsOf(binding: StreamBinding): string[] {
+    const ids: string[] = [];
+    for (const entry of this.inFlight.get(binding)?.values() ?? []) if (!entry.settled) ids.push(entry.id);
+    return ids;
   }
 
   has(binding: StreamBinding, id: string): boolean {

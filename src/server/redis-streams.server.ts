@@ -243,11 +243,14 @@ export class RedisStreamsServer
     return this.bindings.map(describeBinding);
   }
 
-  /** @internal Ids this process holds for a stream + group (lease renewal). */
+  /**
+   * @internal Ids this process still works on for a stream + group (lease renewal): held, and
+   * neither acked, nacked nor being handed off.
+   */
   inFlightIds(stream: string, group: string): string[] {
     const binding = this.bindingsByKey.get(bindingKey(stream, group));
     if (binding === undefined || this.dispatcher === undefined) return [];
-    return this.dispatcher.idsOf(binding);
+    return this.dispatcher.unsettledIdsOf(binding);
   }
 
   /** @internal The consumer `close()` hands unstarted entries to. */
@@ -603,6 +606,9 @@ export class RedisStreamsServer
     dispatcher.stopAccepting();
     await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
     const queued = dispatcher.takeQueued();
+    // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
+    // find them owned by the handoff consumer and report a lost lease).
+    for (const entry of queued) entry.settled = true;
     if (queued.length > 0) {
       try {
         const moved = await withTimeout(
@@ -615,10 +621,7 @@ export class RedisStreamsServer
       } catch (error) {
         this.emitError(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
       } finally {
-        for (const entry of queued) {
-          entry.settled = true;
-          dispatcher.release(entry);
-        }
+        for (const entry of queued) dispatcher.release(entry);
       }
     }
     await this.waitForRunningHandlers(dispatcher);
