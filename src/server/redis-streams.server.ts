@@ -135,7 +135,10 @@ export class RedisStreamsServer
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
     try {
-      // Recovery stops taking work first; its leases keep running handlers' entries until drained.
+      // Stop taking work: no handler starts, the readers stop, then recovery's ticks (entries of a
+      // claim in flight are queued, so the handoff below gets them). Leases keep the running
+      // handlers' entries until drained.
+      if (wasRunning) await this.stopReading();
       await this.recovery?.stopTicks();
       if (wasRunning) await this.drain();
     } finally {
@@ -228,7 +231,9 @@ export class RedisStreamsServer
       throw new Error(`no handler of this server reads stream "${stream}" with group "${group}"`);
     }
     let admitted = 0;
-    if (this.state === 'listening') {
+    // While closing (before the handoff: close() waits for the tick that claimed them) they are
+    // queued without starting, and handed off with the other unstarted entries.
+    if (this.state === 'listening' || this.state === 'closing') {
       const before = dispatcher.inFlightCount();
       dispatcher.admit(binding, entries);
       admitted = dispatcher.inFlightCount() - before;
@@ -601,10 +606,13 @@ export class RedisStreamsServer
 
   // ---- shutdown ----
 
+  private async stopReading(): Promise<void> {
+    (this.dispatcher as Dispatcher).stopAccepting();
+    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+  }
+
   private async drain(): Promise<void> {
     const dispatcher = this.dispatcher as Dispatcher;
-    dispatcher.stopAccepting();
-    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
     const queued = dispatcher.takeQueued();
     // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
     // find them owned by the handoff consumer and report a lost lease).
