@@ -1,6 +1,6 @@
 import { parse as parseIsoDuration, pattern as isoDurationPattern } from 'iso8601-duration';
 import { RedisStreamsOptionError } from './errors.js';
-import { describe } from './validation.js';
+import { checkTimerMillis, describe } from './validation.js';
 
 /** Only the ISO-8601 form as a whole; the package's own pattern is not anchored. */
 const WHOLE_ISO_DURATION = new RegExp(`^${isoDurationPattern.source}$`);
@@ -49,6 +49,11 @@ export function durationMillisOption(option: string, value: unknown): number {
     throw new RedisStreamsOptionError(option, `is too large: ${describe(value)}`);
   }
   return millis;
+}
+
+/** A duration (as `durationMillisOption`) that ends in a timer: at most `MAX_TIMER_MS`. */
+export function timerDurationOption(option: string, value: unknown): number {
+  return checkTimerMillis(option, durationMillisOption(option, value));
 }
 
 function isoDurationMillis(option: string, text: string): number {

@@ -25,6 +25,25 @@ export function integerOption(
   return value;
 }
 
+/**
+ * The longest delay Node.js timers take: 2^31 - 1 ms (~24.8 days). A longer one is not an error
+ * in Node, it fires after 1 ms, so every option that ends in a timer is bounded by this.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Rejects `millis` when it exceeds what a Node.js timer can wait. */
+export function checkTimerMillis(option: string, millis: number): number {
+  if (millis > MAX_TIMER_MS) {
+    throw new RedisStreamsOptionError(option, `must be at most ${MAX_TIMER_MS} ms (~24.8 days, the longest Node.js timer), got ${millis}`);
+  }
+  return millis;
+}
+
+/** A delay in ms that ends in a timer: an integer in [min, MAX_TIMER_MS]; `undefined` yields `fallback`. */
+export function timerMillisOption(option: string, value: unknown, fallback: number, min: number): number {
+  return checkTimerMillis(option, integerOption(option, value, fallback, min));
+}
+
 export function nonEmptyStringOption(option: string, value: unknown, fallback?: string): string {
   if (value === undefined && fallback !== undefined) return fallback;
   if (typeof value !== 'string' || value.length === 0) {

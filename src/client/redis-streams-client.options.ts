@@ -1,7 +1,7 @@
 import type { Deserializer, Serializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
-import { booleanOption, describe, integerOption } from '../validation.js';
+import { booleanOption, describe, timerMillisOption } from '../validation.js';
 import { compileTrimming, DEFAULT_TRIMMING, type CompiledTrimming, type StreamTrimming } from './trimming.js';
 
 export interface RedisStreamsClientOptions {
@@ -84,11 +84,11 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     trim: compileTrimming('trim', options.trim ?? DEFAULT_TRIMMING),
     trimming,
     noMkStream: booleanOption('noMkStream', options.noMkStream, false),
-    timeout: integerOption('timeout', options.timeout, 30_000, 1),
-    commandTimeout: integerOption('commandTimeout', options.commandTimeout, 5_000, 1),
+    timeout: timerMillisOption('timeout', options.timeout, 30_000, 1),
+    commandTimeout: timerMillisOption('commandTimeout', options.commandTimeout, 5_000, 1),
     replyPrefix: stringOption('replyPrefix', options.replyPrefix, 'nestjs-redis-streams:'),
-    replyTtl: integerOption('replyTtl', options.replyTtl, 60_000, 1_000),
-    clockRefreshInterval: integerOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
+    replyTtl: timerMillisOption('replyTtl', options.replyTtl, 60_000, 1_000),
+    clockRefreshInterval: timerMillisOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
   };
 }
 

@@ -19,7 +19,7 @@ import {
 } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { batchThisTick } from '../redis/tick-batching.js';
-import { integerOption } from '../validation.js';
+import { MAX_TIMER_MS, timerMillisOption } from '../validation.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import {
   NO_MESSAGE_HANDLER,
@@ -219,7 +219,7 @@ export class RedisStreamsClient
     }
     const pattern = this.normalizePattern(partialPacket.pattern);
     const stream = streamKeyFor(pattern, this.config.streamPrefix);
-    const timeoutMs = integerOption('timeout', options.timeout, this.config.timeout, 1);
+    const timeoutMs = timerMillisOption('timeout', options.timeout, this.config.timeout, 1);
     const headers = validateHeaders(options.headers);
     const trimming = this.trimmingFor(pattern, options);
     const packet = this.assignPacketId({ pattern, data, metadata: partialPacket.metadata });
@@ -332,7 +332,7 @@ export class RedisStreamsClient
     this.watchStatus(client);
     for (const { event, callback } of this.eventListeners) client.on(event, callback);
     try {
-      if (client.status === 'wait') await withTimeout(client.connect(), commandTimeout + 1_000, 'connect');
+      if (client.status === 'wait') await withTimeout(client.connect(), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
       throw new Error(

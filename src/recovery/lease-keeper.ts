@@ -64,7 +64,11 @@ export class LeaseKeeper {
         ids: wanted,
       });
       this.onRenewed(renewed.length);
-      for (const lease of lost) this.reportLost(stream, group, lease);
+      if (lost.length === 0) return;
+      // What we still work on now: an entry acked or handed off meanwhile (its settlement raced the
+      // renewal) is not news.
+      const stillOurs = new Set(this.host.inFlightIds(stream, group));
+      for (const lease of lost) if (stillOurs.has(lease.id)) this.reportLost(stream, group, lease);
     } catch (error) {
       this.onError(new Error(`lease renewal on "${stream}" (group "${group}") failed: ${(error as Error).message}`));
     }
@@ -73,8 +77,6 @@ export class LeaseKeeper {
   private reportLost(stream: string, group: string, lease: LostLease): void {
     const lostKey = key(stream, group, lease.id);
     if (this.lost.has(lostKey)) return;
-    // An entry acked meanwhile (its ack raced the renewal) is not news.
-    if (lease.reason === 'not_pending' && !this.host.isInFlight(stream, group, lease.id)) return;
     this.lost.add(lostKey);
     const holder = lease.owner === null ? '' : ` (now held by "${lease.owner}")`;
     this.logger.warn(

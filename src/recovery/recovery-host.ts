@@ -40,7 +40,7 @@ export interface RecoveryHost {
   /** Hands claimed entries to the same handlers as fresh reads, releasing `reserved` slots; returns how many were taken. */
   dispatchEntries(stream: string, group: string, entries: readonly RecoveredEntry[], reserved?: number): number;
   handledStreams(): readonly RecoveryHandledStream[];
-  /** Ids this process holds for a stream + group. */
+  /** Ids this process still works on for a stream + group (not those whose ack, nack or handoff is under way). */
   inFlightIds(stream: string, group: string): string[];
   commandConnection(): RedisClient;
   setLeaseExtender(extender: LeaseExtender | undefined): void;

@@ -1,6 +1,6 @@
-import { durationMillisOption } from '../duration.js';
+import { durationMillisOption, timerDurationOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
-import { booleanOption, describe, integerOption } from '../validation.js';
+import { booleanOption, describe, integerOption, MAX_TIMER_MS } from '../validation.js';
 import type { DeadLetterNotice } from './recovery-events.js';
 
 /**
@@ -88,8 +88,9 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
   }
   const option = (key: string) => `${name}.${key}`;
   const minIdleTime = optionalDuration(option('minIdleTime'), given.minIdleTime) ?? DEFAULT_RECOVERY_MIN_IDLE_MS;
-  const interval = optionalDuration(option('interval'), given.interval) ?? Math.max(1, Math.floor(minIdleTime / 4));
-  const leaseInterval = optionalDuration(option('leaseInterval'), given.leaseInterval);
+  // Timers: an explicit interval above MAX_TIMER_MS is rejected, a derived one is capped.
+  const interval = optionalTimerDuration(option('interval'), given.interval) ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(minIdleTime / 4)));
+  const leaseInterval = optionalTimerDuration(option('leaseInterval'), given.leaseInterval);
   const reap = given.reapConsumers;
   let resolvedReap: ResolvedRecoveryOptions['reap'];
   if (reap !== false) {
@@ -120,6 +121,10 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
 
 function optionalDuration(option: string, value: unknown): number | undefined {
   return value === undefined ? undefined : durationMillisOption(option, value);
+}
+
+function optionalTimerDuration(option: string, value: unknown): number | undefined {
+  return value === undefined ? undefined : timerDurationOption(option, value);
 }
 
 function functionOption<T>(option: string, value: unknown, shape: string): T | undefined {

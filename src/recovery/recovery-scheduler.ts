@@ -13,6 +13,7 @@ import type { ResolvedRecoveryOptions } from './recovery-options.js';
 import { recoveryRegistry } from './recovery-registry.js';
 import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 import { TrimWatch } from './trim-watch.js';
+import { MAX_TIMER_MS } from '../validation.js';
 
 interface TargetState {
   readonly recoverer: PendingRecoverer;
@@ -66,9 +67,10 @@ export class RecoveryScheduler {
         };
         return { recoverer: new PendingRecoverer(target, services), trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector) };
       });
-    if (this.options.leases && handled.length > 0) {
+    // The keeper also serves `ctx.extendLease()`, which works with `leases: false` (no timer then).
+    if (handled.length > 0) {
       const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
-      const interval = this.options.leaseInterval ?? Math.max(1, Math.floor(smallestIdle / 3));
+      const interval = this.options.leaseInterval ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestIdle / 3)));
       this.leases = new LeaseKeeper(
         this.host,
         interval,
@@ -80,7 +82,7 @@ export class RecoveryScheduler {
         },
         (error) => this.reportError(error),
       );
-      this.leases.start();
+      if (this.options.leases) this.leases.start();
       const keeper = this.leases;
       this.host.setLeaseExtender(({ stream, group, id }) => keeper.renew(stream, group, [id]));
     }

@@ -105,8 +105,10 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   }
 
   /**
-   * Acks the entry (batched with others); resolves when Redis answered. In auto mode it acks
-   * early. A second call, or a call after `nack()`, does nothing.
+   * Acks the entry (batched with others); resolves once Redis acked it. Rejects when the XACK
+   * failed (also emitted as the server's `error` event) or the server is closed: the entry then
+   * stays pending. In auto mode it acks early. A second call returns the first call's outcome; a
+   * call after `nack()` does nothing.
    */
   ack(): Promise<void> {
     return this.settler.ack(this.entry);
@@ -118,8 +120,8 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   }
 
   /**
-   * Tells recovery this consumer still works on the entry (renews its idle time) so a long
-   * handler is not robbed. Without a recovery provider that supports leases it does nothing.
+   * Tells recovery this consumer still works on the entry (resets its idle time now, owner-checked)
+   * so a long handler is not robbed; also with `recovery.leases: false` (no renewal timer).
    */
   extendLease(): Promise<void> {
     return this.settler.extendLease(this.entry, undefined);

@@ -11,6 +11,8 @@ export class Dispatcher {
   /** Per stream + group: id → entry. */
   private readonly inFlight = new Map<StreamBinding, Map<string, InFlightEntry>>();
   private inFlightTotal = 0;
+  /** Entries whose ack was requested and whose slot is not free yet: it comes back within a round trip. */
+  private returning = 0;
   private reserved = 0;
   private running = 0;
   private accepting = true;
@@ -84,6 +86,22 @@ export class Dispatcher {
     return { reserved, cancel };
   }
 
+  /**
+   * The entry's ack is queued or in flight: its slot comes back within a round trip. Counted here,
+   * and uncounted by the same `release` that frees the slot and wakes the readers, so a reader
+   * never sees a freed slot still "returning" (whatever the ack batcher's own bookkeeping does).
+   */
+  markReturning(entry: InFlightEntry): void {
+    if (entry.returning || !this.has(entry.binding, entry.id)) return;
+    entry.returning = true;
+    this.returning++;
+  }
+
+  /** Slots are on their way back: acks are queued or in flight. */
+  slotsReturning(): boolean {
+    return this.returning > 0;
+  }
+
   runningCount(): number {
     return this.running;
   }
@@ -101,9 +119,14 @@ export class Dispatcher {
     if (count > 0) this.wakeSlotWaiters();
   }
 
-  /** Ids of the entries this binding holds (queued, running, or waiting for their ack). */
-  idsOf(binding: StreamBinding): string[] {
-    return [...(this.inFlight.get(binding)?.keys() ?? [])];
+  /**
+   * Ids of the entries this binding still works on: queued, running, or waiting for a manual ack;
+   * not those whose ack, nack or handoff is already under way (settled).
+   */
+  unsettledIdsOf(binding: StreamBinding): string[] {
+    const ids: string[] = [];
+    for (const entry of this.inFlight.get(binding)?.values() ?? []) if (!entry.settled) ids.push(entry.id);
+    return ids;
   }
 
   has(binding: StreamBinding, id: string): boolean {
@@ -158,6 +181,10 @@ export class Dispatcher {
     if (held === undefined || held.get(entry.id) !== entry) return;
     held.delete(entry.id);
     this.inFlightTotal--;
+    if (entry.returning) {
+      entry.returning = false;
+      this.returning--;
+    }
     this.wakeSlotWaiters();
   }
 

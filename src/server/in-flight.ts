@@ -28,6 +28,10 @@ export class InFlightEntry {
   state: EntryState = EntryState.Queued;
   /** An ack or nack was requested (or done): later ack/nack calls are no-ops. */
   settled = false;
+  /** The outcome of its ack, once one was requested (a second `ack()` returns it). */
+  acked: Promise<void> | undefined;
+  /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
+  returning = false;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
 

@@ -5,7 +5,7 @@ import type { RedisConnection } from '../redis/connection.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
-import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
+import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
 
@@ -155,9 +155,9 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
       `must be at least concurrency (${concurrency}), got ${prefetch}: handlers could never all be busy`,
     );
   }
-  const blockMs = integerOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
+  const blockMs = timerMillisOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
   const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
-  const shutdownTimeout = integerOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
+  const shutdownTimeout = timerMillisOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
   const handoffConsumer = nonEmptyStringOption('handoffConsumer', options.handoffConsumer, DEFAULT_HANDOFF_CONSUMER);
   if (handoffConsumer === consumer) {
     throw new RedisStreamsOptionError('handoffConsumer', `must differ from the consumer name "${consumer}"`);
@@ -168,8 +168,8 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   if (delay === null || typeof delay !== 'object') {
     throw new RedisStreamsOptionError('reconnectDelay', `must be an object, got ${describe(delay)}`);
   }
-  const reconnectInitialMs = integerOption('reconnectDelay.initialMs', delay.initialMs, 100, 1);
-  const reconnectMaxMs = integerOption('reconnectDelay.maxMs', delay.maxMs, Math.max(5_000, reconnectInitialMs), reconnectInitialMs);
+  const reconnectInitialMs = timerMillisOption('reconnectDelay.initialMs', delay.initialMs, 100, 1);
+  const reconnectMaxMs = timerMillisOption('reconnectDelay.maxMs', delay.maxMs, Math.max(5_000, reconnectInitialMs), reconnectInitialMs);
   codecOption('deserializer', options.deserializer, 'deserialize');
   codecOption('serializer', options.serializer, 'serialize');
   const recovery = resolveRecoveryOptions(options.recovery);

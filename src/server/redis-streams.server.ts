@@ -35,6 +35,7 @@ import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
+import { MAX_TIMER_MS } from '../validation.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -142,7 +143,10 @@ export class RedisStreamsServer
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
     try {
-      // Recovery stops taking work first; its leases keep running handlers' entries until drained.
+      // Stop taking work: no handler starts, the readers stop, then recovery's ticks (entries of a
+      // claim in flight are queued, so the handoff below gets them). Leases keep the running
+      // handlers' entries until drained.
+      if (wasRunning) await this.stopReading();
       await this.recovery?.stopTicks();
       if (wasRunning) await this.drain();
     } finally {
@@ -205,10 +209,12 @@ export class RedisStreamsServer
   async reservePrefetchSlots(max: number, waitMs = 250): Promise<number> {
     const dispatcher = this.dispatcher;
     if (dispatcher === undefined || this.state !== 'listening' || max <= 0) return 0;
-    const now = dispatcher.reserveNow(max);
     // Slots held by entries come back only as handlers finish: not worth waiting for. Slots
-    // reserved by reads come back soon (a blocked read is made to return now).
-    if (now >= max || dispatcher.reservedCount() === 0) return now;
+    // reserved by reads come back soon (a blocked read is made to return now). Counted before
+    // our own reservation, which is no read to wait for.
+    const reservedByOthers = dispatcher.reservedCount();
+    const now = dispatcher.reserveNow(max);
+    if (now >= max || reservedByOthers === 0) return now;
     const later = dispatcher.reserveLater(max - now);
     const timer = setTimeout(later.cancel, waitMs);
     await Promise.all(this.readers.map((reader) => reader.interrupt()));
@@ -241,7 +247,9 @@ export class RedisStreamsServer
       throw new Error(`no handler of this server reads stream "${stream}" with group "${group}"`);
     }
     let admitted = 0;
-    if (this.state === 'listening') {
+    // While closing (before the handoff: close() waits for the tick that claimed them) they are
+    // queued without starting, and handed off with the other unstarted entries.
+    if (this.state === 'listening' || this.state === 'closing') {
       const before = dispatcher.inFlightCount();
       dispatcher.admit(binding, entries);
       admitted = dispatcher.inFlightCount() - before;
@@ -256,11 +264,14 @@ export class RedisStreamsServer
     return this.bindings.map(describeBinding);
   }
 
-  /** @internal Ids this process holds for a stream + group (lease renewal). */
+  /**
+   * @internal Ids this process still works on for a stream + group (lease renewal): held, and
+   * neither acked, nacked nor being handed off.
+   */
   inFlightIds(stream: string, group: string): string[] {
     const binding = this.bindingsByKey.get(bindingKey(stream, group));
     if (binding === undefined || this.dispatcher === undefined) return [];
-    return this.dispatcher.idsOf(binding);
+    return this.dispatcher.unsettledIdsOf(binding);
   }
 
   /** @internal The consumer `close()` hands unstarted entries to. */
@@ -281,9 +292,16 @@ export class RedisStreamsServer
   // ---- EntrySettler (RedisStreamsContext) ----
 
   ack(entry: InFlightEntry): Promise<void> {
-    if (entry.settled || this.acker === undefined) return Promise.resolve();
+    if (entry.settled) return entry.acked ?? Promise.resolve();
+    if (this.acker === undefined || this.state === 'closed') {
+      const error = new Error(`cannot ack entry ${entry.id} of "${entry.binding.stream}": the server is closed; it stays pending`);
+      this.logger.warn(error.message);
+      return handledRejection(error);
+    }
     entry.settled = true;
-    return this.acker.add(entry);
+    this.dispatcher?.markReturning(entry);
+    entry.acked = this.acker.add(entry);
+    return entry.acked;
   }
 
   nack(entry: InFlightEntry): void {
@@ -336,7 +354,7 @@ export class RedisStreamsServer
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
-    this.acker = new AckBatcher(commands, this.releaseEntry, this.logger);
+    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
@@ -352,7 +370,7 @@ export class RedisStreamsServer
         {
           // A read waits for the reconnect instead of failing; the watchdog frees a read Redis never answers.
           maxRetriesPerRequest: null,
-          blockingTimeout: options.blockMs + 10_000,
+          blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
           blockingTimeoutGrace: 5_000,
         },
         true,
@@ -380,7 +398,7 @@ export class RedisStreamsServer
       commands,
       logger: this.logger,
       deliver: (binding, entries) => this.admitRead(binding, entries),
-      slotsReturning: () => this.acker?.hasPending() ?? false,
+      slotsReturning: () => this.dispatcher?.slotsReturning() ?? false,
       dropDeleted: (binding, ids) => this.dropDeleted(binding, ids),
       recreateGroups: (bindings) => this.recreateGroups(bindings),
     };
@@ -496,6 +514,7 @@ export class RedisStreamsServer
     const handler = pattern === binding.pattern ? binding.handler : this.getHandlerByPattern(pattern);
     let packet: ReplyPacket;
     let handled = false;
+    let failed = false;
     if (handler === null || handler.isEventHandler) {
       packet = { err: NO_MESSAGE_HANDLER, isDisposed: true };
     } else {
@@ -508,6 +527,7 @@ export class RedisStreamsServer
         if (isObservable(response)) response = await lastValueFrom(response, { defaultValue: undefined });
         packet = { response, isDisposed: true };
       } catch (error) {
+        failed = true;
         packet = { err: error, isDisposed: true };
       }
     }
@@ -529,7 +549,9 @@ export class RedisStreamsServer
       void this.ack(entry);
       return;
     }
-    this.finish(entry, true);
+    // Auto mode acks a request answered with its error; manual mode never acks by itself, so a
+    // failed request is released and stays pending, as a failed event (else it holds its slot forever).
+    this.finish(entry, !(failed && entry.binding.ackMode === 'manual'));
   }
 
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
@@ -602,11 +624,17 @@ export class RedisStreamsServer
 
   // ---- shutdown ----
 
+  private async stopReading(): Promise<void> {
+    (this.dispatcher as Dispatcher).stopAccepting();
+    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+  }
+
   private async drain(): Promise<void> {
     const dispatcher = this.dispatcher as Dispatcher;
-    dispatcher.stopAccepting();
-    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
     const queued = dispatcher.takeQueued();
+    // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
+    // find them owned by the handoff consumer and report a lost lease).
+    for (const entry of queued) entry.settled = true;
     if (queued.length > 0) {
       try {
         const moved = await withTimeout(
@@ -619,10 +647,7 @@ export class RedisStreamsServer
       } catch (error) {
         this.emitError(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
       } finally {
-        for (const entry of queued) {
-          entry.settled = true;
-          dispatcher.release(entry);
-        }
+        for (const entry of queued) dispatcher.release(entry);
       }
     }
     await this.waitForRunningHandlers(dispatcher);
@@ -671,6 +696,13 @@ export class RedisStreamsServer
       }
     }
   }
+}
+
+/** A rejected promise that is no unhandled rejection when its caller does not await it. */
+function handledRejection(error: Error): Promise<never> {
+  const rejected = Promise.reject(error);
+  rejected.catch(() => undefined);
+  return rejected;
 }
 
 function safeJson(value: unknown): string {
