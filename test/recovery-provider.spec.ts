@@ -293,9 +293,14 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const first = await recovery.runOnce({ consumer: 'w1' });
     await recovery.runOnce({ consumer: 'w1' });
     const undelivered = w.events.lost.filter((l) => l.reason === 'trimmed_undelivered');
-    expect(first.trimmedUndelivered).toBeGreaterThan(0);
+    // The group read 2 of 62 entries; MAXLEN 20 dropped 40 it never read. Redis 7.0+ counts them
+    // (XINFO GROUPS `entries-read`); 6.2 cannot tell how many: the documented count is 0.
+    const groupInfo = ((await client.call('XINFO', 'GROUPS', stream)) as unknown[][])[0]!.map(String);
+    const counted = groupInfo.includes('entries-read');
+    expect(first.trimmedUndelivered).toBe(counted ? 40 : 0);
     expect(undelivered).toHaveLength(1);
-    expect(undelivered[0]).toMatchObject({ stream, group: 'g', count: first.trimmedUndelivered });
+    expect(undelivered[0]).toMatchObject({ stream, group: 'g', count: counted ? 40 : 0 });
+    expect(recovery.stats({ consumer: 'w1' })[0]!.stats.trimmedUndelivered).toBe(counted ? 40 : 0);
   });
 
   it('consumer clean-up removes idle consumers holding nothing and the drained handoff consumer, never one with pending entries, nor itself', async () => {
