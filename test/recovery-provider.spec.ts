@@ -242,6 +242,33 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     expect(await pendingRows(client, stream, 'g')).toEqual([]);
   });
 
+  it('a poison entry too large for the dead-letter script does not hold up the others: they are moved and reported, it is reported once', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const ids = await pendingFor(stream, 'dead', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const big = (await client.xadd(stream, '*', 'pattern', 'tasks', ...Array.from({ length: 4_100 }, (_, i) => [`f${i}`, 'x']).flat())) as string;
+    await client.call('XREADGROUP', 'GROUP', 'g', 'dead', 'STREAMS', stream, '>');
+    const [first, , third] = ids as [string, string, string];
+    // Poison in id order: first, big (between), third; the second one is fine.
+    await deliverTimes(stream, 'dead', [first, third, big], 2);
+    await sleep(MIN_IDLE + 50);
+    const letters: DeadLetterNotice[] = [];
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 2, onDeadLetter: (letter) => void letters.push(letter) });
+    const tick = await recovery.runOnce({ consumer: 'w1' });
+    expect(tick).toMatchObject({ deadLettered: 2, claimed: 1 });
+    expect(letters.map((l) => l.id)).toEqual([first, third]);
+    expect(w.events.deadLetters.map((l) => l.id)).toEqual([first, third]);
+    expect(recovery.stats({ consumer: 'w1' })[0]!.stats.deadLettered).toBe(2);
+    expect(w.events.errors.map((e) => e.message)).toEqual([expect.stringContaining(big)]);
+    // The big one stays pending with its owner and count, never run; a second tick reports nothing new.
+    await recovery.runOnce({ consumer: 'w1' });
+    expect(w.events.errors).toHaveLength(1);
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 1, 'only the big entry pending');
+    expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id: big, consumer: 'dead', deliveries: 2 })]);
+    expect(handled.map((h) => h.id)).toEqual([ids[1]]);
+    expect(await client.xlen(`{${stream}}:dead`)).toBe(2);
+  });
+
   it('several providers racing over one pending list take disjoint sets and write no duplicate dead letters', async () => {
     const prefix = freshPrefix();
     const stream = `${prefix}tasks`;

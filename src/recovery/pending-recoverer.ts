@@ -4,7 +4,6 @@ import type { PendingEntry } from '../claim/inspection.types.js';
 import { fieldsFromArray } from '../codec/wire-format.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
-import type { EntriesLostNotice } from './recovery-events.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
 import type { RecoveryTickResult } from './recovery-stats.js';
 
@@ -24,8 +23,9 @@ export interface RecoveryServices {
     reason: string;
     minDeliveries: number;
     minIdleTime: number;
-  }): Promise<DeadLetterMoveResult>;
-  reportLost(notice: EntriesLostNotice): void;
+  }, tally: RecoveryTickResult): Promise<DeadLetterMoveResult>;
+  /** Acks away pending ids whose entry is gone and reports them (once per process); counted in `tally`. */
+  ackLost(stream: string, group: string, ids: readonly string[], tally: RecoveryTickResult): Promise<void>;
   reportRecovered(stream: string, group: string, ids: string[]): void;
   reportError(error: Error): void;
 }
@@ -106,26 +106,26 @@ export class PendingRecoverer {
 
   private async deadLetterPoison(rows: PendingEntry[], result: RecoveryTickResult): Promise<void> {
     const { stream, group, minIdleTime, maxDeliveries } = this.target;
-    let moved: DeadLetterMoveResult;
     try {
-      moved = await this.services.deadLetter({
-        stream,
-        group,
-        ids: rows.map((row) => row.id),
-        reason: 'max_deliveries',
-        // Re-checked in the script: a sibling that claimed or renewed it meanwhile keeps it.
-        minDeliveries: maxDeliveries,
-        minIdleTime,
-      });
+      // Counted in `result` by the move, also the ids moved before a failure half-way.
+      await this.services.deadLetter(
+        {
+          stream,
+          group,
+          ids: rows.map((row) => row.id),
+          reason: 'max_deliveries',
+          // Re-checked in the script: a sibling that claimed or renewed it meanwhile keeps it.
+          minDeliveries: maxDeliveries,
+          minIdleTime,
+        },
+        result,
+      );
     } catch (error) {
       result.errors++;
       this.services.reportError(
         new Error(`dead-lettering ${rows.length} entries of "${stream}" (group "${group}") failed; they stay pending: ${(error as Error).message}`),
       );
-      return;
     }
-    result.deadLettered += moved.moved.length;
-    result.deletedPending += moved.tombstoned.length;
   }
 
   private async claim(rows: PendingEntry[], reserved: number, result: RecoveryTickResult): Promise<void> {
@@ -175,9 +175,6 @@ export class PendingRecoverer {
     const { stream, group } = this.target;
     const bodies = await Promise.all(ids.map((id) => redis.xrange(stream, id, id)));
     const deleted = ids.filter((_, i) => (bodies[i] as unknown[]).length === 0);
-    if (deleted.length === 0) return;
-    await redis.xack(stream, group, ...deleted);
-    result.deletedPending += deleted.length;
-    this.services.reportLost({ stream, group, reason: 'trimmed_pending', count: deleted.length, ids: deleted.slice(0, 1000) });
+    if (deleted.length > 0) await this.services.ackLost(stream, group, deleted, result);
   }
 }
