@@ -223,6 +223,30 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     expect(await client.xlen(`{${stream}}:dead`)).toBe(1);
   });
 
+  it('an entry handed off at shutdown keeps its delivery count: with maxDeliveries 1 it still runs once; one that ran already is dead-lettered', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+    // A fetches a slow entry and a second one it never starts (concurrency 1); close() hands the second off.
+    const a = await worker(prefix, 'A', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 1 }, { prefetch: 2, concurrency: 1 });
+    const slow = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'slow', ms: 300 }))) as string;
+    const queued = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ n: 1 }))) as string;
+    await waitFor(async () => (await pendingRows(client, stream, 'g', 'A')).length === 2 && handled.length === 1, 'A holds both, runs the slow one');
+    servers.splice(servers.indexOf(a), 1);
+    await a.app.close();
+    expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id: queued, consumer: 'handoff', deliveries: 1 })]);
+    // A second handed-off entry whose last delivery did run before (count 2 = one run + the unstarted fetch).
+    const ranOnce = (await pendingFor(stream, 'B', [{ n: 2 }]))[0]!;
+    await deliverTimes(stream, 'B', [ranOnce], 2);
+    await client.call('XCLAIM', stream, 'g', 'handoff', 0, ranOnce, 'IDLE', 1_000_000_000_000, 'JUSTID');
+
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 1 });
+    expect(await recovery.runOnce({ consumer: 'w1' })).toMatchObject({ claimed: 1, deadLettered: 1 });
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
+    expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual([[slow, 'A', 1], [queued, 'w1', 1]]);
+    expect(w.events.deadLetters).toEqual([expect.objectContaining({ id: ranOnce, reason: 'max_deliveries', deliveryCount: 2, consumer: 'handoff' })]);
+  });
+
   it('a dead-letter key of the wrong type: the move fails, the entry stays pending with its owner and count; fixed, it moves once', async () => {
     const prefix = freshPrefix();
     const stream = `${prefix}tasks`;
