@@ -46,7 +46,7 @@ export type {
 } from './recovery/dead-letter.service.js';
 export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
 export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
-export { moveToDeadLetter } from './recovery/dead-letter-move.js';
+export { moveToDeadLetter, RedisStreamsDeadLetterError } from './recovery/dead-letter-move.js';
 export type {
   DeadLetterMoveOutcome,
   DeadLetterMoveResult,

@@ -1,9 +1,13 @@
 import { RedisStreamsOptionError } from './errors.js';
 
-const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+const STREAM_ID = /^(\d{1,20})-(\d{1,20})$/;
+const MAX_ID_PART = 2n ** 64n - 1n;
 
+/** `ms-seq` with both parts unsigned 64-bit integers, as Redis accepts them. */
 export function isStreamId(value: unknown): value is string {
-  return typeof value === 'string' && STREAM_ID.test(value);
+  if (typeof value !== 'string') return false;
+  const parts = STREAM_ID.exec(value);
+  return parts !== null && BigInt(parts[1] as string) <= MAX_ID_PART && BigInt(parts[2] as string) <= MAX_ID_PART;
 }
 
 /** `value` must be an integer in [min, max]; `undefined` yields `fallback`. */

@@ -5,6 +5,7 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { REDIS_STREAMS_CONNECTION } from '../src/module/tokens.js';
 import { DeadLetterService, REDIS_STREAMS_DEAD_LETTER_OPTIONS } from '../src/recovery/dead-letter.service.js';
+import { deadLetterKey, hashSlotOf } from '../src/redis/keys.js';
 import { ensureCompiled } from './helpers/compiled.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
@@ -108,7 +109,7 @@ describe('DeadLetterService (real redis-server)', () => {
     expect(result.skipped).toEqual([{ deadLetterId: tombId, status: 'tombstone' }]);
     expect(sourceIds).toHaveLength(2);
 
-    expect(await service.purge(STREAM, [tombId, '8-8'])).toEqual({ stream: STREAM, deadLetterKey: DEAD, purged: 1, notFound: ['8-8'] });
+    expect(await service.purge(STREAM, [tombId, '8-8'])).toEqual({ stream: STREAM, deadLetterKey: DEAD, purged: 1, notFound: ['8-8'], skipped: [] });
     expect(await redis.client.xlen(DEAD)).toBe(0);
   });
 
@@ -136,6 +137,25 @@ describe('DeadLetterService (real redis-server)', () => {
     await expect(service.redrive(STREAM, 'some' as never)).rejects.toMatchObject({ option: 'ids' });
     await expect(service.purge(STREAM, [], { deadLetterKey: '' })).rejects.toMatchObject({ option: 'deadLetterKey' });
     expect(() => new DeadLetterService(redis.client, { maxLen: -1 })).toThrow(RedisStreamsOptionError);
+  });
+
+  it('list, inspect and purge touch only dead letters of the given stream when two streams share a dead-letter key', async () => {
+    const shared = new DeadLetterService(redis.client, { deadLetterKey: () => 'shared:dead' });
+    const letters: Record<string, string> = {};
+    for (const stream of ['orders', '{orders}']) {
+      await redis.client.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM').catch(() => undefined);
+      const id = (await redis.client.xadd(stream, '*', 'from', stream)) as string;
+      await redis.client.xreadgroup('GROUP', GROUP, 'c1', 'STREAMS', stream, '>');
+      letters[stream] = (await shared.moveToDeadLetter({ stream, group: GROUP, ids: [id], reason: 'manual' })).outcomes[0]!.deadLetterId!;
+    }
+    const foreign = (await redis.client.xadd('shared:dead', '*', 'not', 'a dead letter')) as string;
+    expect((await shared.list('orders')).deadLetters.map((d) => [d.deadLetterId, d.sourceStream])).toEqual([[letters.orders, 'orders']]);
+    expect(await shared.inspect('orders', letters['{orders}']!)).toBeNull();
+    expect(await shared.purge('orders', [letters['{orders}']!, foreign, letters.orders!])).toEqual({
+      stream: 'orders', deadLetterKey: 'shared:dead', purged: 1, notFound: [],
+      skipped: [{ deadLetterId: letters['{orders}'], status: 'other_stream' }, { deadLetterId: foreign, status: 'not_dead_letter' }],
+    });
+    expect((await redis.client.xrange('shared:dead', '-', '+')).map(([id]) => id)).toEqual([letters['{orders}'], foreign]);
   });
 
   it('is injectable with the connection token and optional options', async () => {
@@ -175,7 +195,7 @@ describe('DeadLetterService (real redis-server)', () => {
       expect(JSON.parse(redriven.stdout)).toMatchObject({ stream: STREAM, deadLetterKey: DEAD, redriven: [{ deadLetterId: deadIds[0] }], skipped: [] });
 
       const purged = await cli(['dlq', 'purge', STREAM, '--all']);
-      expect(JSON.parse(purged.stdout)).toEqual({ stream: STREAM, deadLetterKey: DEAD, purged: 2, notFound: [] });
+      expect(JSON.parse(purged.stdout)).toEqual({ stream: STREAM, deadLetterKey: DEAD, purged: 2, notFound: [], skipped: [] });
       expect(await redis.client.xlen(DEAD)).toBe(0);
     });
 
@@ -215,4 +235,30 @@ describe('DeadLetterService (real redis-server)', () => {
       child.once('close', (code) => resolve({ code, stdout, stderr }));
     });
   }
+});
+
+describe('default dead-letter keys (CLUSTER KEYSLOT of a cluster-enabled redis-server)', () => {
+  const cluster = useRedisServer({ args: ['--cluster-enabled', 'yes'] });
+
+  it('the default dead-letter key is in the stream\'s hash slot (CLUSTER KEYSLOT) and differs for every stream', async () => {
+    const names = [
+      'orders', '{orders}', '{orders}:eu', 'orders}x', '{}orders', 'orders{}', '{}', '}', '{', '}{', 'a{b', '{a{b}', 'x{}{y}',
+      '{orders}}', 'orders:{eu}', 'a}b{c}', '{{orders}}', 'ordres}', 'é{ü}}', '{orders}:dead', '{orders}:dead-braced', 'orders:dead',
+      ...Array.from({ length: 40 }, (_, i) => `s${i}}${'{'.repeat(i % 3)}`),
+    ];
+    const keys = new Map<string, string>();
+    for (const name of names) {
+      const key = deadLetterKey(name);
+      const [streamSlot, keySlot] = (await Promise.all([cluster.client.cluster('KEYSLOT', name), cluster.client.cluster('KEYSLOT', key)])) as [number, number];
+      expect({ name, key, slot: keySlot }).toEqual({ name, key, slot: streamSlot });
+      expect(hashSlotOf(name)).toBe(streamSlot);
+      expect(key).not.toBe(name);
+      expect(keys.get(key), `"${name}" and "${keys.get(key)}" share "${key}"`).toBeUndefined();
+      keys.set(key, name);
+    }
+    // The usual forms are kept.
+    expect(deadLetterKey('orders')).toBe('{orders}:dead');
+    expect(deadLetterKey('{orders}:eu')).toBe('{orders}:eu:dead');
+    expect(deadLetterKey('{orders}')).not.toBe(deadLetterKey('orders'));
+  });
 });

@@ -179,6 +179,34 @@ describe('recovery scripts (real redis-server)', () => {
       await expect(moveToDeadLetter(redis.client, { ...base, deadLetterKey: STREAM })).rejects.toMatchObject({ option: 'deadLetterKey' });
     });
 
+    it('rejects an id whose parts exceed 2^64-1 before any command: a valid id before it is not moved', async () => {
+      const [valid] = await publish(1);
+      await deliver('c1', 1);
+      for (const bad of ['99999999999999999999-0', '1-18446744073709551616']) {
+        await expect(
+          moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids: [valid!, bad], reason: 'manual', batchSize: 1 }),
+        ).rejects.toMatchObject({ name: 'RedisStreamsOptionError', option: 'ids' });
+      }
+      expect((await pendingRow(valid!))?.[1]).toBe('c1');
+      expect(await redis.client.exists(DEAD)).toBe(0);
+      // The largest id Redis accepts passes validation.
+      const max = await moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids: ['18446744073709551615-18446744073709551615'], reason: 'manual' });
+      expect(max.outcomes[0]!.status).toBe('not_pending');
+    });
+
+    it('an entry too large for a script call stays pending (too_large) and the rest of its batch is moved', async () => {
+      const big = Array.from({ length: 4_100 }, (_, i) => [`f${i}`, `v${i}`]).flat();
+      const ids = await publish(3, (i) => (i === 1 ? big : ['n', String(i)]));
+      await deliver('c1', 3);
+      await redis.client.call('XCLAIM', STREAM, GROUP, 'c1', 0, ids[1]!); // delivery count 2
+
+      const result = await moveToDeadLetter(redis.client, { stream: STREAM, group: GROUP, ids, reason: 'max_deliveries' });
+      expect(result.outcomes.map((o) => [o.id, o.status])).toEqual([[ids[0], 'moved'], [ids[1], 'too_large'], [ids[2], 'moved']]);
+      expect(result.moved).toEqual([ids[0], ids[2]]);
+      expect((await pel()).map(([id, consumer, , deliveries]) => [id, consumer, deliveries])).toEqual([[ids[1], 'c1', 2]]);
+      expect((await redis.client.xrange(DEAD, '-', '+')).map(([id, flat]) => parseDeadLetter(id, flat)!.sourceId)).toEqual([ids[0], ids[2]]);
+    });
+
     it('keeps working after SCRIPT FLUSH (EVALSHA falls back to EVAL on NOSCRIPT)', async () => {
       const ids = await publish(2);
       await deliver('c1', 2);

@@ -42,7 +42,13 @@ export type DeadLetterMoveStatus =
   /** Owned by another consumer than `expectedConsumer`. */
   | 'not_owner'
   | 'below_min_deliveries'
-  | 'not_idle';
+  | 'not_idle'
+  /**
+   * Its dead letter would need more arguments than a Lua script call can pass (more than ~3 900
+   * field pairs): not attempted, it stays pending with its owner and count; the rest of the batch
+   * is moved. Move such an entry yourself (XRANGE, XADD, XACK) or ack it away.
+   */
+  | 'too_large';
 
 export interface DeadLetterMoveOutcome {
   id: string;
@@ -67,7 +73,25 @@ export interface DeadLetterMoveResult {
   tombstoned: string[];
 }
 
-const MOVE_STATUSES: ReadonlySet<string> = new Set(['moved', 'tombstone', 'not_pending', 'not_owner', 'below_min_deliveries', 'not_idle']);
+const MOVE_STATUSES: ReadonlySet<string> = new Set(['moved', 'tombstone', 'not_pending', 'not_owner', 'below_min_deliveries', 'not_idle', 'too_large']);
+
+/**
+ * A dead-letter move failed part-way (a Redis error in a batch, e.g. OOM on the dead-letter XADD).
+ * `partial` lists what was done before the failure (its `moved` / `tombstoned` ids are in the
+ * dead-letter stream and acked); `notMoved` are the ids left pending, untouched.
+ */
+export class RedisStreamsDeadLetterError extends Error {
+  override readonly name = 'RedisStreamsDeadLetterError';
+
+  constructor(
+    readonly partial: DeadLetterMoveResult,
+    readonly notMoved: readonly string[],
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
 
 /**
  * Moves pending entries to the dead-letter stream atomically (one Lua script per batch): check the
@@ -95,22 +119,47 @@ export async function moveToDeadLetter(client: RedisClient, request: MoveToDeadL
 
   const scripts = recoveryScripts(client);
   const outcomes: DeadLetterMoveOutcome[] = [];
-  for (const batch of batches(ids, batchSize)) {
-    const pairs = batch.flatMap((id) => [id, errors?.[id] ?? error]);
-    const rows = await scripts.nrsDeadLetter(
-      stream, deadLetterKey,
-      group, expectedConsumer, minDeliveries, minIdleTime, reason, maxLen, batch.length, ...pairs,
-    );
-    for (const row of rows) outcomes.push(toOutcome(row));
-  }
-  return {
+  const result = (): DeadLetterMoveResult => ({
     stream,
     deadLetterKey,
     group,
     outcomes,
     moved: outcomes.filter((o) => o.status === 'moved').map((o) => o.id),
     tombstoned: outcomes.filter((o) => o.status === 'tombstone').map((o) => o.id),
-  };
+  });
+  for (const batch of batches(ids, batchSize)) {
+    const pairs = batch.flatMap((id) => [id, errors?.[id] ?? error]);
+    let rows: Awaited<ReturnType<typeof scripts.nrsDeadLetter>>;
+    try {
+      rows = await scripts.nrsDeadLetter(
+        stream, deadLetterKey,
+        group, expectedConsumer, minDeliveries, minIdleTime, reason, maxLen, batch.length, ...pairs,
+      );
+    } catch (cause) {
+      // The script checks the keys before its first write: nothing of this batch was written.
+      throw partialFailure(result(), ids, (cause as Error).message, cause);
+    }
+    for (const row of rows) {
+      if (String(row[1]) === 'failed') {
+        // The ids before it in this batch are moved and in `outcomes`; it and the rest are not.
+        throw partialFailure(result(), ids, `${String(row[0])}: ${String(row[2])}`);
+      }
+      outcomes.push(toOutcome(row));
+    }
+  }
+  return result();
+}
+
+function partialFailure(partial: DeadLetterMoveResult, ids: readonly string[], message: string, cause?: unknown): RedisStreamsDeadLetterError {
+  const done = new Set(partial.outcomes.map((outcome) => outcome.id));
+  const notMoved = ids.filter((id) => !done.has(id));
+  const movedCount = partial.moved.length + partial.tombstoned.length;
+  return new RedisStreamsDeadLetterError(
+    partial,
+    notMoved,
+    `dead-letter move to "${partial.deadLetterKey}" failed after ${movedCount} of ${ids.length} ids were moved; ${notMoved.length} stay pending: ${message}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 function toOutcome(row: readonly (string | number)[]): DeadLetterMoveOutcome {

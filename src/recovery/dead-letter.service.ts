@@ -40,7 +40,10 @@ export interface ListDeadLettersOptions extends DeadLetterKeyOption {
 
 export interface DeadLetterPage {
   deadLetterKey: string;
-  /** Dead letters in id order. Entries without the dead-letter header (written by someone else) are skipped. */
+  /**
+   * Dead letters of the given stream in id order. Entries without the dead-letter header (written
+   * by someone else) and dead letters of other streams (a shared `deadLetterKey`) are skipped.
+   */
   deadLetters: DeadLetter[];
   /** `start` of the next page, or `null` when this page reached the end. */
   nextStart: string | null;
@@ -75,6 +78,8 @@ export interface PurgeResult {
   purged: number;
   /** Requested ids that were not there (explicit ids only). */
   notFound: string[];
+  /** Requested ids left alone: a dead letter of another stream, or an entry without the dead-letter header. */
+  skipped: { deadLetterId: string; status: 'other_stream' | 'not_dead_letter' }[];
 }
 
 const MAX_LIST_COUNT = 10_000;
@@ -124,20 +129,21 @@ export class DeadLetterService {
     const deadLetters: DeadLetter[] = [];
     for (const [id, flat] of rows) {
       const deadLetter = parseDeadLetter(id, flat);
-      if (deadLetter) deadLetters.push(deadLetter);
+      if (deadLetter?.sourceStream === stream) deadLetters.push(deadLetter);
     }
     const last = rows.at(-1);
     return { deadLetterKey, deadLetters, nextStart: rows.length === count && last ? `(${last[0]}` : null };
   }
 
-  /** One dead letter by its id, or `null`. */
+  /** One dead letter of `stream` by its id, or `null` (also for a dead letter of another stream). */
   async inspect(stream: string, deadLetterId: string, options: DeadLetterKeyOption = {}): Promise<DeadLetter | null> {
     const deadLetterKey = this.resolveKey(stream, options);
     if (!isStreamId(deadLetterId)) {
       throw new RedisStreamsOptionError('deadLetterId', `must be a stream id, got ${describe(deadLetterId)}`);
     }
     const [row] = await this.client.xrange(deadLetterKey, deadLetterId, deadLetterId);
-    return (row && parseDeadLetter(row[0], row[1])) ?? null;
+    const deadLetter = row && parseDeadLetter(row[0], row[1]);
+    return deadLetter?.sourceStream === stream ? deadLetter : null;
   }
 
   /** Number of entries in the dead-letter stream of `stream`. */
@@ -174,11 +180,14 @@ export class DeadLetterService {
     return result;
   }
 
-  /** Deletes dead letters. `'all'` deletes those of `stream` present when the call starts. */
+  /**
+   * Deletes dead letters of `stream`; requested ids of another stream's dead letters (a shared
+   * key) are left alone and listed in `skipped`. `'all'` deletes those present when the call starts.
+   */
   async purge(stream: string, selection: DeadLetterSelection, options: DeadLetterKeyOption = {}): Promise<PurgeResult> {
     const deadLetterKey = this.resolveKey(stream, options);
     const ids = resolveSelection(selection);
-    const result: PurgeResult = { stream, deadLetterKey, purged: 0, notFound: [] };
+    const result: PurgeResult = { stream, deadLetterKey, purged: 0, notFound: [], skipped: [] };
     if (ids === 'all') {
       for await (const page of this.snapshotPages(deadLetterKey)) {
         const own = this.ofStream(page, stream);
@@ -187,11 +196,20 @@ export class DeadLetterService {
       return result;
     }
     for (const batch of batches(ids, this.batchSize)) {
-      // XDEL reports only a count; look the ids up first so the result can name the missing ones.
+      // Look the ids up first: XDEL reports only a count, and only this stream's letters may go.
+      // (An entry never changes once written, so what was checked is what XDEL deletes.)
       const found = await Promise.all(batch.map((id) => this.client.xrange(deadLetterKey, id, id)));
-      const present = batch.filter((_, i) => found[i]!.length > 0);
-      result.notFound.push(...batch.filter((_, i) => found[i]!.length === 0));
-      if (present.length > 0) result.purged += await this.client.xdel(deadLetterKey, ...present);
+      const own: string[] = [];
+      batch.forEach((id, i) => {
+        const row = found[i]![0];
+        if (row === undefined) result.notFound.push(id);
+        else {
+          const letter = parseDeadLetter(row[0], row[1]);
+          if (letter?.sourceStream === stream) own.push(id);
+          else result.skipped.push({ deadLetterId: id, status: letter === undefined ? 'not_dead_letter' : 'other_stream' });
+        }
+      });
+      if (own.length > 0) result.purged += await this.client.xdel(deadLetterKey, ...own);
     }
     return result;
   }

@@ -4,7 +4,6 @@ import type { PendingEntry } from '../claim/inspection.types.js';
 import { fieldsFromArray } from '../codec/wire-format.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
-import type { EntriesLostNotice } from './recovery-events.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
 import type { RecoveryTickResult } from './recovery-stats.js';
 
@@ -24,8 +23,9 @@ export interface RecoveryServices {
     reason: string;
     minDeliveries: number;
     minIdleTime: number;
-  }): Promise<DeadLetterMoveResult>;
-  reportLost(notice: EntriesLostNotice): void;
+  }, tally: RecoveryTickResult): Promise<DeadLetterMoveResult>;
+  /** Acks away pending ids whose entry is gone and reports them (once per process); counted in `tally`. */
+  ackLost(stream: string, group: string, ids: readonly string[], tally: RecoveryTickResult): Promise<void>;
   reportRecovered(stream: string, group: string, ids: string[]): void;
   reportError(error: Error): void;
 }
@@ -77,15 +77,20 @@ export class PendingRecoverer {
         count: pageSize,
       });
       const poison: Candidate[] = [];
+      const handedOffPoison: Candidate[] = [];
       const claimable: Candidate[] = [];
+      const handoff = host.handoffConsumerName?.();
       for (let index = 0; index < rows.length; index++) {
         const row = rows[index] as PendingEntry;
         if (row.idleMs < minIdleTime || host.isInFlight(stream, group, row.id)) continue;
-        (row.deliveryCount >= maxDeliveries ? poison : claimable).push({ row, index });
+        // A handed-off entry was fetched but never run on its last delivery: that one does not count.
+        if (row.consumer === handoff) (row.deliveryCount > maxDeliveries ? handedOffPoison : claimable).push({ row, index });
+        else (row.deliveryCount >= maxDeliveries ? poison : claimable).push({ row, index });
       }
       // Dead letters need no slot; a failed move (say a WRONGTYPE dead-letter key) leaves those
       // entries pending and is reported, without holding up the claims.
-      if (poison.length > 0) await this.deadLetterPoison(poison.map((candidate) => candidate.row), result);
+      if (poison.length > 0) await this.deadLetterPoison(poison.map((candidate) => candidate.row), maxDeliveries, result);
+      if (handedOffPoison.length > 0) await this.deadLetterPoison(handedOffPoison.map((candidate) => candidate.row), maxDeliveries + 1, result);
       // Never more than the free prefetch slots: what does not fit waits for the next tick.
       const reserved = claimable.length === 0 ? 0 : await host.reservePrefetchSlots(claimable.length);
       const firstLeft = claimable[reserved]?.index ?? rows.length;
@@ -104,51 +109,64 @@ export class PendingRecoverer {
     }
   }
 
-  private async deadLetterPoison(rows: PendingEntry[], result: RecoveryTickResult): Promise<void> {
-    const { stream, group, minIdleTime, maxDeliveries } = this.target;
-    let moved: DeadLetterMoveResult;
+  private async deadLetterPoison(rows: PendingEntry[], minDeliveries: number, result: RecoveryTickResult): Promise<void> {
+    const { stream, group, minIdleTime } = this.target;
     try {
-      moved = await this.services.deadLetter({
-        stream,
-        group,
-        ids: rows.map((row) => row.id),
-        reason: 'max_deliveries',
-        // Re-checked in the script: a sibling that claimed or renewed it meanwhile keeps it.
-        minDeliveries: maxDeliveries,
-        minIdleTime,
-      });
+      // Counted in `result` by the move, also the ids moved before a failure half-way.
+      await this.services.deadLetter(
+        {
+          stream,
+          group,
+          ids: rows.map((row) => row.id),
+          reason: 'max_deliveries',
+          // Re-checked in the script: a sibling that claimed or renewed it meanwhile keeps it.
+          minDeliveries,
+          minIdleTime,
+        },
+        result,
+      );
     } catch (error) {
       result.errors++;
       this.services.reportError(
         new Error(`dead-lettering ${rows.length} entries of "${stream}" (group "${group}") failed; they stay pending: ${(error as Error).message}`),
       );
-      return;
     }
-    result.deadLettered += moved.moved.length;
-    result.deletedPending += moved.tombstoned.length;
   }
 
   private async claim(rows: PendingEntry[], reserved: number, result: RecoveryTickResult): Promise<void> {
     const { host, redis, logger } = this.services;
     const { stream, group, minIdleTime } = this.target;
     const ids = rows.map((row) => row.id);
-    let reply: unknown[];
+    // Entries of the handoff consumer keep their count (RETRYCOUNT): a graceful handoff is not a
+    // delivery. One XCLAIM per distinct count among them; the others' count rises by one as usual.
+    const handoff = host.handoffConsumerName?.();
+    const plain: string[] = [];
+    const keepCount = new Map<number, string[]>();
+    for (const row of rows) {
+      if (row.consumer !== handoff) plain.push(row.id);
+      else keepCount.set(row.deliveryCount, [...(keepCount.get(row.deliveryCount) ?? []), row.id]);
+    }
+    const deliveryCount = new Map<string, number>();
+    for (const row of rows) deliveryCount.set(row.id, row.consumer === handoff ? row.deliveryCount : row.deliveryCount + 1);
+    let replies: unknown[];
     try {
-      reply = (await redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...ids)) as unknown[];
+      replies = await Promise.all([
+        ...(plain.length > 0 ? [redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
+        ...[...keepCount].map(([count, kept]) => redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count)),
+      ]);
     } catch (error) {
       host.releasePrefetchSlots(reserved);
       throw error;
     }
-    const before = new Map(rows.map((row) => [row.id, row.deliveryCount]));
     const claimed: RecoveredEntry[] = [];
     const returned = new Set<string>();
-    for (const item of Array.isArray(reply) ? reply : []) {
+    for (const item of replies.flatMap((reply) => (Array.isArray(reply) ? reply : []))) {
       if (!Array.isArray(item)) continue;
       const id = String(item[0]);
       const flat = item[1];
       if (!Array.isArray(flat)) continue; // a deleted entry (old servers answer nil fields)
       returned.add(id);
-      claimed.push({ id, fields: fieldsFromArray(flat), deliveryCount: (before.get(id) ?? 0) + 1 });
+      claimed.push({ id, fields: fieldsFromArray(flat), deliveryCount: deliveryCount.get(id) ?? 1 });
     }
     // Handed over first (releasing the reservation), then the bookkeeping of what was not claimed.
     const taken = host.dispatchEntries(stream, group, claimed, reserved);
@@ -175,9 +193,6 @@ export class PendingRecoverer {
     const { stream, group } = this.target;
     const bodies = await Promise.all(ids.map((id) => redis.xrange(stream, id, id)));
     const deleted = ids.filter((_, i) => (bodies[i] as unknown[]).length === 0);
-    if (deleted.length === 0) return;
-    await redis.xack(stream, group, ...deleted);
-    result.deletedPending += deleted.length;
-    this.services.reportLost({ stream, group, reason: 'trimmed_pending', count: deleted.length, ids: deleted.slice(0, 1000) });
+    if (deleted.length > 0) await this.services.ackLost(stream, group, deleted, result);
   }
 }

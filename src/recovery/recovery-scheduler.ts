@@ -3,17 +3,21 @@ import { StreamInspector } from '../claim/stream-inspector.js';
 import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { sweepConsumers } from './consumer-sweep.js';
-import { moveToDeadLetter, type DeadLetterMoveResult } from './dead-letter-move.js';
+import { moveToDeadLetter, RedisStreamsDeadLetterError, type DeadLetterMoveResult } from './dead-letter-move.js';
 import { errorText, HandlerErrorMemory } from './handler-error-memory.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveryEmit } from './recovery-events.js';
 import type { RecoveryHost } from './recovery-host.js';
 import type { ResolvedRecoveryOptions } from './recovery-options.js';
+import { RecentIds } from './recent-ids.js';
 import { recoveryRegistry } from './recovery-registry.js';
 import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 import { TrimWatch } from './trim-watch.js';
 import { MAX_TIMER_MS } from '../validation.js';
+
+/** Counters a dead-letter move adds to (a tick's result, or the totals for moves outside ticks). */
+type MoveTally = Pick<RecoveryTickResult, 'deadLettered' | 'deletedPending'>;
 
 interface TargetState {
   readonly recoverer: PendingRecoverer;
@@ -30,6 +34,10 @@ export class RecoveryScheduler {
   private readonly logger = new Logger('RedisStreamsRecovery');
   private readonly errors = new HandlerErrorMemory();
   private readonly counters: RecoveryStats = emptyStats();
+  /** Pending ids already reported lost: the restart re-read and a tick's claim may both find one. */
+  private readonly reportedLost = new RecentIds();
+  /** Ids already reported too large to dead-letter (reported once, not on every tick). */
+  private readonly reportedTooLarge = new RecentIds();
   private targets: TargetState[] = [];
   private inspector: StreamInspector | undefined;
   private leases: LeaseKeeper | undefined;
@@ -137,18 +145,42 @@ export class RecoveryScheduler {
   /**
    * Dead-letters entries this consumer re-read from its own pending list (a restart under the same
    * name) whose Redis delivery count now exceeds `maxDeliveries`: they are not run again.
+   * `minIdleTime`: the time since the re-read; an entry touched since (claimed, renewed) is left alone.
    */
-  async deadLetterExhausted(stream: string, group: string, ids: string[]): Promise<void> {
+  async deadLetterExhausted(stream: string, group: string, ids: string[], minIdleTime = 0): Promise<void> {
     const errors: Record<string, string> = {};
     for (const id of ids) {
       const text = this.errors.get(stream, group, id);
       if (text !== undefined) errors[id] = text;
     }
     try {
-      await this.moveAndReport(this.host.commandConnection(), { stream, group, ids, reason: 'max_deliveries', errors, expectedConsumer: this.host.consumer });
+      await this.moveAndReport(
+        this.host.commandConnection(),
+        { stream, group, ids, reason: 'max_deliveries', errors, expectedConsumer: this.host.consumer, minIdleTime },
+        this.counters,
+      );
     } catch (error) {
+      this.counters.errors++;
       this.reportError(new Error(`dead-lettering ${ids.length} exhausted entries of "${stream}" failed; they stay pending: ${(error as Error).message}`));
     }
+  }
+
+  /**
+   * Pending entries of this group whose body is gone (trimmed, XDEL'ed): acks them away, counts
+   * and reports them, once per process (the restart re-read and a tick's claim can both find one).
+   */
+  async ackLost(stream: string, group: string, ids: readonly string[], tally: MoveTally = this.counters): Promise<void> {
+    // Marked before the XACK's round trip, so a second finder meanwhile skips them.
+    const fresh = this.reportedLost.addNew(stream, group, ids);
+    if (fresh.length === 0) return;
+    try {
+      await this.host.commandConnection().xack(stream, group, ...fresh);
+    } catch (error) {
+      this.reportedLost.forget(stream, group, fresh);
+      throw error;
+    }
+    tally.deletedPending += fresh.length;
+    this.reportLost({ stream, group, reason: 'trimmed_pending', count: fresh.length, ids: fresh.slice(0, 1000) });
   }
 
   /**
@@ -157,14 +189,11 @@ export class RecoveryScheduler {
    */
   async deadLetterUndecodable(stream: string, group: string, id: string, error: unknown): Promise<boolean> {
     try {
-      const result = await this.moveAndReport(this.host.commandConnection(), {
-        stream,
-        group,
-        ids: [id],
-        reason: 'decode_error',
-        error: errorText(error),
-        expectedConsumer: this.host.consumer,
-      });
+      const result = await this.moveAndReport(
+        this.host.commandConnection(),
+        { stream, group, ids: [id], reason: 'decode_error', error: errorText(error), expectedConsumer: this.host.consumer },
+        { deadLettered: 0, deletedPending: 0 }, // counted as decodeErrors
+      );
       const moved = result.moved.length > 0;
       if (moved) this.counters.decodeErrors++;
       return moved;
@@ -242,15 +271,15 @@ export class RecoveryScheduler {
       logger: this.logger,
       pageSize: this.options.pageSize,
       maxPages: this.options.maxPages,
-      deadLetter: (request) => {
+      deadLetter: (request, tally) => {
         const errors: Record<string, string> = {};
         for (const id of request.ids) {
           const text = this.errors.get(request.stream, request.group, id);
           if (text !== undefined) errors[id] = text;
         }
-        return this.moveAndReport(redis, { ...request, errors });
+        return this.moveAndReport(redis, { ...request, errors }, tally);
       },
-      reportLost: (notice) => this.reportLost(notice),
+      ackLost: (stream, group, ids, tally) => this.ackLost(stream, group, ids, tally),
       reportRecovered: (stream, group, ids) => {
         this.logger.log(`recovered ${ids.length} idle entries of "${stream}" (group "${group}"): ${preview(ids)}`);
         this.emit('recovered', { stream, group, ids });
@@ -259,6 +288,10 @@ export class RecoveryScheduler {
     };
   }
 
+  /**
+   * Moves, then reports every dead letter written (event, `onDeadLetter`, `tally`), also when the
+   * move failed part-way: the ids moved before the failure are reported, then the error is rethrown.
+   */
   private async moveAndReport(
     redis: RedisClient,
     request: {
@@ -272,11 +305,24 @@ export class RecoveryScheduler {
       minDeliveries?: number;
       minIdleTime?: number;
     },
+    tally: MoveTally,
   ): Promise<DeadLetterMoveResult> {
     const deadLetterKey = this.deadLetterKeyFor(request.stream);
-    const result = await moveToDeadLetter(redis, { ...request, deadLetterKey, maxLen: this.options.deadLetterMaxLen });
+    let result: DeadLetterMoveResult;
+    let failure: RedisStreamsDeadLetterError | undefined;
+    try {
+      result = await moveToDeadLetter(redis, { ...request, deadLetterKey, maxLen: this.options.deadLetterMaxLen });
+    } catch (error) {
+      if (!(error instanceof RedisStreamsDeadLetterError)) throw error;
+      failure = error;
+      result = error.partial;
+    }
+    tally.deadLettered += result.moved.length;
+    tally.deletedPending += result.tombstoned.length;
     const tombstones: string[] = [];
+    const tooLarge: string[] = [];
     for (const outcome of result.outcomes) {
+      if (outcome.status === 'too_large') tooLarge.push(outcome.id);
       if (outcome.status !== 'moved' && outcome.status !== 'tombstone') continue;
       const tombstone = outcome.status === 'tombstone';
       if (tombstone) tombstones.push(outcome.id);
@@ -301,9 +347,21 @@ export class RecoveryScheduler {
       this.emit('deadLetter', notice);
       await this.callOnDeadLetter(notice);
     }
-    if (tombstones.length > 0) {
-      this.reportLost({ stream: request.stream, group: request.group, reason: 'trimmed_pending', count: tombstones.length, ids: tombstones });
+    // The restart re-read may have seen (and reported) a tombstoned id before the script acked it.
+    const lost = this.reportedLost.addNew(request.stream, request.group, tombstones);
+    if (lost.length > 0) {
+      this.reportLost({ stream: request.stream, group: request.group, reason: 'trimmed_pending', count: lost.length, ids: lost });
     }
+    const newTooLarge = this.reportedTooLarge.addNew(request.stream, request.group, tooLarge);
+    if (newTooLarge.length > 0) {
+      this.counters.errors++;
+      this.reportError(
+        new Error(
+          `${newTooLarge.length} entries of "${request.stream}" (group "${request.group}") have too many fields to be dead-lettered by a script; they stay pending and are not run again: ${preview(newTooLarge)}`,
+        ),
+      );
+    }
+    if (failure !== undefined) throw failure;
     return result;
   }
 

@@ -3,9 +3,11 @@ import type { EntriesLostNotice } from './recovery-events.js';
 
 /**
  * Detects entries trimmed before a group ever read them (reliability anchors F7, P9): such
- * entries leave no trace in the pending list, only a group whose lag exceeds what the stream
- * still holds (XINFO GROUPS `lag` > XINFO STREAM `length`, Redis 7.0+), or — when Redis cannot
- * tell the lag — a last-delivered id behind the stream's first entry. Each distinct finding is
+ * entries leave no trace in the pending list, only a group whose last-delivered id is behind the
+ * stream's recorded first entry; Redis 7.0+ tells how many: `entries-added - entries-read -
+ * length` (not `lag - length`: since 8.0 `lag` is capped at the length). When Redis cannot tell
+ * (6.2, or `entries-read` unknown) a last-delivered id behind the first entry is reported with
+ * count 0. Each distinct finding is
  * reported once, not on every check.
  */
 export class TrimWatch {
@@ -23,13 +25,20 @@ export class TrimWatch {
     const group = groups.find((candidate) => candidate.name === this.group);
     if (group === undefined) return undefined;
     const info = await this.inspector.stream(this.stream);
-    const { lastDeliveredId, lag } = group;
-    const firstEntryId = info.firstEntryId;
+    const { lastDeliveredId, lag, entriesRead } = group;
+    const { firstEntryId, entriesAdded, recordedFirstEntryId, length } = info;
     let count: number;
-    if (lag !== null) {
-      count = lag - info.length;
+    if (entriesRead !== null && entriesAdded !== null && recordedFirstEntryId !== null) {
+      // Redis 7.0+: entries the group never read that are no longer in the stream. Not from `lag`:
+      // since Redis 8.0 it is capped at the stream length, so `lag - length` is never above 0.
+      if (compareIds(lastDeliveredId, recordedFirstEntryId) >= 0) return undefined;
+      count = entriesAdded - entriesRead - length;
+      if (count <= 0) return undefined;
+    } else if (lag !== null) {
+      count = lag - length;
       if (count <= 0) return undefined;
     } else {
+      // Redis 6.2 (no counters), or Redis cannot tell: only whether the group is behind the stream.
       const behind = firstEntryId !== null && lastDeliveredId !== '0-0' && compareIds(lastDeliveredId, firstEntryId) < 0;
       if (!behind) return undefined;
       count = 0; // unknown how many

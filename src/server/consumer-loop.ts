@@ -22,7 +22,8 @@ export interface ReaderHost {
   /** The command connection (XPENDING for re-read delivery counts, CLIENT UNBLOCK on stop). */
   readonly commands: RedisClient;
   readonly logger: Logger;
-  deliver(binding: StreamBinding, entries: IncomingEntry[]): void;
+  /** `reReadAt`: for a re-read of own pending entries, when its reply came (Date.now()). */
+  deliver(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void;
   /** Slots are on their way back within a round trip: acks are queued or in flight. */
   slotsReturning(): boolean;
   /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
@@ -214,6 +215,7 @@ export class StreamReader {
         await this.recover(error);
         continue;
       }
+      const reReadAt = Date.now();
       const pages: Array<[StreamBinding, ReadEntry[]]> = [];
       const answered = new Set<StreamBinding>();
       forEachStreamOfReply(reply, 2, (stream, entries) => {
@@ -228,14 +230,14 @@ export class StreamReader {
       });
       for (const binding of pending) if (!answered.has(binding)) cursors.delete(binding);
       try {
-        for (const [binding, entries] of pages) await this.deliverReRead(binding, entries);
+        for (const [binding, entries] of pages) await this.deliverReRead(binding, entries, reReadAt);
       } finally {
         this.host.dispatcher.unreserve(reserved);
       }
     }
   }
 
-  private async deliverReRead(binding: StreamBinding, entries: ReadEntry[]): Promise<void> {
+  private async deliverReRead(binding: StreamBinding, entries: ReadEntry[], reReadAt: number): Promise<void> {
     const deleted = entries.filter((entry) => entry.flat === null).map((entry) => entry.id);
     if (deleted.length > 0) this.host.dropDeleted(binding, deleted);
     const live = entries.filter((entry) => entry.flat !== null);
@@ -253,11 +255,15 @@ export class StreamReader {
       this.host.logger.warn(`XPENDING on "${binding.stream}" failed; re-read entries get delivery count 2: ${errorMessage(error)}`);
     }
     // An entry no longer pending for us was settled meanwhile (e.g. recovery claimed it into our
-    // pending list, the handler ran and acked it before this re-read's reply was processed).
-    const stillOurs = counts === undefined ? live : live.filter((entry) => counts.has(entry.id));
+    // pending list, the handler ran and acked it before this re-read's reply was processed). One
+    // this process holds (recovery claimed it while the re-read waited for slots) is running or
+    // queued already: this re-read raised its count but is no new delivery — never dead-letter it.
+    const { dispatcher } = this.host;
+    const stillOurs = live.filter((entry) => (counts === undefined || counts.has(entry.id)) && !dispatcher.has(binding, entry.id));
     this.host.deliver(
       binding,
       stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as string[], deliveryCount: counts?.get(entry.id) ?? 2 })),
+      reReadAt,
     );
   }
 

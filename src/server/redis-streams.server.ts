@@ -397,7 +397,7 @@ export class RedisStreamsServer
       dispatcher: this.dispatcher as Dispatcher,
       commands,
       logger: this.logger,
-      deliver: (binding, entries) => this.admitRead(binding, entries),
+      deliver: (binding, entries, reReadAt) => this.admitRead(binding, entries, reReadAt),
       slotsReturning: () => this.dispatcher?.slotsReturning() ?? false,
       dropDeleted: (binding, ids) => this.dropDeleted(binding, ids),
       recreateGroups: (bindings) => this.recreateGroups(bindings),
@@ -586,9 +586,10 @@ export class RedisStreamsServer
 
   /**
    * Entries from a read. A re-read of this consumer's own pending list (a restart under the same
-   * name) raises their Redis delivery count: past the limit they are dead-lettered, not run again.
+   * name) raises their Redis delivery count: past the limit they are dead-lettered, not run again
+   * (only if idle since the re-read: an entry claimed or renewed meanwhile is someone's work).
    */
-  private admitRead(binding: StreamBinding, entries: IncomingEntry[]): void {
+  private admitRead(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void {
     const limit = binding.maxDeliveries ?? this.options.recovery.maxDeliveries;
     const exhausted = entries.filter((entry) => entry.deliveryCount > limit);
     if (exhausted.length === 0) {
@@ -596,7 +597,9 @@ export class RedisStreamsServer
       return;
     }
     this.dispatcher?.admit(binding, entries.filter((entry) => entry.deliveryCount <= limit));
-    void this.recovery?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id));
+    // Redis reset their idle time at the re-read, before `reReadAt`: less idle now means touched since.
+    const idleSinceReRead = reReadAt === undefined ? 0 : Math.max(0, Date.now() - reReadAt - 1);
+    void this.recovery?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id), idleSinceReRead);
   }
 
   // ---- recovery of the reading side ----
@@ -612,14 +615,11 @@ export class RedisStreamsServer
     }
   }
 
+  /** Own-PEL ids whose entry is gone: acked away, counted and reported by recovery (once, also if a tick found them too). */
   private dropDeleted(binding: StreamBinding, ids: string[]): void {
-    this.logger.warn(
-      `${ids.length} pending entries of "${binding.stream}" (group "${binding.group}") were deleted or trimmed before they were handled; acking them: ${ids.slice(0, 10).join(', ')}`,
-    );
-    this.commandConnection()
-      .xack(binding.stream, binding.group, ...ids)
-      .catch((error: unknown) => this.emitError(new Error(`XACK of deleted entries failed: ${errorMessage(error)}`)));
-    this.emit('entriesLost', { stream: binding.stream, group: binding.group, reason: 'trimmed_pending', count: ids.length, ids: ids.slice(0, 1000) });
+    this.recovery
+      ?.ackLost(binding.stream, binding.group, ids)
+      .catch((error: unknown) => this.emitError(new Error(`XACK of deleted entries failed; they stay pending: ${errorMessage(error)}`)));
   }
 
   // ---- shutdown ----

@@ -13,8 +13,13 @@
 -- stream (the write that preserves the message) and XACK last (the destructive write). A failure
 -- half-way leaves the entry pending, never lost; a re-run finds the id no longer pending (no-op).
 --
--- Returns one row per id: { id, status, dead-letter id or '', owner or '', deliveries }
--- status: moved | tombstone | not_pending | not_owner | below_min_deliveries | not_idle
+-- An entry whose dead letter would need more XADD arguments than a script call can pass (Lua's
+-- C stack: about 8000, so more than ~3 900 field pairs) is not attempted: status too_large, it
+-- stays pending with its owner and count, and the batch goes on. A write that fails half-way
+-- (OOM...) ends the batch with a `failed` row carrying the error: the rows before it are moved.
+--
+-- Returns one row per id handled: { id, status, dead-letter id or error text or '', owner or '', deliveries }
+-- status: moved | tombstone | not_pending | not_owner | below_min_deliveries | not_idle | too_large | failed
 
 -- Redis 6.2: TIME is non-deterministic, so writes after it need effects replication (7.0: always on).
 if redis.replicate_commands then redis.replicate_commands() end
@@ -37,6 +42,9 @@ local sourceType = redis.call('TYPE', source)['ok']
 if sourceType ~= 'stream' and sourceType ~= 'none' then
   return redis.error_reply('WRONGTYPE stream key "' .. source .. '" holds a ' .. sourceType .. ', not a stream')
 end
+
+-- Most arguments one redis.call may get from unpack() (Lua 5.1 LUAI_MAXCSTACK is 8000), with margin.
+local MAX_XADD_ARGS = 7900
 
 local time = redis.call('TIME')
 local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
@@ -93,11 +101,20 @@ for i = 1, n do
         'dlq:at', now,
         'dlq:fields', #fields / 2,
       }
-      for _, value in ipairs(header) do args[#args + 1] = value end
-      for _, value in ipairs(fields) do args[#args + 1] = value end
-      local deadId = redis.call('XADD', unpack(args))
-      redis.call('XACK', source, group, id)
-      results[i] = { id, status, deadId, owner, deliveries }
+      if #args + #header + #fields > MAX_XADD_ARGS then
+        results[i] = { id, 'too_large', '', owner, deliveries }
+      else
+        for _, value in ipairs(header) do args[#args + 1] = value end
+        for _, value in ipairs(fields) do args[#args + 1] = value end
+        local deadId = redis.pcall('XADD', unpack(args))
+        if type(deadId) == 'table' and deadId['err'] then
+          -- Nothing of this id was written; the ids before it are moved: say so and stop.
+          results[i] = { id, 'failed', deadId['err'], owner, deliveries }
+          return results
+        end
+        redis.call('XACK', source, group, id)
+        results[i] = { id, status, deadId, owner, deliveries }
+      end
     end
   end
 end
