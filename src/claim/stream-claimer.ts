@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { translateRedisError } from './claim.errors.js';
+import { Redactor } from '../redaction.js';
 import { resolveClaimOptions, type ResolvedClaimOptions } from './claim-options.js';
 import { createSink, DEFAULT_STORE_DIRECTORY, type ClaimSink } from './claim-sinks.js';
 import type {
@@ -28,11 +29,14 @@ export const ACK_BATCH_SIZE = 1000;
  */
 export class StreamClaimer {
   private readonly storeDirectory: string;
+  /** Errors leave the service cleaned of the connection's password (a failed HELLO … AUTH carries it). */
+  private readonly redactor: Redactor;
 
   constructor(
     private readonly redis: RedisClient,
     options?: ClaimModuleOptions | StreamClaimServiceOptions | null,
   ) {
+    this.redactor = Redactor.for(redis);
     const claimOptions: StreamClaimServiceOptions | undefined =
       options && 'claim' in options ? options.claim : (options as StreamClaimServiceOptions | null | undefined) ?? undefined;
     this.storeDirectory = claimOptions?.storeDirectory ?? DEFAULT_STORE_DIRECTORY;
@@ -52,7 +56,7 @@ export class StreamClaimer {
       return assemble(resolved, scan, bodies) as ClaimResultFor<F>;
     } catch (error) {
       await sink.abort().catch(() => undefined);
-      throw await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key));
+      throw this.redactor.error(await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key)));
     }
   }
 
@@ -72,7 +76,7 @@ export class StreamClaimer {
       const acked = await Promise.all(batches);
       return acked.reduce((sum, n) => sum + Number(n), 0);
     } catch (error) {
-      throw await translateRedisError(error, key, group, () => this.streamExists(key));
+      throw this.redactor.error(await translateRedisError(error, key, group, () => this.streamExists(key)));
     }
   }
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { closeConnection, openConnection, redactUrl, urlSecrets } from '../redis/connection.js';
+import { closeConnection, openConnection } from '../redis/connection.js';
+import { connectionSecrets, redactUrl } from '../redaction.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
 
@@ -15,9 +16,9 @@ export function resolveUrl(flags: ConnectionFlags, io: CliIo): string {
   return flags.url ?? io.env.REDIS_URL ?? DEFAULT_URL;
 }
 
-/** The URL's passwords (raw and decoded), to be masked in anything the CLI prints. */
+/** The URL's passwords (raw and decoded, with or without a scheme), to be masked in anything the CLI prints. */
 export function secretsOf(url: string): string[] {
-  return urlSecrets(url);
+  return connectionSecrets(url);
 }
 
 /**

@@ -27,6 +27,8 @@ import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
+import { Redactor } from '../redaction.js';
+import { RedactingLogger } from '../redacting-logger.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -81,7 +83,9 @@ export class RedisStreamsServer
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
   /** Handler failures must reach us (we await handlers ourselves) so that a failed entry is not acked. */
   override readonly propagatesEventHandlerErrors = true;
-  protected override readonly logger = new Logger(RedisStreamsServer.name);
+  /** Every log line, error and event payload passes the redactor: no password leaves the server. */
+  protected override readonly logger: Logger;
+  private readonly redactor: Redactor;
 
   private readonly options: ResolvedServerOptions;
   private readonly decoder: StreamDeserializer;
@@ -104,6 +108,8 @@ export class RedisStreamsServer
   constructor(options: RedisStreamsServerOptions) {
     super();
     this.options = resolveServerOptions(options);
+    this.redactor = Redactor.for(this.options.connection);
+    this.logger = new RedactingLogger(RedisStreamsServer.name, this.redactor);
     this.replies = new ReplyWriter(() => this.commandConnection(), {
       maxLen: this.options.replyMaxLen,
       ttlMs: this.options.replyTtl,
@@ -123,7 +129,7 @@ export class RedisStreamsServer
     try {
       await this.start();
     } catch (error) {
-      callback(error);
+      callback(this.redactor.error(error));
       return;
     }
     callback();
@@ -647,7 +653,7 @@ export class RedisStreamsServer
     if (set === undefined) return;
     for (const listener of set) {
       try {
-        listener(...args);
+        listener(...args.map(this.redactor.value));
       } catch (error) {
         this.logger.error(`listener of "${event}" threw: ${errorMessage(error)}`);
       }
