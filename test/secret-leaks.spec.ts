@@ -89,15 +89,15 @@ describe('secrets never leave the package', () => {
     for (const line of logLines) expect(line).not.toContain(MARKER);
   });
 
-  describe('server: listen() with a wrong password', () => {
+  describe.each(['wrongPassword', 'refused', 'unknownHost'])('server: listen() fails (%s)', (kind) => {
     it('the listen callback error and the error events carry no password', async () => {
-      const server = new RedisStreamsServer({ connection: urls.wrongPassword, group: 'g', consumer: 'c', recovery: false });
+      const server = new RedisStreamsServer({ connection: urls[kind], group: 'g', consumer: 'c', recovery: false, startupTimeout: 1_000 });
       server.addHandler('orders', async () => undefined, true);
       const events: unknown[] = [];
       server.on('error', (error) => events.push(error));
       const error = await failureOf(new Promise((resolve, reject) => void server.listen((e) => (e ? reject(e) : resolve(undefined)))));
       await server.close();
-      expect(printedForms(error)).toMatch(/WRONGPASS/);
+      expect(printedForms(error)).toMatch(/WRONGPASS|connection refused|host not found/);
       expectNoLeak(error);
       for (const event of events) expectNoLeak(event);
     });

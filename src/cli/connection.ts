@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { closeConnection, openConnection } from '../redis/connection.js';
+import { connectionOption } from '../redis/connection-option.js';
 import { connectionSecrets, redactUrl } from '../redaction.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
@@ -26,7 +27,9 @@ export function secretsOf(url: string): string[] {
  * A CLI run must end with an answer, not wait for a server that is not there.
  */
 export async function withRedis<T>(url: string, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const opened = openConnection(url, 'cli', {
+  // Same accepted forms as the transport (redis://, rediss://, unix:///path): checked before connecting.
+  const connection = connectionOption('url', url);
+  const opened = openConnection(connection, 'cli', {
     connectTimeout: CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
     retryStrategy: () => null,

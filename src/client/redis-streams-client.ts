@@ -32,7 +32,7 @@ import { RedisStreamsRecord, type RedisStreamsRecordOptions } from './redis-stre
 import { ReplyListener } from './reply-listener.js';
 import { ServerClock } from './server-clock.js';
 import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
-import { RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsConnectionError, RedisStreamsOptionError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
 import { Redactor } from '../redaction.js';
 import { RedactingLogger } from '../redacting-logger.js';
@@ -333,13 +333,25 @@ export class RedisStreamsClient
     const client = opened.client;
     this.watchStatus(client);
     for (const { event, callback } of this.eventListeners) client.on(event, callback);
+    // ioredis rejects connect() with "Connection is closed."; the reason is in the error event.
+    let lastError: Error | undefined;
+    const remember = (error: Error): void => {
+      lastError = error;
+    };
+    client.on('error', remember);
     try {
       if (client.status === 'wait') await withTimeout(client.connect(), commandTimeout + 1_000, 'connect');
     } catch (error) {
       client.disconnect();
-      throw new Error(
-        `Cannot connect to Redis at ${describeConnection(this.config.connection)}: ${(error as Error).message}`,
+      const cause = lastError ?? error;
+      throw this.redactor.error(
+        new RedisStreamsConnectionError(
+          `Cannot connect to Redis at ${describeConnection(this.config.connection)}: ${(cause as Error).message}`,
+          { cause },
+        ),
       );
+    } finally {
+      client.off('error', remember);
     }
     if (generation !== this.generation) {
       client.disconnect();

@@ -4,7 +4,8 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
-import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
@@ -353,6 +354,9 @@ export class RedisStreamsServer
       const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
       this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
     }
+    // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
+    const where = describeConnection(options.connection);
+    await Promise.all([commands, ...this.readerConnections.map((opened) => opened.client)].map((client) => whenReady(client, options.startupTimeout, where)));
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
