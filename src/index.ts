@@ -90,9 +90,14 @@ export type {
   FetchClaimResult,
   FetchOneClaimResult,
   FetchType,
+  ClaimedFields,
+  FieldEncoding,
+  FieldsFormat,
+  FieldsOf,
   NoneClaimResult,
   StoreClaimResult,
   StreamClaimServiceOptions,
+  StreamFieldPairs,
 } from './claim/claim.types.js';
 export type {
   ConsumerInfo,

@@ -11,6 +11,8 @@ import type {
   ClaimResultBase,
   ClaimResultFor,
   FetchType,
+  FieldsFormat,
+  FieldsOf,
   StreamClaimServiceOptions,
 } from './claim.types.js';
 import { parseAutoclaimReply } from './xautoclaim-reply.js';
@@ -47,13 +49,16 @@ export class StreamClaimer {
    * were taken, or `maxPages` pages were scanned. Every option is checked before any command.
    * Each taken entry becomes pending for `consumer` with its delivery count raised by one.
    */
-  async claim<F extends FetchType = 'FETCH'>(options: ClaimOptions<F>): Promise<ClaimResultFor<F>> {
+  async claim<F extends FetchType = 'FETCH', P extends FieldsFormat = 'object'>(
+    options: ClaimOptions<F, P>,
+  ): Promise<ClaimResultFor<F, FieldsOf<P>>> {
     const resolved = resolveClaimOptions(options);
-    const sink = await createSink(resolved.fetchType, resolved.key, this.storeDirectory);
+    const shape = { stream: resolved.key, fieldsFormat: resolved.fieldsFormat, encoding: resolved.encoding };
+    const sink = await createSink(resolved.fetchType, shape, this.storeDirectory);
     try {
       const scan = await this.scan(resolved, sink);
       const bodies = await sink.finish();
-      return assemble(resolved, scan, bodies) as ClaimResultFor<F>;
+      return assemble(resolved, scan, bodies) as ClaimResultFor<F, FieldsOf<P>>;
     } catch (error) {
       await sink.abort().catch(() => undefined);
       throw this.redactor.error(await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key)));
@@ -85,7 +90,11 @@ export class StreamClaimer {
     const state: ScanState = { ids: [], cursor: options.startId, pages: 0, deletedIds: [], deletedCount: 0 };
     while (state.pages < maxPages && state.ids.length < maxRecords) {
       const pageSize = Math.min(count, maxRecords - state.ids.length);
-      const reply: unknown = await this.redis.xautoclaim(key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize);
+      // base64 needs the exact bytes: the Buffer variant of the command (ids are read as text either way).
+      const reply: unknown =
+        options.encoding === 'base64'
+          ? await this.redis.callBuffer('XAUTOCLAIM', key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize)
+          : await this.redis.xautoclaim(key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize);
       state.pages++;
       const page = parseAutoclaimReply(reply);
       state.cursor = page.cursor;
