@@ -296,10 +296,12 @@ export class RedisStreamsServer
     try {
       await this.open();
     } catch (error) {
+      // close() during start-up ends the connections, which fails the wait for them: say why.
+      const closedMeanwhile = (this.state as string) !== 'starting';
       // Nothing may keep reconnecting after a failed listen() (the process could not exit).
       await this.closeConnections();
       this.state = 'closed';
-      throw error;
+      throw closedMeanwhile ? new Error('RedisStreamsServer was closed while it started listening', { cause: error }) : error;
     }
     // close() ran while the groups were being created: it closed the connections; start nothing.
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
