@@ -357,8 +357,8 @@ export class RedisStreamsServer
       this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
     }
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
-    const where = describeConnection(options.connection);
-    await Promise.all([commands, ...this.readerConnections.map((opened) => opened.client)].map((client) => whenReady(client, options.startupTimeout, where)));
+    // The readers use the same address and credentials; they connect on their first read.
+    await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
