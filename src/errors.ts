@@ -22,3 +22,15 @@ export class RedisStreamsDecodeError extends Error {
     super(`Cannot decode entry ${entryId} of stream "${stream}": ${message}`);
   }
 }
+
+/**
+ * Redis could not be reached or refused authentication while a server or client started. The
+ * message names the connection without its password; `cause` is the (cleaned) Redis error.
+ */
+export class RedisStreamsConnectionError extends Error {
+  override readonly name = 'RedisStreamsConnectionError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}

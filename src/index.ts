@@ -1,4 +1,4 @@
-export { RedisStreamsDecodeError, RedisStreamsOptionError } from './errors.js';
+export { RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsOptionError } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';
 export { deadLetterKey } from './redis/keys.js';
 export { WireField } from './codec/wire-format.js';
@@ -90,9 +90,14 @@ export type {
   FetchClaimResult,
   FetchOneClaimResult,
   FetchType,
+  ClaimedFields,
+  FieldEncoding,
+  FieldsFormat,
+  FieldsOf,
   NoneClaimResult,
   StoreClaimResult,
   StreamClaimServiceOptions,
+  StreamFieldPairs,
 } from './claim/claim.types.js';
 export type {
   ConsumerInfo,

@@ -47,6 +47,8 @@ describe('claim options: validated before any command', () => {
       maxPages: 10,
       startId: '0-0',
       fetchType: 'FETCH',
+      fieldsFormat: 'object',
+      encoding: 'utf8',
     });
   });
 

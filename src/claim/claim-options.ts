@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 import { durationMillisOption } from '../duration.js';
 import { FETCH_TYPES, type ClaimOptions, type FetchType } from './claim.types.js';
+import { FIELD_ENCODINGS, FIELDS_FORMATS, type FieldEncoding, type FieldsFormat } from './claimed-fields.js';
 
 export const CLAIM_DEFAULTS = {
   count: 100,
@@ -9,6 +10,8 @@ export const CLAIM_DEFAULTS = {
   maxPages: 10,
   startId: '0-0',
   fetchType: 'FETCH',
+  fieldsFormat: 'object',
+  encoding: 'utf8',
 } as const;
 
 export const CLAIM_LIMITS = {
@@ -28,10 +31,12 @@ export interface ResolvedClaimOptions {
   maxPages: number;
   startId: string;
   fetchType: FetchType;
+  fieldsFormat: FieldsFormat;
+  encoding: FieldEncoding;
 }
 
 /** Validates every option (naming the first bad one) before any command is sent. */
-export function resolveClaimOptions(options: ClaimOptions): ResolvedClaimOptions {
+export function resolveClaimOptions(options: ClaimOptions<FetchType, FieldsFormat>): ResolvedClaimOptions {
   if (typeof options !== 'object' || options === null) {
     throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
   }
@@ -64,13 +69,21 @@ export function resolveClaimOptions(options: ClaimOptions): ResolvedClaimOptions
     count = 1;
     maxRecords = 1;
   }
-  return { key, group, consumer, minIdleMs, count, maxRecords, maxPages, startId, fetchType };
+  const fieldsFormat = oneOfOption('fieldsFormat', options.fieldsFormat, FIELDS_FORMATS, CLAIM_DEFAULTS.fieldsFormat);
+  const encoding = oneOfOption('encoding', options.encoding, FIELD_ENCODINGS, CLAIM_DEFAULTS.encoding);
+  return { key, group, consumer, minIdleMs, count, maxRecords, maxPages, startId, fetchType, fieldsFormat, encoding };
 }
 
 function fetchTypeOption(value: unknown): FetchType {
   if (value === undefined) return CLAIM_DEFAULTS.fetchType;
   if (typeof value === 'string' && (FETCH_TYPES as readonly string[]).includes(value)) return value as FetchType;
   throw new RedisStreamsOptionError('fetchType', `must be one of ${FETCH_TYPES.join(', ')}; got ${describe(value)}`);
+}
+
+function oneOfOption<T extends string>(option: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw new RedisStreamsOptionError(option, `must be one of ${allowed.join(', ')}; got ${describe(value)}`);
 }
 
 const MAX_ID_PART = 2n ** 64n - 1n;

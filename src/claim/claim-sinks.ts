@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fieldsFromArray } from '../codec/wire-format.js';
-import type { ClaimedMessage, FetchType } from './claim.types.js';
+import type { ClaimedFields, ClaimedMessage, FetchType } from './claim.types.js';
+import { claimedFields, type FieldEncoding, type FieldsFormat } from './claimed-fields.js';
 import { NdjsonFile } from './ndjson-file.js';
 import type { AutoclaimEntry } from './xautoclaim-reply.js';
 
@@ -17,30 +17,37 @@ export interface ClaimSink {
   abort(): Promise<void>;
 }
 
-export function toMessage(stream: string, entry: AutoclaimEntry): ClaimedMessage {
-  return { stream, id: entry.id, fields: fieldsFromArray(entry.flat) };
+/** How a sink shapes an entry: `{ stream, id, fields }` with fields in the requested format and encoding. */
+export interface MessageShape {
+  readonly stream: string;
+  readonly fieldsFormat: FieldsFormat;
+  readonly encoding: FieldEncoding;
 }
 
-export async function createSink(fetchType: FetchType, stream: string, storeDirectory: string): Promise<ClaimSink> {
+export function toMessage(shape: MessageShape, entry: AutoclaimEntry): ClaimedMessage<ClaimedFields> {
+  return { stream: shape.stream, id: entry.id, fields: claimedFields(entry.flat, shape.fieldsFormat, shape.encoding) };
+}
+
+export async function createSink(fetchType: FetchType, shape: MessageShape, storeDirectory: string): Promise<ClaimSink> {
   switch (fetchType) {
     case 'FETCH':
-      return new FetchSink(stream);
+      return new FetchSink(shape);
     case 'FETCH_ONE':
-      return new FetchOneSink(stream);
+      return new FetchOneSink(shape);
     case 'NONE':
       return new NoneSink();
     case 'STORE':
-      return new StoreSink(stream, await NdjsonFile.create(storeDirectory, stream));
+      return new StoreSink(shape, await NdjsonFile.create(storeDirectory, shape.stream));
   }
 }
 
 class FetchSink implements ClaimSink {
-  private readonly messages: ClaimedMessage[] = [];
+  private readonly messages: ClaimedMessage<ClaimedFields>[] = [];
 
-  constructor(private readonly stream: string) {}
+  constructor(private readonly shape: MessageShape) {}
 
   accept(entries: readonly AutoclaimEntry[]): void {
-    for (const entry of entries) this.messages.push(toMessage(this.stream, entry));
+    for (const entry of entries) this.messages.push(toMessage(this.shape, entry));
   }
 
   finish(): Promise<Record<string, unknown>> {
@@ -53,13 +60,13 @@ class FetchSink implements ClaimSink {
 }
 
 class FetchOneSink implements ClaimSink {
-  private message: ClaimedMessage | null = null;
+  private message: ClaimedMessage<ClaimedFields> | null = null;
 
-  constructor(private readonly stream: string) {}
+  constructor(private readonly shape: MessageShape) {}
 
   accept(entries: readonly AutoclaimEntry[]): void {
     const first = entries[0];
-    if (this.message === null && first !== undefined) this.message = toMessage(this.stream, first);
+    if (this.message === null && first !== undefined) this.message = toMessage(this.shape, first);
   }
 
   finish(): Promise<Record<string, unknown>> {
@@ -87,13 +94,13 @@ class NoneSink implements ClaimSink {
 /** One `{stream,id,fields}` JSON a line; a page is written before the next one is fetched. */
 class StoreSink implements ClaimSink {
   constructor(
-    private readonly stream: string,
+    private readonly shape: MessageShape,
     private readonly file: NdjsonFile,
   ) {}
 
   async accept(entries: readonly AutoclaimEntry[]): Promise<void> {
     let chunk = '';
-    for (const entry of entries) chunk += JSON.stringify(toMessage(this.stream, entry)) + '\n';
+    for (const entry of entries) chunk += JSON.stringify(toMessage(this.shape, entry)) + '\n';
     await this.file.write(chunk);
   }
 

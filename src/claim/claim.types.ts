@@ -1,4 +1,7 @@
 import type { StreamFields } from '../codec/wire-format.js';
+import type { FieldEncoding, FieldsFormat, StreamFieldPairs } from './claimed-fields.js';
+
+export type { FieldEncoding, FieldsFormat, StreamFieldPairs } from './claimed-fields.js';
 
 export const FETCH_TYPES = ['FETCH', 'FETCH_ONE', 'STORE', 'NONE'] as const;
 
@@ -8,7 +11,7 @@ export const FETCH_TYPES = ['FETCH', 'FETCH_ONE', 'STORE', 'NONE'] as const;
  */
 export type FetchType = (typeof FETCH_TYPES)[number];
 
-export interface ClaimOptions<F extends FetchType = FetchType> {
+export interface ClaimOptions<F extends FetchType = FetchType, P extends FieldsFormat = FieldsFormat> {
   /** Stream key. */
   key: string;
   /** Consumer group whose pending entries are scanned; it must exist. */
@@ -30,14 +33,28 @@ export interface ClaimOptions<F extends FetchType = FetchType> {
   startId?: string;
   /** Default `FETCH`. */
   fetchType?: F;
+  /**
+   * `object` (default): `fields` is `{ name: value }`: integer-like names (`2`, `10`) come first in
+   * ascending order and of duplicate names the last wins, as in any JavaScript object. `pairs`:
+   * `[[name, value], …]` in stream order with every duplicate (also in STORE files and CLI JSON).
+   */
+  fieldsFormat?: P;
+  /** `utf8` (default): text, bytes that are not UTF-8 become U+FFFD. `base64`: names and values are base64 of their exact bytes. */
+  encoding?: FieldEncoding;
 }
 
-/** A taken entry, exactly as stored: no decoding, fields in stream order. */
-export interface ClaimedMessage {
+/** A taken entry, as stored: no decoding. `fields` per `fieldsFormat` and `encoding`. */
+export interface ClaimedMessage<Fields extends ClaimedFields = StreamFields> {
   stream: string;
   id: string;
-  fields: StreamFields;
+  /** `{ name: value }` (`fieldsFormat: 'object'`, the default) or `[[name, value], …]` in stream order (`'pairs'`). */
+  fields: Fields;
 }
+
+export type ClaimedFields = StreamFields | StreamFieldPairs;
+
+/** The `fields` type of a `fieldsFormat`. */
+export type FieldsOf<P extends FieldsFormat> = [FieldsFormat] extends [P] ? ClaimedFields : P extends 'pairs' ? StreamFieldPairs : StreamFields;
 
 export interface ClaimResultBase {
   key: string;
@@ -59,13 +76,13 @@ export interface ClaimResultBase {
   deletedCount: number;
 }
 
-export interface FetchClaimResult extends ClaimResultBase {
-  messages: ClaimedMessage[];
+export interface FetchClaimResult<Fields extends ClaimedFields = StreamFields> extends ClaimResultBase {
+  messages: ClaimedMessage<Fields>[];
 }
 
-export interface FetchOneClaimResult extends ClaimResultBase {
+export interface FetchOneClaimResult<Fields extends ClaimedFields = StreamFields> extends ClaimResultBase {
   /** The taken entry, or null when nothing was taken. */
-  message: ClaimedMessage | null;
+  message: ClaimedMessage<Fields> | null;
 }
 
 export interface StoreClaimResult extends ClaimResultBase {
@@ -75,15 +92,19 @@ export interface StoreClaimResult extends ClaimResultBase {
 
 export type NoneClaimResult = ClaimResultBase;
 
-export type ClaimResult = FetchClaimResult | FetchOneClaimResult | StoreClaimResult | NoneClaimResult;
+export type ClaimResult<Fields extends ClaimedFields = StreamFields> =
+  | FetchClaimResult<Fields>
+  | FetchOneClaimResult<Fields>
+  | StoreClaimResult
+  | NoneClaimResult;
 
-/** The result type that goes with a fetch type (`FETCH` when none is given). */
-export type ClaimResultFor<F extends FetchType> = [FetchType] extends [F]
-  ? ClaimResult
+/** The result type that goes with a fetch type (`FETCH` when none is given) and a fields type. */
+export type ClaimResultFor<F extends FetchType, Fields extends ClaimedFields = StreamFields> = [FetchType] extends [F]
+  ? ClaimResult<Fields>
   : F extends 'FETCH'
-    ? FetchClaimResult
+    ? FetchClaimResult<Fields>
     : F extends 'FETCH_ONE'
-      ? FetchOneClaimResult
+      ? FetchOneClaimResult<Fields>
       : F extends 'STORE'
         ? StoreClaimResult
         : NoneClaimResult;

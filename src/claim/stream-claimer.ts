@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { translateRedisError } from './claim.errors.js';
+import { Redactor } from '../redaction.js';
 import { resolveClaimOptions, type ResolvedClaimOptions } from './claim-options.js';
 import { createSink, DEFAULT_STORE_DIRECTORY, type ClaimSink } from './claim-sinks.js';
 import type {
@@ -10,6 +11,8 @@ import type {
   ClaimResultBase,
   ClaimResultFor,
   FetchType,
+  FieldsFormat,
+  FieldsOf,
   StreamClaimServiceOptions,
 } from './claim.types.js';
 import { parseAutoclaimReply } from './xautoclaim-reply.js';
@@ -28,11 +31,14 @@ export const ACK_BATCH_SIZE = 1000;
  */
 export class StreamClaimer {
   private readonly storeDirectory: string;
+  /** Errors leave the service cleaned of the connection's password (a failed HELLO … AUTH carries it). */
+  private readonly redactor: Redactor;
 
   constructor(
     private readonly redis: RedisClient,
     options?: ClaimModuleOptions | StreamClaimServiceOptions | null,
   ) {
+    this.redactor = Redactor.for(redis);
     const claimOptions: StreamClaimServiceOptions | undefined =
       options && 'claim' in options ? options.claim : (options as StreamClaimServiceOptions | null | undefined) ?? undefined;
     this.storeDirectory = claimOptions?.storeDirectory ?? DEFAULT_STORE_DIRECTORY;
@@ -43,16 +49,19 @@ export class StreamClaimer {
    * were taken, or `maxPages` pages were scanned. Every option is checked before any command.
    * Each taken entry becomes pending for `consumer` with its delivery count raised by one.
    */
-  async claim<F extends FetchType = 'FETCH'>(options: ClaimOptions<F>): Promise<ClaimResultFor<F>> {
+  async claim<F extends FetchType = 'FETCH', P extends FieldsFormat = 'object'>(
+    options: ClaimOptions<F, P>,
+  ): Promise<ClaimResultFor<F, FieldsOf<P>>> {
     const resolved = resolveClaimOptions(options);
-    const sink = await createSink(resolved.fetchType, resolved.key, this.storeDirectory);
+    const shape = { stream: resolved.key, fieldsFormat: resolved.fieldsFormat, encoding: resolved.encoding };
+    const sink = await createSink(resolved.fetchType, shape, this.storeDirectory);
     try {
       const scan = await this.scan(resolved, sink);
       const bodies = await sink.finish();
-      return assemble(resolved, scan, bodies) as ClaimResultFor<F>;
+      return assemble(resolved, scan, bodies) as ClaimResultFor<F, FieldsOf<P>>;
     } catch (error) {
       await sink.abort().catch(() => undefined);
-      throw await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key));
+      throw this.redactor.error(await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key)));
     }
   }
 
@@ -72,7 +81,7 @@ export class StreamClaimer {
       const acked = await Promise.all(batches);
       return acked.reduce((sum, n) => sum + Number(n), 0);
     } catch (error) {
-      throw await translateRedisError(error, key, group, () => this.streamExists(key));
+      throw this.redactor.error(await translateRedisError(error, key, group, () => this.streamExists(key)));
     }
   }
 
@@ -81,7 +90,11 @@ export class StreamClaimer {
     const state: ScanState = { ids: [], cursor: options.startId, pages: 0, deletedIds: [], deletedCount: 0 };
     while (state.pages < maxPages && state.ids.length < maxRecords) {
       const pageSize = Math.min(count, maxRecords - state.ids.length);
-      const reply: unknown = await this.redis.xautoclaim(key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize);
+      // base64 needs the exact bytes: the Buffer variant of the command (ids are read as text either way).
+      const reply: unknown =
+        options.encoding === 'base64'
+          ? await this.redis.callBuffer('XAUTOCLAIM', key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize)
+          : await this.redis.xautoclaim(key, group, consumer, minIdleMs, state.cursor, 'COUNT', pageSize);
       state.pages++;
       const page = parseAutoclaimReply(reply);
       state.cursor = page.cursor;

@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { translateRedisError } from './claim.errors.js';
+import { Redactor } from '../redaction.js';
 import { durationMillisOption } from '../duration.js';
 import {
   parseConsumers,
@@ -24,7 +25,12 @@ import type {
  * Plain class without Nest imports (the CLI uses it); `StreamInspectionService` is its injectable form.
  */
 export class StreamInspector {
-  constructor(private readonly redis: RedisClient) {}
+  /** Errors leave cleaned of the connection's password. */
+  private readonly redactor: Redactor;
+
+  constructor(private readonly redis: RedisClient) {
+    this.redactor = Redactor.for(redis);
+  }
 
   /** XPENDING summary: how many entries are pending, the id range, and per-consumer counts. */
   async pendingSummary(key: string, group: string): Promise<PendingSummary> {
@@ -67,7 +73,7 @@ export class StreamInspector {
     try {
       return await this.redis.call(command as string, ...args);
     } catch (error) {
-      throw await translateRedisError(error, key, group, async () => (await this.redis.exists(key)) === 1);
+      throw this.redactor.error(await translateRedisError(error, key, group, async () => (await this.redis.exists(key)) === 1));
     }
   }
 }

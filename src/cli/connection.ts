@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
-import { closeConnection, openConnection, redactUrl, urlSecrets } from '../redis/connection.js';
+import { closeConnection, openConnection } from '../redis/connection.js';
+import { connectionOption } from '../redis/connection-option.js';
+import { connectionSecrets, redactUrl } from '../redaction.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
 
@@ -15,9 +17,9 @@ export function resolveUrl(flags: ConnectionFlags, io: CliIo): string {
   return flags.url ?? io.env.REDIS_URL ?? DEFAULT_URL;
 }
 
-/** The URL's passwords (raw and decoded), to be masked in anything the CLI prints. */
+/** The URL's passwords (raw and decoded, with or without a scheme), to be masked in anything the CLI prints. */
 export function secretsOf(url: string): string[] {
-  return urlSecrets(url);
+  return connectionSecrets(url);
 }
 
 /**
@@ -25,7 +27,9 @@ export function secretsOf(url: string): string[] {
  * A CLI run must end with an answer, not wait for a server that is not there.
  */
 export async function withRedis<T>(url: string, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const opened = openConnection(url, 'cli', {
+  // Same accepted forms as the transport (redis://, rediss://, unix:///path): checked before connecting.
+  const connection = connectionOption('url', url);
+  const opened = openConnection(connection, 'cli', {
     connectTimeout: CONNECT_TIMEOUT_MS,
     maxRetriesPerRequest: 1,
     retryStrategy: () => null,

@@ -2,6 +2,7 @@ import { CommanderError } from 'commander';
 import { RedisStreamsOptionError } from '../errors.js';
 import { RedisStreamsClaimError } from '../claim/claim.errors.js';
 import { flagFor } from './arguments.js';
+import { Redactor } from '../redaction.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
 
@@ -32,17 +33,9 @@ export function describeFailure(error: unknown, secrets: readonly string[]): { l
   } else {
     line = `error: ${error instanceof Error ? error.message : String(error)}`;
   }
-  return { line: mask(firstLine(line), secrets), exitCode };
+  return { line: new Redactor(secrets).text(firstLine(line)), exitCode };
 }
 
 function firstLine(text: string): string {
   return text.split(/\r?\n/).find((part) => part.trim().length > 0) ?? text;
-}
-
-function mask(text: string, secrets: readonly string[]): string {
-  let masked = text;
-  for (const secret of secrets) {
-    if (secret.length > 0) masked = masked.split(secret).join('***');
-  }
-  return masked;
 }

@@ -1,11 +1,16 @@
 import type { Deserializer, Serializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
+import { connectionOption } from '../redis/connection-option.js';
 import { booleanOption, describe, timerMillisOption } from '../validation.js';
 import { compileTrimming, DEFAULT_TRIMMING, type CompiledTrimming, type StreamTrimming } from './trimming.js';
 
 export interface RedisStreamsClientOptions {
-  /** URL, ioredis options, or an existing `Redis`/`Cluster` (duplicated: the client keeps its own sockets). */
+  /**
+   * `redis://` / `rediss://` URL, `unix:///path/to/redis.sock`, ioredis options, or an existing
+   * `Redis`/`Cluster` (duplicated: the client keeps its own sockets). Anything else, and ioredis'
+   * `keyPrefix`, is a `RedisStreamsOptionError`.
+   */
   connection?: RedisConnection;
   /** Prepended to every pattern to form the stream key (same rule as the server). Default `''`. */
   streamPrefix?: string;
@@ -17,7 +22,7 @@ export interface RedisStreamsClientOptions {
   noMkStream?: boolean;
   /** Request/reply: ms to wait for a reply. Default 30000. */
   timeout?: number;
-  /** ms a Redis command (an XADD) may take, queued or sent, before the call fails. Default 5000. */
+  /** ms a Redis command (an XADD) may take, queued or sent, before the call fails; also bounds the first call's connect. Default 5000. */
   commandTimeout?: number;
   /** Reply stream key prefix: `<replyPrefix>{<uuid>}:replies`. Default `'nestjs-redis-streams:'`. */
   replyPrefix?: string;
@@ -79,7 +84,7 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     }
   }
   return {
-    connection: options.connection,
+    connection: connectionOption('connection', options.connection),
     streamPrefix: stringOption('streamPrefix', options.streamPrefix, ''),
     trim: compileTrimming('trim', options.trim ?? DEFAULT_TRIMMING),
     trimming,

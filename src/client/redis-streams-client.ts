@@ -32,8 +32,10 @@ import { RedisStreamsRecord, type RedisStreamsRecordOptions } from './redis-stre
 import { ReplyListener } from './reply-listener.js';
 import { ServerClock } from './server-clock.js';
 import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
-import { RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsConnectionError, RedisStreamsOptionError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
+import { Redactor } from '../redaction.js';
+import { RedactingLogger } from '../redacting-logger.js';
 
 export type RedisStreamsClientStatus = 'connected' | 'disconnected' | 'reconnecting';
 
@@ -69,7 +71,9 @@ export class RedisStreamsClient
   extends ClientProxy<RedisStreamsClientEvents, string>
   implements OnApplicationShutdown
 {
-  protected readonly logger = new Logger(RedisStreamsClient.name);
+  /** Every log line, error and event passes the redactor: no password leaves the client. */
+  protected readonly logger: Logger;
+  private readonly redactor: Redactor;
   private readonly config: ResolvedClientOptions;
   /** One reply stream per client instance, so several instances of a service get only their own replies. */
   private readonly replyKey: string;
@@ -86,6 +90,8 @@ export class RedisStreamsClient
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
     this.config = resolveClientOptions(options);
+    this.redactor = Redactor.for(this.config.connection);
+    this.logger = new RedactingLogger(RedisStreamsClient.name, this.redactor);
     this.replyKey = `${this.config.replyPrefix}{${randomUUID()}}:replies`;
     this.identitySerializer = options.serializer === undefined;
     this.initializeSerializer(options as ClientOptions['options']);
@@ -140,7 +146,9 @@ export class RedisStreamsClient
 
   /** Listens to an ioredis event of the producer connection (kept across reconnects and `close()`). */
   override on<K extends keyof RedisStreamsClientEvents>(event: K, callback: RedisStreamsClientEvents[K]): void {
-    const listener = { event, callback: callback as (...args: unknown[]) => void };
+    const given = callback as (...args: unknown[]) => void;
+    // ioredis' errors can carry the password (a failed HELLO … AUTH): cleaned before user code sees them.
+    const listener = { event, callback: event === 'error' ? (error: unknown) => given(this.redactor.error(error)) : given };
     this.eventListeners.push(listener);
     this.producer?.client.on(event, listener.callback);
   }
@@ -305,8 +313,9 @@ export class RedisStreamsClient
 
   /** Failures name the stream; option errors stay as they are. */
   private publishError(pattern: unknown, error: unknown): unknown {
-    if (error instanceof RedisStreamsOptionError || error instanceof RedisStreamsPublishError) return error;
-    return new RedisStreamsPublishError(streamKeyFor(this.normalizePattern(pattern as string), this.config.streamPrefix), error);
+    if (error instanceof RedisStreamsOptionError || error instanceof RedisStreamsPublishError) return this.redactor.error(error);
+    const stream = streamKeyFor(this.normalizePattern(pattern as string), this.config.streamPrefix);
+    return this.redactor.error(new RedisStreamsPublishError(stream, this.redactor.error(error)));
   }
 
   private clockReady(): Promise<void> {
@@ -331,13 +340,25 @@ export class RedisStreamsClient
     const client = opened.client;
     this.watchStatus(client);
     for (const { event, callback } of this.eventListeners) client.on(event, callback);
+    // ioredis rejects connect() with "Connection is closed."; the reason is in the error event.
+    let lastError: Error | undefined;
+    const remember = (error: Error): void => {
+      lastError = error;
+    };
+    client.on('error', remember);
     try {
       if (client.status === 'wait') await withTimeout(client.connect(), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
-      throw new Error(
-        `Cannot connect to Redis at ${describeConnection(this.config.connection)}: ${(error as Error).message}`,
+      const cause = lastError ?? error;
+      throw this.redactor.error(
+        new RedisStreamsConnectionError(
+          `Cannot connect to Redis at ${describeConnection(this.config.connection)}: ${(cause as Error).message}`,
+          { cause },
+        ),
       );
+    } finally {
+      client.off('error', remember);
     }
     if (generation !== this.generation) {
       client.disconnect();

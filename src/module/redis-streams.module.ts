@@ -1,6 +1,7 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe } from '../validation.js';
+import { connectionOption } from '../redis/connection-option.js';
 import { RedisStreamsClientModule } from '../client/redis-streams-client.module.js';
 import { RedisStreamsConnectionHost } from './connection-host.js';
 import { FEATURE_PROVIDERS } from './feature-providers.js';
@@ -79,7 +80,8 @@ function checkModuleOptions(options: unknown): RedisStreamsModuleOptions {
   if (options === null || typeof options !== 'object') {
     throw new RedisStreamsOptionError('options', `RedisStreamsModule options must be an object, got ${describe(options)}`);
   }
-  const { server } = options as RedisStreamsModuleOptions;
+  const { server, connection } = options as RedisStreamsModuleOptions;
+  connectionOption('connection', connection);
   if (server !== undefined && (server === null || typeof server !== 'object')) {
     throw new RedisStreamsOptionError('server', `must be an object of server defaults, got ${describe(server)}`);
   }

@@ -4,6 +4,7 @@ import { REDIS_STREAMS_CONNECTION } from '../module/tokens.js';
 import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
+import { Redactor, withRedactedRejections } from '../redaction.js';
 import { parseDeadLetter, type DeadLetter } from './dead-letter-format.js';
 import { moveToDeadLetter, type DeadLetterMoveResult, type MoveToDeadLetterRequest } from './dead-letter-move.js';
 import { batchSizeOption, streamIdListOption } from './recovery-validation.js';
@@ -94,11 +95,14 @@ export class DeadLetterService {
   private readonly keyOf: (stream: string) => string;
   private readonly maxLen: number;
   private readonly batchSize: number;
+  private readonly client: RedisClient;
 
   constructor(
-    @Inject(REDIS_STREAMS_CONNECTION) private readonly client: RedisClient,
+    @Inject(REDIS_STREAMS_CONNECTION) client: RedisClient,
     @Optional() @Inject(REDIS_STREAMS_DEAD_LETTER_OPTIONS) options: DeadLetterServiceOptions = {},
   ) {
+    // Every command's failure leaves the service cleaned of the connection's password.
+    this.client = withRedactedRejections(client, Redactor.for(client));
     const keyOf = options?.deadLetterKey ?? defaultDeadLetterKey;
     if (typeof keyOf !== 'function') throw new RedisStreamsOptionError('deadLetterKey', 'must be a function (stream) => key');
     this.keyOf = keyOf;

@@ -1,4 +1,5 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
 
 /** Where to connect: a URL (`redis://`, `rediss://`), ioredis options, or an existing client. */
@@ -60,40 +61,8 @@ export async function closeConnection(opened: OpenedConnection | undefined): Pro
   client.disconnect(false);
 }
 
-/**
- * `redis://user:secret@host` → `redis://user:***@host`; a `?password=` parameter (which ioredis
- * also reads) is masked too. Passwords never reach logs or errors.
- */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    if (parsed.searchParams.has('password')) parsed.searchParams.set('password', '***');
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@').replace(/([?&]password=)[^&#]*/gi, '$1***');
-  }
-}
-
-/** The password(s) a URL carries (userinfo and `?password=`), raw and decoded, for masking. */
-export function urlSecrets(url: string): string[] {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return [];
-  }
-  const raw = [parsed.password, parsed.searchParams.get('password') ?? ''].filter((s) => s.length > 0);
-  const decoded = raw.flatMap((secret) => {
-    try {
-      return [decodeURIComponent(secret)];
-    } catch {
-      return []; // malformed escapes: the raw form is listed
-    }
-  });
-  const secrets = [...raw, ...decoded];
-  return [...new Set(secrets)];
-}
+// Masking lives in the one redaction layer; re-exported for callers of this module.
+export { redactUrl, urlSecrets } from '../redaction.js';
 
 /** Describes a connection for log lines without credentials. */
 export function describeConnection(connection: RedisConnection | undefined): string {

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { ConsumerSerializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
+import { connectionOption } from '../redis/connection-option.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
@@ -10,8 +11,17 @@ import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdO
 export type AckMode = 'auto' | 'manual';
 
 export interface RedisStreamsServerOptions {
-  /** Where to connect: URL, ioredis options, or an existing `Redis`/`Cluster` client (used for commands; readers get their own). */
+  /**
+   * Where to connect: a `redis://` or `rediss://` URL, `unix:///path/to/redis.sock`, ioredis options,
+   * or an existing `Redis`/`Cluster` client (used for commands; readers get their own). Anything
+   * else, and ioredis' `keyPrefix`, is a `RedisStreamsOptionError`.
+   */
   connection?: RedisConnection;
+  /**
+   * ms `listen()` waits for Redis to be reachable at start-up before it fails (closing what it
+   * opened); wrong credentials fail at once. After a successful start, reconnects never give up. Default 10000.
+   */
+  startupTimeout?: number;
   /** Consumer group of every handler; a handler may name another one in its `extras.group`. */
   group: string;
   /** Consumer name inside the group. Keep it stable across restarts (see docs/server.md). Default `${hostname}-${pid}`. */
@@ -56,6 +66,7 @@ export interface RedisStreamsServerOptions {
 
 export interface ResolvedServerOptions {
   readonly connection: RedisConnection | undefined;
+  readonly startupTimeout: number;
   readonly group: string;
   readonly consumer: string;
   readonly prefix: string;
@@ -111,13 +122,14 @@ export const DEFAULT_CONCURRENCY = 50;
 export const DEFAULT_READ_BATCH = 100;
 export const DEFAULT_BLOCK_MS = 5_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
+export const DEFAULT_STARTUP_TIMEOUT = 10_000;
 export const DEFAULT_HANDOFF_CONSUMER = 'handoff';
 export const DEFAULT_REPLY_TTL = 60_000;
 export const DEFAULT_REPLY_MAXLEN = 100_000;
 const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
-  'connection', 'group', 'consumer', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
+  'connection', 'startupTimeout', 'group', 'consumer', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
   'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
@@ -135,6 +147,8 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   for (const key of Object.keys(options)) {
     if (!KNOWN_OPTIONS.has(key)) throw new RedisStreamsOptionError(key, 'is not a RedisStreamsServer option');
   }
+  const connection = connectionOption('connection', options.connection);
+  const startupTimeout = integerOption('startupTimeout', options.startupTimeout, DEFAULT_STARTUP_TIMEOUT, 1, 2 ** 31 - 1);
   const group = nonEmptyStringOption('group', options.group);
   const consumer = nonEmptyStringOption('consumer', options.consumer, defaultConsumerName());
   const prefix = options.prefix === undefined ? '' : stringOption('prefix', options.prefix);
@@ -174,7 +188,8 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   codecOption('serializer', options.serializer, 'serialize');
   const recovery = resolveRecoveryOptions(options.recovery);
   return {
-    connection: options.connection,
+    connection,
+    startupTimeout,
     group,
     consumer,
     prefix,

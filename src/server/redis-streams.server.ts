@@ -11,7 +11,8 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
-import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
@@ -36,6 +37,8 @@ import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
 import { MAX_TIMER_MS } from '../validation.js';
+import { Redactor } from '../redaction.js';
+import { RedactingLogger } from '../redacting-logger.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -90,7 +93,9 @@ export class RedisStreamsServer
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
   /** Handler failures must reach us (we await handlers ourselves) so that a failed entry is not acked. */
   override readonly propagatesEventHandlerErrors = true;
-  protected override readonly logger = new Logger(RedisStreamsServer.name);
+  /** Every log line, error and event payload passes the redactor: no password leaves the server. */
+  protected override readonly logger: Logger;
+  private readonly redactor: Redactor;
 
   private readonly options: ResolvedServerOptions;
   private readonly decoder: StreamDeserializer;
@@ -113,6 +118,8 @@ export class RedisStreamsServer
   constructor(options: RedisStreamsServerOptions) {
     super();
     this.options = resolveServerOptions(options);
+    this.redactor = Redactor.for(this.options.connection);
+    this.logger = new RedactingLogger(RedisStreamsServer.name, this.redactor);
     this.replies = new ReplyWriter(() => this.commandConnection(), {
       maxLen: this.options.replyMaxLen,
       ttlMs: this.options.replyTtl,
@@ -132,7 +139,7 @@ export class RedisStreamsServer
     try {
       await this.start();
     } catch (error) {
-      callback(error);
+      callback(this.redactor.error(error));
       return;
     }
     callback();
@@ -323,10 +330,12 @@ export class RedisStreamsServer
     try {
       await this.open();
     } catch (error) {
+      // close() during start-up ends the connections, which fails the wait for them: say why.
+      const closedMeanwhile = (this.state as string) !== 'starting';
       // Nothing may keep reconnecting after a failed listen() (the process could not exit).
       await this.closeConnections();
       this.state = 'closed';
-      throw error;
+      throw closedMeanwhile ? new Error('RedisStreamsServer was closed while it started listening', { cause: error }) : error;
     }
     // close() ran while the groups were being created: it closed the connections; start nothing.
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
@@ -381,6 +390,9 @@ export class RedisStreamsServer
       const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
       this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
     }
+    // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
+    // The readers use the same address and credentials; they connect on their first read.
+    await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
@@ -690,7 +702,7 @@ export class RedisStreamsServer
     if (set === undefined) return;
     for (const listener of set) {
       try {
-        listener(...args);
+        listener(...args.map(this.redactor.value));
       } catch (error) {
         this.logger.error(`listener of "${event}" threw: ${errorMessage(error)}`);
       }

@@ -10,6 +10,8 @@ export interface RedisServerOptions {
   appendOnly?: boolean;
   /** Extra `redis-server` arguments, e.g. `['--maxmemory', '10mb']`. */
   args?: string[];
+  /** `requirepass`: clients must authenticate with this password (the start-up probe does). */
+  password?: string;
 }
 
 const running = new Set<RedisServerProcess>();
@@ -67,7 +69,7 @@ export class RedisServerProcess {
 
   /** A new ioredis client for this server; the caller closes it. */
   client(options: { lazyConnect?: boolean } = {}): Redis {
-    return new Redis({ host: '127.0.0.1', port: this.port, maxRetriesPerRequest: 3, ...options });
+    return new Redis({ host: '127.0.0.1', port: this.port, password: this.options.password, maxRetriesPerRequest: 3, ...options });
   }
 
   /** SIGKILL: the process dies at once; without AOF its data is gone. */
@@ -131,6 +133,7 @@ export class RedisServerProcess {
       '--appendonly', this.options.appendOnly ? 'yes' : 'no',
       ...(this.options.appendOnly ? ['--appendfsync', 'always'] : []),
       '--loglevel', 'warning',
+      ...(this.options.password === undefined ? [] : ['--requirepass', this.options.password]),
       ...(this.options.args ?? []),
     ];
     const child = spawn(redisServerBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -148,7 +151,14 @@ export class RedisServerProcess {
       };
       child.once('exit', (code) => fail(`exited with ${code}`));
       const poll = async () => {
-        const probe = new Redis({ host: '127.0.0.1', port: this.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+        const probe = new Redis({
+          host: '127.0.0.1',
+          port: this.port,
+          password: this.options.password,
+          lazyConnect: true,
+          retryStrategy: () => null,
+          maxRetriesPerRequest: 0,
+        });
         probe.on('error', () => undefined);
         try {
           await probe.connect();

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { StreamClaimer } from '../../claim/stream-claimer.js';
 import { resolveClaimOptions } from '../../claim/claim-options.js';
-import type { ClaimOptions, FetchType } from '../../claim/claim.types.js';
+import type { ClaimOptions, FetchType, FieldEncoding, FieldsFormat } from '../../claim/claim.types.js';
 import { integerArgument } from '../arguments.js';
 import { resolveUrl, withRedis } from '../connection.js';
 import { addConnectionOption, type CliContext } from '../context.js';
@@ -15,6 +15,8 @@ interface ClaimFlags {
   maxPages?: string;
   startId?: string;
   fetchType?: string;
+  fieldsFormat?: string;
+  encoding?: string;
   storeDir?: string;
 }
 
@@ -31,6 +33,8 @@ export function registerClaimCommand(program: Command, { io }: CliContext): void
     .option('--max-pages <n>', 'XAUTOCLAIM calls one run may make, 1..1000 (default 10)')
     .option('--start-id <id>', 'where the scan starts: 0-0 or the cursor of an earlier run (default 0-0)')
     .option('--fetch-type <type>', 'FETCH, FETCH_ONE, STORE or NONE (default FETCH)')
+    .option('--fields-format <format>', 'object ({name: value}; default) or pairs ([[name, value], ...] in stream order, duplicates kept)')
+    .option('--encoding <encoding>', 'utf8 (default) or base64 (names and values as base64 of their exact bytes)')
     .option('--store-dir <dir>', 'directory of the STORE file (default: <tmpdir>/nestjs-redis-streams)');
   addConnectionOption(command).action(async (key: string, group: string, consumer: string, flags: ClaimFlags) => {
     const options: ClaimOptions = {
@@ -43,6 +47,8 @@ export function registerClaimCommand(program: Command, { io }: CliContext): void
       maxPages: integerArgument(flags.maxPages) as number | undefined,
       startId: flags.startId,
       fetchType: flags.fetchType as FetchType | undefined,
+      fieldsFormat: flags.fieldsFormat as FieldsFormat | undefined,
+      encoding: flags.encoding as FieldEncoding | undefined,
     };
     resolveClaimOptions(options); // a bad option is reported before connecting
     const result = await withRedis(resolveUrl(flags, io), (redis) =>

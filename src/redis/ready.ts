@@ -1,0 +1,58 @@
+import { RedisStreamsConnectionError } from '../errors.js';
+import type { RedisClient } from './connection.js';
+
+/** Replies that mean "these credentials are wrong": retrying cannot help. */
+const AUTH_FAILURE = /^(WRONGPASS|NOAUTH|NOPERM|ERR invalid password|ERR AUTH|ERR Client sent AUTH|ERR invalid username)/;
+
+/**
+ * Resolves when `client` is ready (connecting it when it is lazy). Rejects with
+ * `RedisStreamsConnectionError` at once when Redis refuses the credentials or the client gives up
+ * reconnecting, and after `timeoutMs` otherwise (refused connections and unknown hosts are retried
+ * until then: Redis may still be starting). `where` names the connection, without its password.
+ * The caller closes the client on failure; nothing here keeps it reconnecting.
+ */
+export function whenReady(client: RedisClient, timeoutMs: number, where: string): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    let lastError: Error | undefined;
+    const finish = (error?: Error): void => {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      client.off('error', onError);
+      client.off('end', onEnd);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onReady = (): void => finish();
+    const onError = (error: Error): void => {
+      lastError = error;
+      if (AUTH_FAILURE.test(error.message)) {
+        finish(new RedisStreamsConnectionError(`Redis at ${where} refused the credentials: ${error.message}`, { cause: error }));
+      }
+    };
+    const onEnd = (): void =>
+      finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${reason(lastError)}`, { cause: lastError }));
+    const timer = setTimeout(
+      () =>
+        finish(
+          new RedisStreamsConnectionError(`cannot connect to Redis at ${where} within ${timeoutMs} ms: ${reason(lastError)}`, {
+            cause: lastError,
+          }),
+        ),
+      timeoutMs,
+    );
+    client.on('ready', onReady);
+    client.on('error', onError);
+    client.on('end', onEnd);
+    // A lazy client connects on its first command; start it now. Failures arrive as events.
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+  });
+}
+
+function reason(error: Error | undefined): string {
+  if (error === undefined) return 'no answer';
+  const code = (error as { code?: string }).code;
+  if (code === 'ECONNREFUSED') return `connection refused (${error.message})`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `host not found (${error.message})`;
+  return error.message;
+}
