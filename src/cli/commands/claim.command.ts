@@ -1,14 +1,11 @@
 import type { Command } from 'commander';
-import { StreamClaimer } from '../../claim/stream-claimer.js';
-import { resolveClaimOptions } from '../../claim/claim-options.js';
 import type { ClaimOptions, FetchType } from '../../claim/claim.types.js';
 import { integerArgument } from '../arguments.js';
-import { resolveUrl, withRedis } from '../connection.js';
-import { addConnectionOption, type CliContext } from '../context.js';
+import { flagsOf, type CliContext } from '../context.js';
 import { printJson } from '../output.js';
+import { withCliRedis } from '../redis-session.js';
 
 interface ClaimFlags {
-  url?: string;
   minIdleTime: string;
   count?: string;
   maxRecords?: string;
@@ -19,7 +16,7 @@ interface ClaimFlags {
 }
 
 export function registerClaimCommand(program: Command, { io }: CliContext): void {
-  const command = program
+  program
     .command('claim')
     .description('take over entries idle for at least --min-idle-time (XAUTOCLAIM) and print the result as JSON')
     .argument('<key>', 'stream key')
@@ -31,23 +28,24 @@ export function registerClaimCommand(program: Command, { io }: CliContext): void
     .option('--max-pages <n>', 'XAUTOCLAIM calls one run may make, 1..1000 (default 10)')
     .option('--start-id <id>', 'where the scan starts: 0-0 or the cursor of an earlier run (default 0-0)')
     .option('--fetch-type <type>', 'FETCH, FETCH_ONE, STORE or NONE (default FETCH)')
-    .option('--store-dir <dir>', 'directory of the STORE file (default: <tmpdir>/nestjs-redis-streams)');
-  addConnectionOption(command).action(async (key: string, group: string, consumer: string, flags: ClaimFlags) => {
-    const options: ClaimOptions = {
-      key,
-      group,
-      consumer,
-      minIdleTime: flags.minIdleTime,
-      count: integerArgument(flags.count) as number | undefined,
-      maxRecords: integerArgument(flags.maxRecords) as number | undefined,
-      maxPages: integerArgument(flags.maxPages) as number | undefined,
-      startId: flags.startId,
-      fetchType: flags.fetchType as FetchType | undefined,
-    };
-    resolveClaimOptions(options); // a bad option is reported before connecting
-    const result = await withRedis(resolveUrl(flags, io), (redis) =>
-      new StreamClaimer(redis, { storeDirectory: flags.storeDir }).claim(options),
-    );
-    printJson(io, result);
-  });
+    .option('--store-dir <dir>', 'directory of the STORE file (default: <tmpdir>/nestjs-redis-streams)')
+    .action(async (key: string, group: string, consumer: string, _options: unknown, command: Command) => {
+      const flags = flagsOf<ClaimFlags>(command);
+      const options: ClaimOptions = {
+        key,
+        group,
+        consumer,
+        minIdleTime: flags.minIdleTime,
+        count: integerArgument(flags.count) as number | undefined,
+        maxRecords: integerArgument(flags.maxRecords) as number | undefined,
+        maxPages: integerArgument(flags.maxPages) as number | undefined,
+        startId: flags.startId,
+        fetchType: flags.fetchType as FetchType | undefined,
+      };
+      const { resolveClaimOptions } = await import('../../claim/claim-options.js');
+      resolveClaimOptions(options); // a bad option is reported before connecting
+      const { StreamClaimer } = await import('../../claim/stream-claimer.js');
+      const result = await withCliRedis(io, flags, (redis) => new StreamClaimer(redis, { storeDirectory: flags.storeDir }).claim(options));
+      printJson(io, result);
+    });
 }
