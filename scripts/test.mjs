@@ -2,6 +2,9 @@
 // compiled output), run vitest, and close with the "N passed, N failed" line CI understands.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { requireRedisServer } from './redis-server-check.mjs';
+
+requireRedisServer();
 
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: 'inherit', shell: false }).status ?? 1;
 

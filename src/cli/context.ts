@@ -1,15 +1,27 @@
 import type { Command } from 'commander';
 import type { CliIo } from './io.js';
 
-/** What every command gets: where to write. Connection flags are added per command with `addConnectionOption`. */
+/** What every command gets: where to write. Global flags are read with `flagsOf`. */
 export interface CliContext {
   io: CliIo;
 }
 
-/** A subcommand module: adds itself to the program. New commands (e.g. `dlq`) add one file and one list entry. */
+/** A subcommand module: adds itself to the program. New commands add one file and one list entry. */
 export type RegisterCommand = (program: Command, context: CliContext) => void;
 
-/** `--url`, shared by every command that talks to Redis. */
-export function addConnectionOption(command: Command): Command {
-  return command.option('--url <url>', 'Redis URL (redis:// or rediss://); default $REDIS_URL, else redis://127.0.0.1:6379');
+/** Options of the program itself, accepted anywhere on the line (before or after the subcommand). */
+export interface GlobalFlags {
+  url?: string;
+  json?: boolean;
+}
+
+export function addGlobalOptions(program: Command): Command {
+  return program
+    .option('--url <url>', 'Redis URL (redis:// or rediss://); default $REDIS_URL, else redis://127.0.0.1:6379')
+    .option('--json', 'print JSON even at a terminal (it is always JSON when stdout is a pipe or a file)');
+}
+
+/** A command's own flags together with the global ones, wherever they were typed. */
+export function flagsOf<T extends object>(command: Command): T & GlobalFlags {
+  return command.optsWithGlobals<T & GlobalFlags>();
 }

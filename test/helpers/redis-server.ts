@@ -150,6 +150,12 @@ export class RedisServerProcess {
         reject(new Error(`redis-server on port ${this.port} ${why}: ${output.trim()}`));
       };
       child.once('exit', (code) => fail(`exited with ${code}`));
+      // ENOENT and EACCES arrive as an 'error' event: without a listener they crash the process.
+      child.once('error', (error) => {
+        child.removeAllListeners('exit');
+        running.delete(this);
+        reject(new Error(`${redisServerBinary()} cannot be started (${(error as NodeJS.ErrnoException).code ?? error.message}): ${HOW_TO_GET_REDIS_SERVER}`));
+      });
       const poll = async () => {
         const probe = new Redis({
           host: '127.0.0.1',
@@ -176,6 +182,9 @@ export class RedisServerProcess {
     });
   }
 }
+
+const HOW_TO_GET_REDIS_SERVER =
+  'install redis-server (Debian/Ubuntu: sudo apt-get install -y redis-server) or set REDIS_SERVER_BIN to a redis-server binary';
 
 function redisServerBinary(): string {
   return process.env.REDIS_SERVER_BIN ?? 'redis-server';

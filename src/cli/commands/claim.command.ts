@@ -1,14 +1,11 @@
 import type { Command } from 'commander';
-import { StreamClaimer } from '../../claim/stream-claimer.js';
-import { resolveClaimOptions } from '../../claim/claim-options.js';
 import type { ClaimOptions, FetchType, FieldEncoding, FieldsFormat } from '../../claim/claim.types.js';
 import { integerArgument } from '../arguments.js';
-import { resolveUrl, withRedis } from '../connection.js';
-import { addConnectionOption, type CliContext } from '../context.js';
+import { flagsOf, type CliContext } from '../context.js';
 import { printJson } from '../output.js';
+import { withCliRedis } from '../redis-session.js';
 
 interface ClaimFlags {
-  url?: string;
   minIdleTime: string;
   count?: string;
   maxRecords?: string;
@@ -21,7 +18,7 @@ interface ClaimFlags {
 }
 
 export function registerClaimCommand(program: Command, { io }: CliContext): void {
-  const command = program
+  program
     .command('claim')
     .description('take over entries idle for at least --min-idle-time (XAUTOCLAIM) and print the result as JSON')
     .argument('<key>', 'stream key')
@@ -35,25 +32,26 @@ export function registerClaimCommand(program: Command, { io }: CliContext): void
     .option('--fetch-type <type>', 'FETCH, FETCH_ONE, STORE or NONE (default FETCH)')
     .option('--fields-format <format>', 'object ({name: value}; default) or pairs ([[name, value], ...] in stream order, duplicates kept)')
     .option('--encoding <encoding>', 'utf8 (default) or base64 (names and values as base64 of their exact bytes)')
-    .option('--store-dir <dir>', 'directory of the STORE file (default: <tmpdir>/nestjs-redis-streams)');
-  addConnectionOption(command).action(async (key: string, group: string, consumer: string, flags: ClaimFlags) => {
-    const options: ClaimOptions = {
-      key,
-      group,
-      consumer,
-      minIdleTime: flags.minIdleTime,
-      count: integerArgument(flags.count) as number | undefined,
-      maxRecords: integerArgument(flags.maxRecords) as number | undefined,
-      maxPages: integerArgument(flags.maxPages) as number | undefined,
-      startId: flags.startId,
-      fetchType: flags.fetchType as FetchType | undefined,
-      fieldsFormat: flags.fieldsFormat as FieldsFormat | undefined,
-      encoding: flags.encoding as FieldEncoding | undefined,
-    };
-    resolveClaimOptions(options); // a bad option is reported before connecting
-    const result = await withRedis(resolveUrl(flags, io), (redis) =>
-      new StreamClaimer(redis, { storeDirectory: flags.storeDir }).claim(options),
-    );
-    printJson(io, result);
-  });
+    .option('--store-dir <dir>', 'directory of the STORE file (default: <tmpdir>/nestjs-redis-streams)')
+    .action(async (key: string, group: string, consumer: string, _options: unknown, command: Command) => {
+      const flags = flagsOf<ClaimFlags>(command);
+      const options: ClaimOptions = {
+        key,
+        group,
+        consumer,
+        minIdleTime: flags.minIdleTime,
+        count: integerArgument(flags.count) as number | undefined,
+        maxRecords: integerArgument(flags.maxRecords) as number | undefined,
+        maxPages: integerArgument(flags.maxPages) as number | undefined,
+        startId: flags.startId,
+        fetchType: flags.fetchType as FetchType | undefined,
+        fieldsFormat: flags.fieldsFormat as FieldsFormat | undefined,
+        encoding: flags.encoding as FieldEncoding | undefined,
+      };
+      const { resolveClaimOptions } = await import('../../claim/claim-options.js');
+      resolveClaimOptions(options); // a bad option is reported before connecting
+      const { StreamClaimer } = await import('../../claim/stream-claimer.js');
+      const result = await withCliRedis(io, flags, (redis) => new StreamClaimer(redis, { storeDirectory: flags.storeDir }).claim(options));
+      printJson(io, result);
+    });
 }

@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { DeadLetterService, resolveListOptions, resolveSelection, type DeadLetterSelection } from '../../recovery/dead-letter.service.js';
-import { nonEmptyStringOption } from '../../validation.js';
+import type { DeadLetterSelection } from '../../recovery/dead-letter.service.js';
 import { integerArgument, parseIdList } from '../arguments.js';
-import { resolveUrl, withRedis } from '../connection.js';
-import { addConnectionOption, type CliContext } from '../context.js';
+import { flagsOf, type CliContext } from '../context.js';
 import { CliError } from '../errors.js';
 import type { CliIo } from '../io.js';
 import { printJson } from '../output.js';
+import { printResult } from '../print.js';
+import { withCliRedis } from '../redis-session.js';
+import { deadLetterPageView } from '../views/dlq-list.view.js';
 
 interface DlqFlags {
-  url?: string;
   deadLetterKey?: string;
 }
 
@@ -25,56 +25,64 @@ interface SelectionFlags extends DlqFlags {
   idsFrom?: string;
 }
 
-/** `dlq list | redrive | purge`: the DeadLetterService on the command line, one JSON object per run. */
+/**
+ * `dlq list | redrive | purge`: the DeadLetterService on the command line. The service is a Nest
+ * provider, so these commands (and only these) load @nestjs/common, when they run.
+ */
 export function registerDlqCommand(program: Command, { io }: CliContext): void {
   const dlq = program
     .command('dlq')
     .description("dead letters of a stream (default key {<key>}:dead): list, redrive back to the stream, purge");
 
-  const list = dlq
-    .command('list')
-    .description('print one page of dead letters, oldest first (nextStart continues)')
-    .argument('<key>', 'source stream key')
-    .option('--start <id>', 'first id, "-" (default) or "(id" for exclusive (a page\'s nextStart)')
-    .option('--end <id>', 'last id, "+" (default)')
-    .option('--count <n>', 'at most this many, 1..10000 (default 100)');
-  addDlqOptions(list).action(async (key: string, flags: ListFlags) => {
+  addDlqOptions(
+    dlq
+      .command('list')
+      .description('print one page of dead letters, oldest first (nextStart continues)')
+      .argument('<key>', 'source stream key')
+      .option('--start <id>', 'first id, "-" (default) or "(id" for exclusive (a page\'s nextStart)')
+      .option('--end <id>', 'last id, "+" (default)')
+      .option('--count <n>', 'at most this many, 1..10000 (default 100)'),
+  ).action(async (key: string, _options: unknown, command: Command) => {
+    const flags = flagsOf<ListFlags>(command);
     const options = { deadLetterKey: flags.deadLetterKey, start: flags.start, end: flags.end, count: integerArgument(flags.count) as number | undefined };
-    validateKey(key, flags);
+    const { DeadLetterService, resolveListOptions } = await import('../../recovery/dead-letter.service.js');
+    await validateKey(key, flags);
     resolveListOptions(options); // a bad option is reported before connecting
-    printJson(io, await withRedis(resolveUrl(flags, io), (redis) => new DeadLetterService(redis).list(key, options)));
+    const page = await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).list(key, options));
+    printResult(io, flags, page, () => deadLetterPageView(key, page));
   });
 
-  const redrive = dlq
-    .command('redrive')
-    .description('add dead letters back to the stream as new entries (with dlq:* history fields), then delete them')
-    .argument('<key>', 'source stream key')
-    .argument('[ids...]', 'dead-letter ids');
-  addSelectionOptions(redrive).action(async (key: string, ids: string[], flags: SelectionFlags) => {
-    validateKey(key, flags);
+  addSelectionOptions(
+    dlq
+      .command('redrive')
+      .description('add dead letters back to the stream as new entries (with dlq:* history fields), then delete them')
+      .argument('<key>', 'source stream key')
+      .argument('[ids...]', 'dead-letter ids'),
+  ).action(async (key: string, ids: string[], _options: unknown, command: Command) => {
+    const flags = flagsOf<SelectionFlags>(command);
+    await validateKey(key, flags);
     const selection = await selectionFrom(ids, flags, io);
-    printJson(io, await withRedis(resolveUrl(flags, io), (redis) =>
-      new DeadLetterService(redis).redrive(key, selection, { deadLetterKey: flags.deadLetterKey }),
-    ));
+    const { DeadLetterService } = await import('../../recovery/dead-letter.service.js');
+    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).redrive(key, selection, { deadLetterKey: flags.deadLetterKey })));
   });
 
-  const purge = dlq
-    .command('purge')
-    .description('delete dead letters for good')
-    .argument('<key>', 'source stream key')
-    .argument('[ids...]', 'dead-letter ids');
-  addSelectionOptions(purge).action(async (key: string, ids: string[], flags: SelectionFlags) => {
-    validateKey(key, flags);
+  addSelectionOptions(
+    dlq
+      .command('purge')
+      .description('delete dead letters for good')
+      .argument('<key>', 'source stream key')
+      .argument('[ids...]', 'dead-letter ids'),
+  ).action(async (key: string, ids: string[], _options: unknown, command: Command) => {
+    const flags = flagsOf<SelectionFlags>(command);
+    await validateKey(key, flags);
     const selection = await selectionFrom(ids, flags, io);
-    printJson(io, await withRedis(resolveUrl(flags, io), (redis) =>
-      new DeadLetterService(redis).purge(key, selection, { deadLetterKey: flags.deadLetterKey }),
-    ));
+    const { DeadLetterService } = await import('../../recovery/dead-letter.service.js');
+    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).purge(key, selection, { deadLetterKey: flags.deadLetterKey })));
   });
 }
 
 function addDlqOptions(command: Command): Command {
-  command.option('--dead-letter-key <key>', 'dead-letter stream key (default {<key>}:dead)');
-  return addConnectionOption(command);
+  return command.option('--dead-letter-key <key>', 'dead-letter stream key (default {<key>}:dead)');
 }
 
 function addSelectionOptions(command: Command): Command {
@@ -84,7 +92,8 @@ function addSelectionOptions(command: Command): Command {
   return addDlqOptions(command);
 }
 
-function validateKey(key: string, flags: DlqFlags): void {
+async function validateKey(key: string, flags: DlqFlags): Promise<void> {
+  const { nonEmptyStringOption } = await import('../../validation.js');
   nonEmptyStringOption('key', key);
   if (flags.deadLetterKey !== undefined) nonEmptyStringOption('deadLetterKey', flags.deadLetterKey);
 }
@@ -96,6 +105,7 @@ async function selectionFrom(ids: readonly string[], flags: SelectionFlags, io: 
     return 'all';
   }
   if (all.length === 0) throw new CliError('give dead-letter ids (or --ids-from) or --all', 2);
+  const { resolveSelection } = await import('../../recovery/dead-letter.service.js');
   return resolveSelection(all);
 }
 

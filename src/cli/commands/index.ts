@@ -4,6 +4,7 @@ import { registerClaimCommand } from './claim.command.js';
 import { registerDlqCommand } from './dlq.command.js';
 import { registerInfoCommand } from './info.command.js';
 import { registerPendingCommand } from './pending.command.js';
+import { registerTopCommand } from './top.command.js';
 
 /** Every subcommand, in help order. Add a command: one file in this folder and one entry here. */
 export const COMMANDS: readonly RegisterCommand[] = [
@@ -12,4 +13,5 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerPendingCommand,
   registerInfoCommand,
   registerDlqCommand,
+  registerTopCommand,
 ];

@@ -1,13 +1,12 @@
 import type { Command } from 'commander';
-import { resolvePendingRangeOptions, StreamInspector } from '../../claim/stream-inspector.js';
 import type { PendingRangeOptions } from '../../claim/inspection.types.js';
 import { integerArgument } from '../arguments.js';
-import { resolveUrl, withRedis } from '../connection.js';
-import { addConnectionOption, type CliContext } from '../context.js';
-import { printJson } from '../output.js';
+import { flagsOf, type CliContext } from '../context.js';
+import { printResult } from '../print.js';
+import { withCliRedis } from '../redis-session.js';
+import { pendingEntriesView, pendingSummaryView } from '../views/pending.view.js';
 
 interface PendingFlags {
-  url?: string;
   entries?: boolean;
   start?: string;
   end?: string;
@@ -17,7 +16,7 @@ interface PendingFlags {
 }
 
 export function registerPendingCommand(program: Command, { io }: CliContext): void {
-  const command = program
+  program
     .command('pending')
     .description('pending summary of a group (XPENDING); with --entries, the pending entries themselves')
     .argument('<key>', 'stream key')
@@ -27,21 +26,25 @@ export function registerPendingCommand(program: Command, { io }: CliContext): vo
     .option('--end <id>', 'with --entries: last id, "+" (default)')
     .option('--count <n>', 'with --entries: at most this many, 1..10000 (default 100)')
     .option('--consumer <name>', "with --entries: only this consumer's entries")
-    .option('--min-idle-time <duration>', 'with --entries: only entries idle at least this long (ms or ISO-8601)');
-  addConnectionOption(command).action(async (key: string, group: string, flags: PendingFlags) => {
-    const range: PendingRangeOptions = {
-      start: flags.start,
-      end: flags.end,
-      count: integerArgument(flags.count) as number | undefined,
-      consumer: flags.consumer,
-      minIdleTime: flags.minIdleTime,
-    };
-    resolvePendingRangeOptions(key, group, range); // a bad option is reported before connecting
-    const output = await withRedis(resolveUrl(flags, io), async (redis) => {
-      const inspection = new StreamInspector(redis);
-      if (!flags.entries) return inspection.pendingSummary(key, group);
-      return { key, group, entries: await inspection.pendingRange(key, group, range) };
+    .option('--min-idle-time <duration>', 'with --entries: only entries idle at least this long (ms or ISO-8601)')
+    .action(async (key: string, group: string, _options: unknown, command: Command) => {
+      const flags = flagsOf<PendingFlags>(command);
+      const range: PendingRangeOptions = {
+        start: flags.start,
+        end: flags.end,
+        count: integerArgument(flags.count) as number | undefined,
+        consumer: flags.consumer,
+        minIdleTime: flags.minIdleTime,
+      };
+      const { resolvePendingRangeOptions, StreamInspector } = await import('../../claim/stream-inspector.js');
+      resolvePendingRangeOptions(key, group, range); // a bad option is reported before connecting
+      if (!flags.entries) {
+        const summary = await withCliRedis(io, flags, (redis) => new StreamInspector(redis).pendingSummary(key, group));
+        printResult(io, flags, summary, () => pendingSummaryView(summary));
+        return;
+      }
+      const entries = await withCliRedis(io, flags, (redis) => new StreamInspector(redis).pendingRange(key, group, range));
+      const output = { key, group, entries };
+      printResult(io, flags, output, () => pendingEntriesView(output));
     });
-    printJson(io, output);
-  });
 }

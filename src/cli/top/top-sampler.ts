@@ -1,0 +1,78 @@
+import type { Redis } from 'ioredis';
+import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
+import { StreamInspector } from '../../claim/stream-inspector.js';
+import { deadLetterKey } from '../../redis/keys.js';
+
+/** What `top` reads of one group at one moment. */
+export interface GroupSample {
+  name: string;
+  consumers: number;
+  pending: number;
+  /** Redis 7.0+; null before or when Redis cannot tell. */
+  lag: number | null;
+  entriesRead: number | null;
+  /** Idle time of the lowest pending id (the entry waiting longest for an ack); null when none. */
+  oldestPendingIdleMs: number | null;
+  /** A group asked for with --group that the stream does not have. */
+  missing?: true;
+}
+
+export interface StreamSample {
+  key: string;
+  /** False when the key holds no stream (yet). */
+  exists: boolean;
+  length: number;
+  /** XADDs in the stream's life (Redis 7.0+); null before. */
+  entriesAdded: number | null;
+  /** Length of the stream's default dead-letter stream, `{<key>}:dead`. */
+  deadLetters: number;
+  groups: GroupSample[];
+}
+
+export interface TopSample {
+  /** Local clock, for rates between two samples. */
+  at: number;
+  streams: StreamSample[];
+}
+
+/**
+ * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
+ * empty). Every command goes out at once on the one connection; the answers are read together.
+ */
+export async function sampleStreams(redis: Redis, keys: readonly string[], groups: readonly string[]): Promise<TopSample> {
+  const at = Date.now();
+  const streams = await Promise.all(keys.map((key) => sampleStream(new StreamInspector(redis), redis, key, groups)));
+  return { at, streams };
+}
+
+async function sampleStream(inspector: StreamInspector, redis: Redis, key: string, wanted: readonly string[]): Promise<StreamSample> {
+  const deadLetters = redis.xlen(deadLetterKey(key));
+  let stream;
+  let groups;
+  try {
+    [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
+  } catch (error) {
+    if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') {
+      return { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, groups: [] };
+    }
+    throw error;
+  }
+  const chosen = wanted.length === 0 ? groups : wanted.map((name) => groups.find((group) => group.name === name) ?? name);
+  const samples = await Promise.all(
+    chosen.map(async (group): Promise<GroupSample> => {
+      if (typeof group === 'string') {
+        return { name: group, consumers: 0, pending: 0, lag: null, entriesRead: null, oldestPendingIdleMs: null, missing: true };
+      }
+      const oldest = group.pending === 0 ? [] : await inspector.pendingRange(key, group.name, { count: 1 });
+      return {
+        name: group.name,
+        consumers: group.consumers,
+        pending: group.pending,
+        lag: group.lag,
+        entriesRead: group.entriesRead,
+        oldestPendingIdleMs: oldest[0]?.idleMs ?? null,
+      };
+    }),
+  );
+  return { key, exists: true, length: stream.length, entriesAdded: stream.entriesAdded, deadLetters: await deadLetters, groups: samples };
+}

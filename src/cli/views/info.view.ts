@@ -1,0 +1,42 @@
+import type { ConsumerInfo, GroupInfo, StreamInfo } from '../../claim/inspection.types.js';
+import { formatDuration } from '../human-units.js';
+import { formatTable } from '../table.js';
+
+export interface InfoOutput {
+  key: string;
+  stream: StreamInfo;
+  groups: GroupInfo[];
+  group?: string;
+  consumers?: ConsumerInfo[];
+}
+
+/** `info` at a terminal: the stream in one line, then its groups, then the chosen group's consumers. */
+export function infoView(output: InfoOutput): string {
+  const { stream } = output;
+  const added = stream.entriesAdded === null ? '' : `, ${stream.entriesAdded} added in all`;
+  const range = stream.firstEntryId === null ? 'empty' : `${stream.firstEntryId} .. ${stream.lastEntryId}`;
+  let text = `stream ${output.key}: ${stream.length} entries (${range})${added}, ${stream.groups} group(s)\n`;
+  if (output.groups.length > 0) {
+    text += '\n' + formatTable(
+      [
+        { header: 'GROUP' },
+        { header: 'CONSUMERS', align: 'right' },
+        { header: 'PENDING', align: 'right' },
+        { header: 'LAG', align: 'right' },
+        { header: 'ENTRIES READ', align: 'right' },
+        { header: 'LAST DELIVERED' },
+      ],
+      output.groups.map((group) => [group.name, group.consumers, group.pending, group.lag, group.entriesRead, group.lastDeliveredId]),
+    );
+  }
+  if (output.consumers !== undefined) {
+    text += `\nconsumers of ${output.group}:\n`;
+    text += output.consumers.length === 0
+      ? '(none)\n'
+      : formatTable(
+          [{ header: 'CONSUMER' }, { header: 'PENDING', align: 'right' }, { header: 'IDLE', align: 'right' }, { header: 'INACTIVE', align: 'right' }],
+          output.consumers.map((consumer) => [consumer.name, consumer.pending, formatDuration(consumer.idleMs), formatDuration(consumer.inactiveMs)]),
+        );
+  }
+  return text;
+}

@@ -1,0 +1,70 @@
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compiledPath, ensureCompiled } from './helpers/compiled.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
+import { waitFor } from './helpers/wait.js';
+
+const CLI = resolve(compiledPath('src/cli/main.ts'));
+const TMUX = spawnSync('tmux', ['-V']).status === 0;
+// A private tmux server (its own socket), so the test never touches a user's sessions.
+const SOCKET = `nrs-top-${process.pid}`;
+const SESSION = 'top';
+
+function tmux(...args: string[]): string {
+  const run = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`tmux ${args.join(' ')} failed: ${run.stderr}`);
+  return run.stdout;
+}
+
+/** The figures of the `orders billing` row, by column header. */
+function ordersRow(pane: string): Record<string, string> | undefined {
+  const lines = pane.split('\n');
+  const header = lines.find((line) => line.startsWith('STREAM'));
+  const row = lines.find((line) => line.startsWith('orders '));
+  if (header === undefined || row === undefined) return undefined;
+  const names = header.replace('OLDEST PENDING', 'OLDEST_PENDING').trim().split(/\s+/);
+  const cells = row.trim().split(/\s+/);
+  return Object.fromEntries(names.map((name, i) => [name, cells[i] ?? '']));
+}
+
+describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
+  const redis = useRedisServer();
+
+  beforeAll(async () => {
+    await ensureCompiled();
+    await redis.client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+    for (let i = 0; i < 3; i++) await redis.client.xadd('orders', '*', 'n', String(i));
+  }, 300_000);
+  afterAll(() => {
+    spawnSync('tmux', ['-L', SOCKET, 'kill-server'], { stdio: 'ignore' });
+  });
+
+  it('redraws changed figures every second and exits 0 on Ctrl-C', async () => {
+    // bash waits for top and then reports its exit code on the pane (tmux's own pane_dead_status
+    // is not filled in reliably when the tmux server was started from node).
+    const command = `'${process.execPath}' '${CLI}' top orders --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', SESSION, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', SESSION);
+
+    await waitFor(() => ordersRow(pane())?.LENGTH === '3', 'top to show LENGTH 3', { timeout: 15_000, interval: 100 });
+    expect(pane()).toContain(`nestjs-redis-streams top · ${redis.server.url} · every 1.0s`);
+    expect(ordersRow(pane())).toMatchObject({ GROUP: 'billing', PENDING: '0', CONSUMERS: '0', DEAD: '0' });
+
+    for (let i = 0; i < 5; i++) await redis.client.xadd('orders', '*', 'n', String(i));
+    await redis.client.xreadgroup('GROUP', 'billing', 'w1', 'COUNT', 4, 'STREAMS', 'orders', '>');
+    await waitFor(() => ordersRow(pane())?.PENDING === '4', 'top to show PENDING 4', { timeout: 10_000, interval: 100 });
+    expect(ordersRow(pane())).toMatchObject({ LENGTH: '8', PENDING: '4', CONSUMERS: '1' });
+    expect(pane().split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
+
+    tmux('send-keys', '-t', SESSION, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 10_000, interval: 100 });
+    expect(pane()).toContain('top exited with 0');
+  });
+});
+
+// Said out loud, so a machine without tmux does not pass the terminal test silently.
+describe.skipIf(TMUX)('top in a real terminal', () => {
+  it('SKIPPED: tmux is not installed (apt-get install tmux) — the terminal test of `top` did not run', () => undefined);
+});
