@@ -7,6 +7,7 @@ import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
+import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
@@ -27,6 +28,7 @@ import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
+import { deadLetterKey } from '../redis/keys.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -133,6 +135,7 @@ export class RedisStreamsServer
     if (this.state === 'closed' || this.state === 'closing') return;
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
+    listeningServers.delete(this);
     try {
       // Recovery stops taking work first; its leases keep running handlers' entries until drained.
       await this.recovery?.stopTicks();
@@ -170,6 +173,27 @@ export class RedisStreamsServer
       readers: this.readerConnections.map((opened) => opened.client),
     };
     return connections as T;
+  }
+
+  /** A snapshot for health checks: connections, read loops, prefetch, recovery ticks (see docs/observability.md). No Redis command. */
+  liveness(): RedisStreamsLiveness {
+    const stats = this.recovery?.stats();
+    return livenessOf({
+      consumer: this.options.consumer,
+      state: this.state,
+      blockMs: this.options.blockMs,
+      prefetch: this.options.prefetch,
+      commands: this.commands?.client,
+      readers: this.readers,
+      streams: this.bindings.map(({ stream, group }) => ({
+        stream,
+        group,
+        deadLetterKey: this.recovery?.deadLetterKeyFor(stream) ?? (this.options.recovery.deadLetterKey ?? deadLetterKey)(stream),
+      })),
+      freeSlots: this.dispatcher?.freeSlots() ?? 0,
+      inFlight: this.dispatcher?.inFlightCount() ?? 0,
+      recovery: stats === undefined ? null : { scheduled: this.options.recovery.enabled, ticks: stats.ticks, failedTicksInARow: stats.failedTicksInARow, lastTickAt: stats.lastTickAt, lastError: stats.lastError },
+    });
   }
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
@@ -300,6 +324,7 @@ export class RedisStreamsServer
     for (const reader of this.readers) reader.start();
     this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.emit(event, payload));
     this.recovery.start();
+    listeningServers.add(this);
   }
 
   /** Validates the handlers, opens the connections and creates the groups. */
