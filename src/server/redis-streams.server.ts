@@ -28,6 +28,8 @@ import { ReplyWriter } from './reply-writer.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
+import { Telemetry } from '../telemetry/telemetry.js';
+import { GroupGauges } from '../telemetry/group-gauges.js';
 import { deadLetterKey } from '../redis/keys.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
@@ -101,6 +103,9 @@ export class RedisStreamsServer
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private recovery: RecoveryScheduler | undefined;
+  /** Set at listen() only when OpenTelemetry is there and on: every per-entry hook tests this one reference. */
+  private telemetry: Telemetry | undefined;
+  private gauges: GroupGauges | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -142,6 +147,7 @@ export class RedisStreamsServer
       if (wasRunning) await this.drain();
     } finally {
       await this.recovery?.stop();
+      this.gauges?.stop();
       await this.closeConnections();
       this.state = 'closed';
       if (wasRunning) this._status$.next('disconnected');
@@ -253,6 +259,7 @@ export class RedisStreamsServer
       const before = dispatcher.inFlightCount();
       dispatcher.admit(binding, entries);
       admitted = dispatcher.inFlightCount() - before;
+      this.telemetry?.consumed(stream, group, admitted);
     }
     // After admit: the entries now hold slots, so giving the reservation back frees nothing twice.
     if (reserved > 0) dispatcher.unreserve(reserved);
@@ -291,6 +298,7 @@ export class RedisStreamsServer
   ack(entry: InFlightEntry): Promise<void> {
     if (entry.settled || this.acker === undefined) return Promise.resolve();
     entry.settled = true;
+    this.telemetry?.acked(entry.binding.stream, entry.binding.group);
     return this.acker.add(entry);
   }
 
@@ -311,6 +319,7 @@ export class RedisStreamsServer
     if (this.state !== 'idle') throw new Error(`RedisStreamsServer cannot listen: it is ${this.state}`);
     this.state = 'starting';
     try {
+      this.telemetry = await Telemetry.load(this.options.telemetry);
       await this.open();
     } catch (error) {
       // Nothing may keep reconnecting after a failed listen() (the process could not exit).
@@ -324,7 +333,20 @@ export class RedisStreamsServer
     for (const reader of this.readers) reader.start();
     this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.emit(event, payload));
     this.recovery.start();
+    if (this.telemetry !== undefined) this.observe(this.telemetry);
     listeningServers.add(this);
+  }
+
+  /** Counts recovery's events and draws dead letters on their entries' traces; starts the gauges. */
+  private observe(telemetry: Telemetry): void {
+    const commands = this.commandConnection();
+    this.on('deadLetter', (notice) => void telemetry.deadLettered(notice, commands));
+    this.on('recovered', (notice) => telemetry.recovered(notice));
+    this.on('entriesLost', (notice) => telemetry.lost(notice));
+    const meter = telemetry.meter;
+    if (meter !== undefined) {
+      this.gauges = new GroupGauges(meter, commands, () => this.liveness().streams, this.options.telemetry.gaugeInterval);
+    }
   }
 
   /** Validates the handlers, opens the connections and creates the groups. */
@@ -453,6 +475,15 @@ export class RedisStreamsServer
   }
 
   private handleDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+    if (this.telemetry !== undefined) {
+      // The handler runs inside the entry's process span, so the user's own spans nest under it.
+      this.telemetry.process(entry, decoded.headers, this.options.consumer, () => this.runDecoded(entry, decoded));
+      return;
+    }
+    this.runDecoded(entry, decoded);
+  }
+
+  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
     const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
@@ -515,15 +546,19 @@ export class RedisStreamsServer
         if (isObservable(response)) response = await lastValueFrom(response, { defaultValue: undefined });
         packet = { response, isDisposed: true };
       } catch (error) {
+        this.telemetry?.failed(entry, error);
         packet = { err: error, isDisposed: true };
       }
     }
+    const replyTrace = this.telemetry?.startReply(entry, decoded.replyTo, decoded.id);
     try {
       // The correlation id travels in the reply's own `id` field, not inside the packet.
       let outgoing = this.serializer.serialize(packet as OutgoingResponse) as ReplyPacket | Promise<ReplyPacket>;
       if (outgoing instanceof Promise) outgoing = await outgoing;
       await this.replies.write(decoded.replyTo, decoded.id, outgoing);
+      replyTrace?.end({});
     } catch (error) {
+      replyTrace?.end({ error });
       this.emitError(
         new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),
       );
@@ -533,6 +568,7 @@ export class RedisStreamsServer
     if (!handled && !entry.settled) {
       // Nothing here can ever answer it: ack in any ack mode.
       this.dispatcher?.finished(entry);
+      this.telemetry?.finished(entry, true);
       void this.ack(entry);
       return;
     }
@@ -542,6 +578,7 @@ export class RedisStreamsServer
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
   private finish(entry: InFlightEntry, succeeded: boolean): void {
     this.dispatcher?.finished(entry);
+    this.telemetry?.finished(entry, succeeded);
     if (entry.settled) return;
     if (!succeeded || this.state === 'closed') {
       entry.settled = true;
@@ -563,6 +600,7 @@ export class RedisStreamsServer
   private reportHandlerError(entry: InFlightEntry, error: unknown): void {
     const { binding } = entry;
     const detail = error instanceof Error ? error.message : safeJson(error);
+    this.telemetry?.failed(entry, error);
     this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, error);
     this.logger.error(
       `handler of "${binding.pattern}" failed on entry ${entry.id} of "${binding.stream}" (group "${binding.group}", delivery ${entry.deliveryCount}); it stays pending: ${detail}`,
@@ -574,6 +612,7 @@ export class RedisStreamsServer
    * name) raises their Redis delivery count: past the limit they are dead-lettered, not run again.
    */
   private admitRead(binding: StreamBinding, entries: IncomingEntry[]): void {
+    this.telemetry?.consumed(binding.stream, binding.group, entries.length);
     const limit = binding.maxDeliveries ?? this.options.recovery.maxDeliveries;
     const exhausted = entries.filter((entry) => entry.deliveryCount > limit);
     if (exhausted.length === 0) {
