@@ -12,7 +12,9 @@ import { Telemetry } from '../src/telemetry/telemetry.js';
 import { resolveTelemetryOptions } from '../src/telemetry/telemetry-options.js';
 import { pendingCount, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
+import { ensureCompiled } from './helpers/compiled.js';
 import { waitFor } from './helpers/wait.js';
+import { WorkerFleet } from './helpers/worker-fleet.js';
 
 const handled: Array<{ stream: string; id: string; headers: Record<string, string> }> = [];
 
@@ -44,6 +46,17 @@ class TracedController {
   }
 }
 
+const recoveredDeliveries: number[] = [];
+
+/** Takes over what the crashed worker process left pending (group "crashers"). */
+@Controller()
+class CrashRecoveryController {
+  @EventPattern<string>('traced-crash')
+  onCrashed(@Ctx() ctx: RedisStreamsContext): void {
+    recoveredDeliveries.push(ctx.getDeliveryCount());
+  }
+}
+
 describe('telemetry without a registered provider', () => {
   it('is not loaded: the server and client hold no telemetry and pay nothing per entry', async () => {
     expect(await Telemetry.load(resolveTelemetryOptions(undefined))).toBeUndefined();
@@ -57,6 +70,7 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
   let client: RedisStreamsClient;
 
   beforeAll(async () => {
+    await ensureCompiled();
     trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
@@ -67,7 +81,7 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
         [TracedController],
       ),
     );
-  });
+  }, 240_000);
 
   afterAll(async () => {
     await client.close();
@@ -213,5 +227,40 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
       await quiet.close();
       await server.app.close();
     }
+  });
+
+  it('a worker process killed (SIGKILL) mid-handler, then recovery elsewhere: a process span with delivery count 2 on the same trace', async () => {
+    // The worker (test/fixtures/recovery-worker.ts, no OpenTelemetry SDK) dies on the entry's first delivery.
+    const fleet = new WorkerFleet({ url: redis.server.url, stream: 'traced-crash', group: 'crashers', ledger: 'traced-crash-ledger', recovery: false });
+    try {
+      const worker = await fleet.spawn();
+      await trace.getTracer('test').startActiveSpan('POST /crash', async (http) => {
+        await lastValueFrom(client.emit('traced-crash', { n: 1, kind: 'crash' }));
+        http.end();
+      });
+      await worker.exited;
+    } finally {
+      await fleet.stop();
+    }
+    const recovering = await startServer(
+      { connection: redis.server.url, group: 'crashers', consumer: 'rescuer', blockMs: 200, recovery: { interval: 100, minIdleTime: 300 } },
+      [CrashRecoveryController],
+    );
+    try {
+      await waitFor(() => named('process traced-crash').length === 1, 'the recovered process span', { timeout: 15_000 });
+    } finally {
+      await recovering.app.close();
+    }
+    expect(recoveredDeliveries).toEqual([2]);
+    const send = one('send traced-crash');
+    const processSpan = one('process traced-crash');
+    expect(processSpan.spanContext().traceId).toBe(one('POST /crash').spanContext().traceId);
+    expect(processSpan.parentSpanContext?.spanId).toBe(send.spanContext().spanId);
+    expect(processSpan.attributes).toMatchObject({
+      'messaging.redis_streams.message.delivery_count': 2,
+      'messaging.client.id': 'rescuer',
+      'messaging.redis_streams.outcome': 'success',
+    });
+    expect(await pendingCount(redis.client, 'traced-crash', 'crashers')).toBe(0);
   });
 });
