@@ -24,6 +24,7 @@ export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-stre
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
 export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
+export type { TelemetryOptions } from './telemetry/telemetry-options.js';
 export type {
   ConnectionLiveness,
   ReaderLiveness,
