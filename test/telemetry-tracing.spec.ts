@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { Telemetry } from '../src/telemetry/telemetry.js';
+import { openTelemetryApiRequested } from '../src/telemetry/opentelemetry-api.js';
 import { resolveTelemetryOptions } from '../src/telemetry/telemetry-options.js';
 import { pendingCount, startServer, xaddEvent, type RunningServer } from './fixtures/server-app.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
@@ -60,6 +61,8 @@ class CrashRecoveryController {
 describe('telemetry without a registered provider', () => {
   it('is not loaded: the server and client hold no telemetry and pay nothing per entry', async () => {
     expect(await Telemetry.load(resolveTelemetryOptions(undefined))).toBeUndefined();
+    // Not even imported: listen() must not pay a module load for nothing (it delayed recovery tests).
+    expect(openTelemetryApiRequested()).toBe(false);
   });
 });
 

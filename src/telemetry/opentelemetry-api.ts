@@ -4,6 +4,23 @@ export type OpenTelemetryApi = typeof import('@opentelemetry/api');
 
 let loading: Promise<OpenTelemetryApi | undefined> | undefined;
 
+/** Where `@opentelemetry/api` (major version 1) keeps what an SDK registered, in every copy of it. */
+const API_GLOBAL = Symbol.for('opentelemetry.js.api.1');
+
+/**
+ * Which providers an SDK registered, read from the API's global registry without loading the
+ * API: with none (the usual case without OpenTelemetry), nothing is imported at all.
+ */
+export function registeredProviders(): { trace: boolean; metrics: boolean } {
+  const registry = (globalThis as { [API_GLOBAL]?: Record<string, unknown> })[API_GLOBAL];
+  return { trace: registry?.trace !== undefined, metrics: registry?.metrics !== undefined };
+}
+
+/** Whether the API was ever asked for (tests: it must not be, without a registered provider). */
+export function openTelemetryApiRequested(): boolean {
+  return loading !== undefined;
+}
+
 export function loadOpenTelemetryApi(): Promise<OpenTelemetryApi | undefined> {
   loading ??= import('@opentelemetry/api').then(
     (api) => api,

@@ -3,7 +3,7 @@ import type { Headers } from '../codec/wire-format.js';
 import { parseDeadLetter } from '../recovery/dead-letter-format.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import type { RedisClient } from '../redis/connection.js';
-import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, type OpenTelemetryApi } from './opentelemetry-api.js';
+import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
 import type { ResolvedTelemetryOptions } from './telemetry-options.js';
 
 /**
@@ -65,7 +65,8 @@ export class Telemetry {
 
   /** Loads the API once; undefined when it is absent, turned off, or nothing is registered. */
   static async load(options: ResolvedTelemetryOptions): Promise<Telemetry | undefined> {
-    if (!options.tracing && !options.metrics) return undefined;
+    const registered = registeredProviders();
+    if (!(options.tracing && registered.trace) && !(options.metrics && registered.metrics)) return undefined;
     const api = await loadOpenTelemetryApi();
     if (api === undefined) return undefined;
     const tracer = options.tracing && hasTracerProvider(api) ? api.trace.getTracer(SCOPE) : undefined;
