@@ -4,18 +4,21 @@
  *   orders  ──emit orders───────▶  billing  (consumer group "billing", at-least-once)
  * Then the failure story: a billing worker process crashes mid-order (SIGKILL) and another
  * takes the order over after `minIdleTime`; a poison order is dead-lettered after
- * `maxDeliveries`. Runs against REDIS_URL, or a private redis-server it starts and stops itself.
+ * `maxDeliveries`. The billing worker is a hybrid app (HTTP + the microservice) serving `/health`
+ * (terminus). Runs against REDIS_URL, or a private redis-server it starts and stops itself.
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Logger } from '@nestjs/common';
+import type { AddressInfo } from 'node:net';
+import { Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { INestApplicationContext, INestMicroservice } from '@nestjs/common';
+import type { INestApplication, INestApplicationContext, INestMicroservice } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { DeadLetterService, RedisStreamsServer, type RedisStreamsServerOptions } from '../src/index.js';
 import { serviceModule } from './app.module.js';
 import { BillingModule, Ledger } from './billing.module.js';
+import { HealthModule } from './health.module.js';
 import { ORDERS } from './contracts.js';
 import { OrdersModule, OrdersService } from './orders.module.js';
 import { QuotesModule } from './quotes.module.js';
@@ -52,6 +55,24 @@ async function microservice(
   return app;
 }
 
+/** Billing with its health endpoints: one HTTP app that also runs the Redis Streams microservice. */
+@Module({ imports: [BillingModule, HealthModule] })
+class BillingWithHealthModule {}
+
+async function hybrid(
+  url: string,
+  options: RedisStreamsServerOptions,
+  setUp: (server: RedisStreamsServer) => void,
+): Promise<{ app: INestApplication; baseUrl: string }> {
+  const strategy = new RedisStreamsServer({ connection: url, blockMs: 1_000, ...options });
+  setUp(strategy);
+  const app = await NestFactory.create(serviceModule(url, BillingWithHealthModule), { logger: ['error', 'warn'] });
+  app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+  await app.startAllMicroservices();
+  await app.listen(0, '127.0.0.1');
+  return { app, baseUrl: `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}` };
+}
+
 async function main(): Promise<void> {
   const redis = await startRedis();
   say(`redis: ${redis.description}`);
@@ -77,12 +98,11 @@ async function main(): Promise<void> {
     say(`billing-doomed: process gone (${await doomedExit}); ${crashed.order.orderId} is pending for "billing-doomed", nobody will ack it`);
 
     // 2. The surviving billing worker recovers it after minIdleTime, and dead-letters the poison order.
-    const billing = await microservice(
+    const { app: billing, baseUrl } = await hybrid(
       redis.url,
-      BillingModule,
-      'billing',
-      'billing-1',
       {
+        group: 'billing',
+        consumer: 'billing-1',
         recovery: {
           minIdleTime: MIN_IDLE_MS,
           interval: 250,
@@ -127,6 +147,12 @@ async function main(): Promise<void> {
       if (recovered === undefined || recovered.deliveries < 2) throw new Error('the crashed order was not recovered');
     } finally {
       check.disconnect();
+    }
+    for (const path of ['/health/live', '/health']) {
+      const response = await fetch(`${baseUrl}${path}`, { signal: AbortSignal.timeout(5_000) });
+      const body = (await response.json()) as { status: string; details: Record<string, { status: string }> };
+      say(`billing: GET ${path} → ${response.status} ${body.status} (redis-streams: ${body.details['redis-streams']?.status})`);
+      if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${JSON.stringify(body)}`);
     }
     say(`done: every order was quoted, emitted, invoiced and acknowledged; the crashed one on delivery ${ledger.invoiced.get(crashed.order.orderId)?.deliveries}, the poison one dead-lettered`);
   } finally {

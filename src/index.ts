@@ -24,6 +24,14 @@ export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-stre
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
 export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
+export type { TelemetryOptions } from './telemetry/telemetry-options.js';
+export type {
+  ConnectionLiveness,
+  ReaderLiveness,
+  RecoveryLiveness,
+  RedisStreamsLiveness,
+  StreamLiveness,
+} from './server/liveness.js';
 export { RedisStreamsContext } from './server/context.js';
 export type { RedisStreamsMessage } from './server/context.js';
 export { JsonStreamDeserializer } from './codec/stream-deserializer.js';

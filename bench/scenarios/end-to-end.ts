@@ -16,7 +16,13 @@ export const endToEndScenario: Scenario = {
   id: 'e2e',
   title: 'end to end, producer + 1 worker process',
   reference: 'raw',
-  contenders: (ctx) => [rawContender(ctx), streamsContender(ctx), nestRedisContender(ctx), bullmqContender(ctx)],
+  contenders: (ctx) => [
+    rawContender(ctx),
+    streamsContender(ctx),
+    streamsContender(ctx, 'streams-otel', 'RedisStreamsClient → RedisStreamsServer, OpenTelemetry SDK in the worker', 'streams-otel-worker'),
+    nestRedisContender(ctx),
+    bullmqContender(ctx),
+  ],
 };
 
 interface E2eRun {
@@ -79,20 +85,21 @@ function rawContender(ctx: BenchContext): Contender {
   };
 }
 
-function streamsContender(ctx: BenchContext): Contender {
+/** `streams-otel`: the same, with an OpenTelemetry SDK registered in the worker (traces + metrics on). */
+function streamsContender(ctx: BenchContext, impl = 'streams', label = 'RedisStreamsClient → RedisStreamsServer', script = 'streams-worker'): Contender {
   const emitter = streamsEmitter(ctx.server.url);
   const unavailable = emitter.unavailable ?? (streamsPieces.server ? undefined : 'RedisStreamsServer has not landed yet');
   return {
-    impl: 'streams',
-    label: 'RedisStreamsClient → RedisStreamsServer',
+    impl,
+    label,
     ...(unavailable ? { unavailable } : {}),
     setup: () => emitter.open(),
     run: async (round) => {
-      const key = `bench:e2e:streams:${round}`;
+      const key = `bench:e2e:${impl}:${round}`;
       const total = ctx.config.endToEndMessages;
       try {
         return await e2eRun({
-          ctx, script: 'streams-worker', key, total,
+          ctx, script, key, total,
           produce: () => sendInFlight(total, ctx.config.inFlight, () => emitter.emit(key)),
           acked: { key, group: 'bench' },
         });

@@ -2,6 +2,7 @@ import type { Deserializer, Serializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
+import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { booleanOption, describe, timerMillisOption } from '../validation.js';
 import { compileTrimming, DEFAULT_TRIMMING, type CompiledTrimming, type StreamTrimming } from './trimming.js';
 
@@ -34,6 +35,12 @@ export interface RedisStreamsClientOptions {
   serializer?: Serializer;
   /** Nest deserializer applied to each reply `{ id, response?, err?, isDisposed }`. */
   deserializer?: Deserializer;
+  /**
+   * OpenTelemetry producer spans (trace context written into each entry's headers) and the sent
+   * counter, when `@opentelemetry/api` is installed and a provider is registered before the
+   * first `connect()`. `false` turns them off. Default on.
+   */
+  telemetry?: boolean | TelemetryOptions;
 }
 
 export interface ResolvedClientOptions {
@@ -47,6 +54,7 @@ export interface ResolvedClientOptions {
   readonly replyPrefix: string;
   readonly replyTtl: number;
   readonly clockRefreshInterval: number;
+  readonly telemetry: ResolvedTelemetryOptions;
 }
 
 const KNOWN = new Set([
@@ -62,6 +70,7 @@ const KNOWN = new Set([
   'clockRefreshInterval',
   'serializer',
   'deserializer',
+  'telemetry',
   // ClientsModule passes `name` through when it is written inside options; harmless.
   'name',
 ]);
@@ -94,6 +103,7 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     replyPrefix: stringOption('replyPrefix', options.replyPrefix, 'nestjs-redis-streams:'),
     replyTtl: timerMillisOption('replyTtl', options.replyTtl, 60_000, 1_000),
     clockRefreshInterval: timerMillisOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
+    telemetry: resolveTelemetryOptions(options.telemetry),
   };
 }
 

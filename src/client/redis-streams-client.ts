@@ -36,6 +36,7 @@ import { RedisStreamsConnectionError, RedisStreamsOptionError } from '../errors.
 import { withTimeout } from '../timeout.js';
 import { Redactor } from '../redaction.js';
 import { RedactingLogger } from '../redacting-logger.js';
+import { Telemetry, type ProducerTrace } from '../telemetry/telemetry.js';
 
 export type RedisStreamsClientStatus = 'connected' | 'disconnected' | 'reconnecting';
 
@@ -85,6 +86,8 @@ export class RedisStreamsClient
   private generation = 0;
   private clock: ServerClock | undefined;
   private replies: { listener: ReplyListener; connection: OpenedConnection } | undefined;
+  /** Set at connect() only when OpenTelemetry is there and on: emits test this one reference. */
+  private telemetry: Telemetry | undefined;
   private readonly eventListeners: { event: string; callback: (...args: unknown[]) => void }[] = [];
 
   constructor(options: RedisStreamsClientOptions = {}) {
@@ -187,6 +190,19 @@ export class RedisStreamsClient
 
   /** The XADD of an event. Rejections are raw ioredis errors; `emit` wraps them (off the hot path). */
   protected dispatchEvent<T = string | null>(packet: ReadPacket): Promise<T> {
+    const telemetry = this.telemetry;
+    if (telemetry === undefined) return this.writeEvent<T>(packet, undefined);
+    const trace = telemetry.startSend(streamKeyFor(this.normalizePattern(packet.pattern), this.config.streamPrefix));
+    const written = this.writeEvent<T>(packet, trace);
+    written.then(
+      (id) => trace.end({ id: id as string | null }),
+      (error: unknown) => trace.end({ error }),
+    );
+    return written;
+  }
+
+  /** `trace`: the producer span whose context goes into the entry's headers. */
+  private writeEvent<T>(packet: ReadPacket, trace: ProducerTrace | undefined): Promise<T> {
     try {
       const record = packet.data instanceof RedisStreamsRecord ? (packet.data as RedisStreamsRecord) : undefined;
       const options = record ? record.options : EMPTY_OPTIONS;
@@ -194,7 +210,7 @@ export class RedisStreamsClient
       const pattern = this.normalizePattern(packet.pattern);
       const trimming = this.trimmingFor(pattern, options);
       const args = this.xaddHead(pattern, trimming, options.noMkStream ?? this.config.noMkStream);
-      if (args === undefined) return this.clockReady().then(() => this.dispatchEvent<T>(packet));
+      if (args === undefined) return this.clockReady().then(() => this.writeEvent<T>(packet, trace));
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
@@ -202,7 +218,8 @@ export class RedisStreamsClient
         pushRawFields(args, data);
         return this.sendXAdd(args) as Promise<T>;
       }
-      const headers = options.headers === undefined ? undefined : validateHeaders(options.headers);
+      const given = options.headers === undefined ? undefined : validateHeaders(options.headers);
+      const headers = trace === undefined ? given : { ...trace.headers, ...given };
       if (this.identitySerializer) {
         pushEntryFields(args, pattern, data, packet.metadata, headers);
         return this.sendXAdd(args) as Promise<T>;
@@ -228,20 +245,25 @@ export class RedisStreamsClient
     const pattern = this.normalizePattern(partialPacket.pattern);
     const stream = streamKeyFor(pattern, this.config.streamPrefix);
     const timeoutMs = timerMillisOption('timeout', options.timeout, this.config.timeout, 1);
-    const headers = validateHeaders(options.headers);
+    const given = validateHeaders(options.headers);
     const trimming = this.trimmingFor(pattern, options);
     const packet = this.assignPacketId({ pattern, data, metadata: partialPacket.metadata });
     const id = packet.id;
+    // The request's PRODUCER span lasts until the reply (or the failure) arrives.
+    const trace = this.telemetry?.startSend(stream, id);
+    const headers = trace === undefined ? given : { ...trace.headers, ...given };
 
     let settled = false;
     const teardown = () => {
       settled = true;
+      trace?.end({});
       clearTimeout(timer);
       this.routingMap.delete(id);
     };
     const deliver = (reply: WritePacket) => {
       if (settled) return;
       if (reply.err !== undefined && reply.err !== null) {
+        trace?.end({ error: reply.err });
         teardown();
         callback({ err: translateReplyError(reply.err, pattern, stream), isDisposed: true });
         return;
@@ -360,6 +382,8 @@ export class RedisStreamsClient
     } finally {
       client.off('error', remember);
     }
+    // Resolved once per connect: loads @opentelemetry/api if it is installed (an optional peer).
+    const telemetry = await Telemetry.load(this.config.telemetry);
     if (generation !== this.generation) {
       client.disconnect();
       throw new Error('Connection closed');
@@ -368,6 +392,7 @@ export class RedisStreamsClient
     // waiting in ioredis' offline queue (and being written later, after we reported failure).
     client.options.enableOfflineQueue = false;
     this.producer = opened;
+    this.telemetry = telemetry;
     const xadd = client.xadd.bind(client) as unknown as XAdd;
     this.xadd = (args) => {
       batchThisTick(client);

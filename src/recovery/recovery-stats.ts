@@ -20,6 +20,8 @@ export interface RecoveryStats extends RecoveryTickResult {
   decodeErrors: number;
   leasesRenewed: number;
   leasesLost: number;
+  /** Ticks in a row, up to the last one, with a failed step (0 after a clean tick). */
+  failedTicksInARow: number;
   /** Epoch ms of the last finished tick, or null. */
   lastTickAt: number | null;
   lastError: string | null;
@@ -30,7 +32,7 @@ export function emptyTickResult(): RecoveryTickResult {
 }
 
 export function emptyStats(): RecoveryStats {
-  return { ...emptyTickResult(), ticks: 0, decodeErrors: 0, leasesRenewed: 0, leasesLost: 0, lastTickAt: null, lastError: null };
+  return { ...emptyTickResult(), ticks: 0, failedTicksInARow: 0, decodeErrors: 0, leasesRenewed: 0, leasesLost: 0, lastTickAt: null, lastError: null };
 }
 
 export function addTick(stats: RecoveryStats, tick: RecoveryTickResult): void {
@@ -41,5 +43,6 @@ export function addTick(stats: RecoveryStats, tick: RecoveryTickResult): void {
   stats.consumersReaped += tick.consumersReaped;
   stats.errors += tick.errors;
   stats.ticks++;
+  stats.failedTicksInARow = tick.errors > 0 ? stats.failedTicksInARow + 1 : 0;
   stats.lastTickAt = Date.now();
 }

@@ -6,6 +6,7 @@ import type { Dispatcher } from './dispatcher.js';
 import { errorMessage, isNoGroupError } from './groups.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { IncomingEntry } from './in-flight.js';
+import { ReaderPulse } from './liveness.js';
 import { forEachStreamOfReply, liveEntries, type ReadEntry } from './read-reply.js';
 
 /** Non-blocking reads of the streams with a backlog only, before all streams are read again. */
@@ -54,6 +55,8 @@ export class StreamReader {
   private readonly inFlight = new Abortable();
   private readonly blockingHead: (string | number)[];
   private readonly blockingTail: (string | number)[];
+  /** Read start and completion times, for health checks. */
+  readonly pulse = new ReaderPulse();
 
   constructor(
     readonly group: string,
@@ -156,7 +159,7 @@ export class StreamReader {
         focus === undefined
           ? this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail)
           : this.client.call('XREADGROUP', ...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
-      reply = await this.inFlight.wrap(read);
+      reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
       this.host.dispatcher.unreserve(reserved);
@@ -196,7 +199,7 @@ export class StreamReader {
       const reserved = count * pending.length;
       let reply: unknown;
       try {
-        reply = await this.inFlight.wrap(this.client.call(
+        reply = await this.inFlight.wrap(this.pulse.track(this.client.call(
           'XREADGROUP',
           'GROUP',
           this.group,
@@ -206,7 +209,7 @@ export class StreamReader {
           'STREAMS',
           ...pending.map((binding) => binding.stream),
           ...pending.map((binding) => cursors.get(binding) as string),
-        ));
+        )));
         this.failures = 0;
       } catch (error) {
         this.host.dispatcher.unreserve(reserved);

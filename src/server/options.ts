@@ -6,6 +6,7 @@ import { connectionOption } from '../redis/connection-option.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
+import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
@@ -62,6 +63,11 @@ export interface RedisStreamsServerOptions {
    * docs/recovery.md). `false`: no timer (`RedisStreamsRecovery.runOnce()` still works). Default: on, minIdleTime 30 s.
    */
   recovery?: RecoveryOptions | false;
+  /**
+   * OpenTelemetry spans and metrics, when `@opentelemetry/api` is installed and a provider is
+   * registered before `listen()` (docs/observability.md). `false` turns both off. Default on.
+   */
+  telemetry?: boolean | TelemetryOptions;
 }
 
 export interface ResolvedServerOptions {
@@ -83,6 +89,7 @@ export interface ResolvedServerOptions {
   readonly reconnectInitialMs: number;
   readonly reconnectMaxMs: number;
   readonly recovery: ResolvedRecoveryOptions;
+  readonly telemetry: ResolvedTelemetryOptions;
 }
 
 /** Per-handler options, given as the pattern decorator's `extras`. */
@@ -131,7 +138,7 @@ const START_ID_SPECIALS = ['0', '$'] as const;
 const KNOWN_OPTIONS = new Set<string>([
   'connection', 'startupTimeout', 'group', 'consumer', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
   'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
-  'deserializer', 'serializer', 'recovery',
+  'deserializer', 'serializer', 'recovery', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
 
 export function defaultConsumerName(): string {
@@ -187,6 +194,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   codecOption('deserializer', options.deserializer, 'deserialize');
   codecOption('serializer', options.serializer, 'serialize');
   const recovery = resolveRecoveryOptions(options.recovery);
+  const telemetry = resolveTelemetryOptions(options.telemetry);
   return {
     connection,
     startupTimeout,
@@ -206,6 +214,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     reconnectInitialMs,
     reconnectMaxMs,
     recovery,
+    telemetry,
   };
 }
 

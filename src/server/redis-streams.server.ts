@@ -15,6 +15,7 @@ import { closeConnection, describeConnection, openConnection, type OpenedConnect
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
+import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
@@ -39,6 +40,9 @@ import { withTimeout } from '../timeout.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { Redactor } from '../redaction.js';
 import { RedactingLogger } from '../redacting-logger.js';
+import { Telemetry } from '../telemetry/telemetry.js';
+import { GroupGauges } from '../telemetry/group-gauges.js';
+import { deadLetterKey } from '../redis/keys.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -113,6 +117,9 @@ export class RedisStreamsServer
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private recovery: RecoveryScheduler | undefined;
+  /** Set at listen() only when OpenTelemetry is there and on: every per-entry hook tests this one reference. */
+  private telemetry: Telemetry | undefined;
+  private gauges: GroupGauges | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -149,6 +156,7 @@ export class RedisStreamsServer
     if (this.state === 'closed' || this.state === 'closing') return;
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
+    listeningServers.delete(this);
     try {
       // Stop taking work: no handler starts, the readers stop, then recovery's ticks (entries of a
       // claim in flight are queued, so the handoff below gets them). Leases keep the running
@@ -158,6 +166,7 @@ export class RedisStreamsServer
       if (wasRunning) await this.drain();
     } finally {
       await this.recovery?.stop();
+      this.gauges?.stop();
       await this.closeConnections();
       this.state = 'closed';
       if (wasRunning) this._status$.next('disconnected');
@@ -197,6 +206,27 @@ export class RedisStreamsServer
       readers: this.readerConnections.map((opened) => opened.client),
     };
     return connections as T;
+  }
+
+  /** A snapshot for health checks: connections, read loops, prefetch, recovery ticks (see docs/observability.md). No Redis command. */
+  liveness(): RedisStreamsLiveness {
+    const stats = this.recovery?.stats();
+    return livenessOf({
+      consumer: this.options.consumer,
+      state: this.state,
+      blockMs: this.options.blockMs,
+      prefetch: this.options.prefetch,
+      commands: this.commands?.client,
+      readers: this.readers,
+      streams: this.bindings.map(({ stream, group }) => ({
+        stream,
+        group,
+        deadLetterKey: this.recovery?.deadLetterKeyFor(stream) ?? (this.options.recovery.deadLetterKey ?? deadLetterKey)(stream),
+      })),
+      freeSlots: this.dispatcher?.freeSlots() ?? 0,
+      inFlight: this.dispatcher?.inFlightCount() ?? 0,
+      recovery: stats === undefined ? null : { scheduled: this.options.recovery.enabled, ticks: stats.ticks, failedTicksInARow: stats.failedTicksInARow, lastTickAt: stats.lastTickAt, lastError: stats.lastError },
+    });
   }
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
@@ -260,6 +290,7 @@ export class RedisStreamsServer
       const before = dispatcher.inFlightCount();
       dispatcher.admit(binding, entries);
       admitted = dispatcher.inFlightCount() - before;
+      this.telemetry?.consumed(stream, group, admitted);
     }
     // After admit: the entries now hold slots, so giving the reservation back frees nothing twice.
     if (reserved > 0) dispatcher.unreserve(reserved);
@@ -307,6 +338,7 @@ export class RedisStreamsServer
     }
     entry.settled = true;
     this.dispatcher?.markReturning(entry);
+    this.telemetry?.acked(entry.binding.stream, entry.binding.group);
     entry.acked = this.acker.add(entry);
     return entry.acked;
   }
@@ -328,6 +360,7 @@ export class RedisStreamsServer
     if (this.state !== 'idle') throw new Error(`RedisStreamsServer cannot listen: it is ${this.state}`);
     this.state = 'starting';
     try {
+      this.telemetry = await Telemetry.load(this.options.telemetry);
       await this.open();
     } catch (error) {
       // close() during start-up ends the connections, which fails the wait for them: say why.
@@ -343,6 +376,20 @@ export class RedisStreamsServer
     for (const reader of this.readers) reader.start();
     this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.emit(event, payload));
     this.recovery.start();
+    if (this.telemetry !== undefined) this.observe(this.telemetry);
+    listeningServers.add(this);
+  }
+
+  /** Counts recovery's events and draws dead letters on their entries' traces; starts the gauges. */
+  private observe(telemetry: Telemetry): void {
+    const commands = this.commandConnection();
+    this.on('deadLetter', (notice) => void telemetry.deadLettered(notice, commands));
+    this.on('recovered', (notice) => telemetry.recovered(notice));
+    this.on('entriesLost', (notice) => telemetry.lost(notice));
+    const meter = telemetry.meter;
+    if (meter !== undefined) {
+      this.gauges = new GroupGauges(meter, commands, () => this.liveness().streams, this.options.telemetry.gaugeInterval);
+    }
   }
 
   /** Validates the handlers, opens the connections and creates the groups. */
@@ -474,6 +521,15 @@ export class RedisStreamsServer
   }
 
   private handleDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+    if (this.telemetry !== undefined) {
+      // The handler runs inside the entry's process span, so the user's own spans nest under it.
+      this.telemetry.process(entry, decoded.headers, this.options.consumer, () => this.runDecoded(entry, decoded));
+      return;
+    }
+    this.runDecoded(entry, decoded);
+  }
+
+  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
     const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
@@ -540,15 +596,19 @@ export class RedisStreamsServer
         packet = { response, isDisposed: true };
       } catch (error) {
         failed = true;
+        this.telemetry?.failed(entry, error);
         packet = { err: error, isDisposed: true };
       }
     }
+    const replyTrace = this.telemetry?.startReply(entry, decoded.replyTo, decoded.id);
     try {
       // The correlation id travels in the reply's own `id` field, not inside the packet.
       let outgoing = this.serializer.serialize(packet as OutgoingResponse) as ReplyPacket | Promise<ReplyPacket>;
       if (outgoing instanceof Promise) outgoing = await outgoing;
       await this.replies.write(decoded.replyTo, decoded.id, outgoing);
+      replyTrace?.end({});
     } catch (error) {
+      replyTrace?.end({ error });
       this.emitError(
         new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),
       );
@@ -558,6 +618,7 @@ export class RedisStreamsServer
     if (!handled && !entry.settled) {
       // Nothing here can ever answer it: ack in any ack mode.
       this.dispatcher?.finished(entry);
+      this.telemetry?.finished(entry, true);
       void this.ack(entry);
       return;
     }
@@ -569,6 +630,7 @@ export class RedisStreamsServer
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
   private finish(entry: InFlightEntry, succeeded: boolean): void {
     this.dispatcher?.finished(entry);
+    this.telemetry?.finished(entry, succeeded);
     if (entry.settled) return;
     if (!succeeded || this.state === 'closed') {
       entry.settled = true;
@@ -590,6 +652,7 @@ export class RedisStreamsServer
   private reportHandlerError(entry: InFlightEntry, error: unknown): void {
     const { binding } = entry;
     const detail = error instanceof Error ? error.message : safeJson(error);
+    this.telemetry?.failed(entry, error);
     this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, error);
     this.logger.error(
       `handler of "${binding.pattern}" failed on entry ${entry.id} of "${binding.stream}" (group "${binding.group}", delivery ${entry.deliveryCount}); it stays pending: ${detail}`,
@@ -602,6 +665,7 @@ export class RedisStreamsServer
    * (only if idle since the re-read: an entry claimed or renewed meanwhile is someone's work).
    */
   private admitRead(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void {
+    this.telemetry?.consumed(binding.stream, binding.group, entries.length);
     const limit = binding.maxDeliveries ?? this.options.recovery.maxDeliveries;
     const exhausted = entries.filter((entry) => entry.deliveryCount > limit);
     if (exhausted.length === 0) {

@@ -1,0 +1,290 @@
+import type { Attributes, Context, Counter, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
+import type { Headers } from '../codec/wire-format.js';
+import { parseDeadLetter } from '../recovery/dead-letter-format.js';
+import type { DeadLetterNotice, EntriesLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
+import type { RedisClient } from '../redis/connection.js';
+import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
+import type { ResolvedTelemetryOptions } from './telemetry-options.js';
+
+/**
+ * `messaging.system`: the semantic conventions have no value for Redis Streams (their list is
+ * kafka, rabbitmq, …; custom values are allowed). Not `redis`: that names the database client
+ * spans of Redis instrumentations (`db.system.name`), and dashboards must tell them apart.
+ */
+export const MESSAGING_SYSTEM = 'redis_streams';
+const SCOPE = 'nestjs-redis-streams';
+
+/** Attributes of our own, under the system's namespace as the conventions ask. */
+export const Attr = {
+  deliveryCount: 'messaging.redis_streams.message.delivery_count',
+  outcome: 'messaging.redis_streams.outcome',
+  reason: 'messaging.redis_streams.reason',
+  deadLetterStream: 'messaging.redis_streams.dead_letter.stream',
+  deadLetterId: 'messaging.redis_streams.dead_letter.id',
+} as const;
+
+/** An entry as the server hands it: the telemetry keys its spans by this object. */
+export interface TracedEntry {
+  readonly binding: { readonly stream: string; readonly group: string };
+  readonly id: string;
+  readonly deliveryCount: number;
+}
+
+/** A producer span (emit / send / reply) and the trace headers to write into its entry. */
+export interface ProducerTrace {
+  /** `traceparent` / `tracestate` as the global propagator writes them. */
+  readonly headers: Headers;
+  /** Ends the span: with the entry id it was written as, or the error. Later calls do nothing. */
+  end(result: { id?: string | null; error?: unknown }): void;
+}
+
+interface Processing {
+  readonly start: number;
+  readonly span: Span | undefined;
+  readonly attributes: Attributes;
+  error?: unknown;
+}
+
+/**
+ * OpenTelemetry of one server or client: spans per the messaging semantic conventions, trace
+ * context in the entry's headers through the global propagator, and the metrics. Exists only
+ * when `@opentelemetry/api` is installed and a tracer or meter provider is registered: the
+ * server and client hold `undefined` otherwise and test that one reference per entry.
+ */
+export class Telemetry {
+  private readonly processing = new WeakMap<TracedEntry, Processing>();
+  private readonly instruments: Instruments | undefined;
+
+  private constructor(
+    private readonly api: OpenTelemetryApi,
+    private readonly tracer: Tracer | undefined,
+    meter: Meter | undefined,
+  ) {
+    this.instruments = meter === undefined ? undefined : new Instruments(meter);
+  }
+
+  /** Loads the API once; undefined when it is absent, turned off, or nothing is registered. */
+  static async load(options: ResolvedTelemetryOptions): Promise<Telemetry | undefined> {
+    const registered = registeredProviders();
+    if (!(options.tracing && registered.trace) && !(options.metrics && registered.metrics)) return undefined;
+    const api = await loadOpenTelemetryApi();
+    if (api === undefined) return undefined;
+    const tracer = options.tracing && hasTracerProvider(api) ? api.trace.getTracer(SCOPE) : undefined;
+    const meter = options.metrics && hasMeterProvider(api) ? api.metrics.getMeter(SCOPE) : undefined;
+    return tracer === undefined && meter === undefined ? undefined : new Telemetry(api, tracer, meter);
+  }
+
+  get meter(): Meter | undefined {
+    return this.instruments?.meter;
+  }
+
+  // ---- producer side ----
+
+  /**
+   * Starts a PRODUCER span `send <stream>` under the caller's active context and returns the
+   * trace headers to write. `conversationId`: the correlation id of a request or a reply.
+   */
+  startSend(stream: string, conversationId?: string, parent?: Context): ProducerTrace {
+    const { api } = this;
+    const attributes: Attributes = { ...systemAttributes(), 'messaging.operation.type': 'send', 'messaging.operation.name': 'send', 'messaging.destination.name': stream };
+    if (conversationId !== undefined) attributes['messaging.message.conversation_id'] = conversationId;
+    const active = parent ?? api.context.active();
+    const span = this.tracer?.startSpan(`send ${stream}`, { kind: api.SpanKind.PRODUCER, attributes }, active);
+    const headers: Headers = {};
+    if (span !== undefined) api.propagation.inject(api.trace.setSpan(active, span), headers);
+    let ended = false;
+    const instruments = this.instruments;
+    return {
+      headers,
+      end: ({ id, error }) => {
+        if (ended) return;
+        ended = true;
+        const failed = error !== undefined;
+        instruments?.sent.add(1, failed ? { ...attributes, 'error.type': errorType(error) } : attributes);
+        if (span === undefined) return;
+        if (typeof id === 'string') span.setAttribute('messaging.message.id', id);
+        if (failed) this.fail(span, error);
+        span.end();
+      },
+    };
+  }
+
+  /** The PRODUCER span of a request's reply, a child of the request's process span. */
+  startReply(entry: TracedEntry, replyTo: string, correlationId: string): ProducerTrace {
+    const span = this.processing.get(entry)?.span;
+    const parent = span === undefined ? undefined : this.api.trace.setSpan(this.api.ROOT_CONTEXT, span);
+    return this.startSend(replyTo, correlationId, parent);
+  }
+
+  // ---- consumer side ----
+
+  /** Entries read or claimed for a stream + group (`messaging.client.consumed.messages`). */
+  consumed(stream: string, group: string, count: number): void {
+    if (count > 0) this.instruments?.consumed.add(count, { ...systemAttributes(), 'messaging.destination.name': stream, 'messaging.consumer.group.name': group, 'messaging.operation.name': 'receive', 'messaging.operation.type': 'receive' });
+  }
+
+  /**
+   * Runs `handle` inside a CONSUMER span `process <stream>` whose parent is the producer's
+   * context from the entry's headers (a new trace when it has none: a foreign producer).
+   */
+  process<T>(entry: TracedEntry, headers: Headers | undefined, consumer: string, handle: () => T): T {
+    const { api } = this;
+    const { stream, group } = entry.binding;
+    const attributes: Attributes = {
+      ...systemAttributes(),
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.destination.name': stream,
+      'messaging.consumer.group.name': group,
+    };
+    if (this.tracer === undefined) {
+      this.processing.set(entry, { start: performance.now(), span: undefined, attributes });
+      return handle();
+    }
+    const parent = headers === undefined ? api.ROOT_CONTEXT : api.propagation.extract(api.ROOT_CONTEXT, headers);
+    const span = this.tracer.startSpan(
+      `process ${stream}`,
+      {
+        kind: api.SpanKind.CONSUMER,
+        attributes: { ...attributes, 'messaging.message.id': entry.id, 'messaging.client.id': consumer, [Attr.deliveryCount]: entry.deliveryCount },
+      },
+      parent,
+    );
+    this.processing.set(entry, { start: performance.now(), span, attributes });
+    return api.context.with(api.trace.setSpan(parent, span), handle);
+  }
+
+  /** The handler failed (the span gets the exception and an error status when it ends). */
+  failed(entry: TracedEntry, error: unknown): void {
+    const processing = this.processing.get(entry);
+    if (processing !== undefined) processing.error = error ?? new Error('handler failed');
+  }
+
+  /** The handler is done (its entry is then acked, released or left to a manual ack). */
+  finished(entry: TracedEntry, succeeded: boolean): void {
+    const processing = this.processing.get(entry);
+    if (processing === undefined) return;
+    this.processing.delete(entry);
+    const failed = !succeeded || processing.error !== undefined;
+    const outcome = failed ? 'failure' : 'success';
+    const instruments = this.instruments;
+    if (instruments !== undefined) {
+      const attributes = failed ? { ...processing.attributes, 'error.type': errorType(processing.error) } : processing.attributes;
+      instruments.processDuration.record((performance.now() - processing.start) / 1000, attributes);
+      instruments.processed.add(1, { ...processing.attributes, [Attr.outcome]: outcome });
+    }
+    const span = processing.span;
+    if (span === undefined) return;
+    span.setAttribute(Attr.outcome, outcome);
+    if (failed) this.fail(span, processing.error);
+    span.end();
+  }
+
+  /** An ack was requested for an entry of this stream + group. */
+  acked(stream: string, group: string): void {
+    this.instruments?.acked.add(1, { ...systemAttributes(), 'messaging.destination.name': stream, 'messaging.consumer.group.name': group });
+  }
+
+  /** Recovery claimed entries from idle consumers. */
+  recovered(notice: RecoveredNotice): void {
+    this.instruments?.recovered.add(notice.ids.length, { ...systemAttributes(), 'messaging.destination.name': notice.stream, 'messaging.consumer.group.name': notice.group });
+  }
+
+  /** Entries trimmed or deleted before they were handled. */
+  lost(notice: EntriesLostNotice): void {
+    this.instruments?.lost.add(notice.count, { ...systemAttributes(), 'messaging.destination.name': notice.stream, 'messaging.consumer.group.name': notice.group, [Attr.reason]: notice.reason });
+  }
+
+  /**
+   * An entry was dead-lettered: counted, and (tracing on) a span `dead_letter <stream>` with a
+   * `dead_letter` event on the entry's own trace, from the headers kept in the dead-letter record.
+   */
+  async deadLettered(notice: DeadLetterNotice, redis: RedisClient): Promise<void> {
+    const attributes: Attributes = { ...systemAttributes(), 'messaging.destination.name': notice.stream, 'messaging.consumer.group.name': notice.group, [Attr.reason]: notice.reason };
+    this.instruments?.deadLettered.add(1, attributes);
+    if (this.tracer === undefined || notice.deadLetterId === '') return;
+    const headers = await deadLetterHeaders(redis, notice.deadLetterKey, notice.deadLetterId);
+    if (headers === undefined) return;
+    const { api } = this;
+    const parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
+    if (api.trace.getSpanContext(parent) === undefined) return;
+    const eventAttributes: Attributes = {
+      'messaging.message.id': notice.id,
+      [Attr.reason]: notice.reason,
+      [Attr.deliveryCount]: notice.deliveryCount,
+      [Attr.deadLetterStream]: notice.deadLetterKey,
+      [Attr.deadLetterId]: notice.deadLetterId,
+      'error.message': notice.error,
+    };
+    const span = this.tracer.startSpan(`dead_letter ${notice.stream}`, { kind: api.SpanKind.INTERNAL, attributes: { ...attributes, ...eventAttributes } }, parent);
+    span.addEvent('dead_letter', eventAttributes);
+    span.end();
+  }
+
+  private fail(span: Span, error: unknown): void {
+    const message = errorMessage(error);
+    span.recordException(error instanceof Error ? error : { message });
+    span.setAttribute('error.type', errorType(error));
+    span.setStatus({ code: this.api.SpanStatusCode.ERROR, message });
+  }
+}
+
+/** The metric instruments (names and units per the messaging semantic conventions where they have one). */
+class Instruments {
+  readonly sent: Counter;
+  readonly consumed: Counter;
+  readonly processDuration: Histogram;
+  readonly processed: Counter;
+  readonly acked: Counter;
+  readonly deadLettered: Counter;
+  readonly recovered: Counter;
+  readonly lost: Counter;
+
+  constructor(readonly meter: Meter) {
+    this.sent = meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' });
+    this.consumed = meter.createCounter('messaging.client.consumed.messages', { unit: '{message}', description: 'Entries delivered to this consumer (read or claimed)' });
+    this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry' });
+    this.processed = meter.createCounter('redis_streams.processed.messages', { unit: '{message}', description: 'Entries handled, by outcome (success, failure)' });
+    this.acked = meter.createCounter('redis_streams.acked.messages', { unit: '{message}', description: 'Entries acknowledged (XACK)' });
+    this.deadLettered = meter.createCounter('redis_streams.dead_lettered.messages', { unit: '{message}', description: 'Entries moved to the dead-letter stream, by reason' });
+    this.recovered = meter.createCounter('redis_streams.recovered.messages', { unit: '{message}', description: 'Entries recovery claimed from idle consumers' });
+    this.lost = meter.createCounter('redis_streams.lost.messages', { unit: '{message}', description: 'Entries trimmed or deleted before they were handled, by reason' });
+  }
+}
+
+/** Both names: `messaging.system.name` replaces `messaging.system` in the newest conventions; backends still read the old one. */
+function systemAttributes(): Attributes {
+  return { 'messaging.system': MESSAGING_SYSTEM, 'messaging.system.name': MESSAGING_SYSTEM };
+}
+
+function errorType(error: unknown): string {
+  if (error instanceof Error) return error.constructor.name || 'Error';
+  return '_OTHER';
+}
+
+/** Nest's RPC filter turns handler errors into `{ status: 'error', message }` objects: their message counts. */
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  const message = (error as { message?: unknown } | null)?.message;
+  if (typeof message === 'string') return message;
+  try {
+    return typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
+  } catch {
+    return String(error);
+  }
+}
+
+/** The trace headers of a dead letter's original entry (its `headers` field), if any. */
+async function deadLetterHeaders(redis: RedisClient, key: string, id: string): Promise<Headers | undefined> {
+  try {
+    const rows = (await redis.xrange(key, id, id)) as Array<[string, string[]]>;
+    const row = rows[0];
+    const letter = row === undefined ? undefined : parseDeadLetter(row[0], row[1]);
+    const json = letter?.fields.headers;
+    if (json === undefined) return undefined;
+    const headers = JSON.parse(json) as unknown;
+    return headers !== null && typeof headers === 'object' ? (headers as Headers) : undefined;
+  } catch {
+    return undefined;
+  }
+}
