@@ -44,16 +44,19 @@ describe('retry backoff across worker processes (real redis-server)', () => {
       url: redis.url, stream, group: 'g', ledger: 'runs',
       recovery: { minIdleTime: 60_000, retry: { type: 'fixed', delay: wait } },
     });
-    const first = await fleet.spawn();
+    // Both workers run before the entry exists (spawning may take longer than the wait on a busy machine).
+    const workers = await Promise.all([fleet.spawn(), fleet.spawn()]);
     const id = (await client.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify({ n: 1, kind: 'flaky', failures: 1 }))) as string;
     await waitFor(async () => (await pendingRows(client, stream, 'g'))[0]?.consumer === 'retry', 'the failed entry released to the retry consumer');
-    const second = await fleet.spawn();
+    const [failed] = await runs('runs');
+    const first = workers.find((worker) => worker.consumer === failed?.consumer);
+    const second = workers.find((worker) => worker !== first);
     await fleet.kill(first);
     await waitFor(async () => (await runs('runs')).some((run) => run.outcome === 'ok'), 'the retry', { timeout: 20_000 });
     await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'the ack');
-    const [failed, retried] = await runs('runs');
-    expect([failed?.id, failed?.deliveryCount, failed?.consumer, failed?.outcome]).toEqual([id, 1, first.consumer, 'fail']);
-    expect([retried?.id, retried?.deliveryCount, retried?.consumer, retried?.outcome]).toEqual([id, 2, second.consumer, 'ok']);
+    const [, retried] = await runs('runs');
+    expect([failed?.id, failed?.deliveryCount, failed?.outcome]).toEqual([id, 1, 'fail']);
+    expect([retried?.id, retried?.deliveryCount, retried?.consumer, retried?.outcome]).toEqual([id, 2, second?.consumer, 'ok']);
     const gap = (retried?.at ?? 0) - (failed?.at ?? 0);
     expect(gap).toBeGreaterThanOrEqual(wait);
     expect(gap).toBeLessThan(wait + 10_000); // on schedule: minIdleTime (60 s) would be far later
