@@ -68,6 +68,7 @@ export type { ReapConsumersRequest, ReapResult, ReapStatus } from './recovery/co
 export { RedisStreamsRecovery } from './recovery/redis-streams-recovery.js';
 export type { RecoverySelector, ServerRecoveryStats } from './recovery/redis-streams-recovery.js';
 export type { RecoveryOptions, ReapConsumersOptions } from './recovery/recovery-options.js';
+export type { ExponentialRetryPolicy, FixedRetryPolicy, RetryDelayFunction, RetryPolicy } from './recovery/retry-policy.js';
 export type { RecoveryStats, RecoveryTickResult } from './recovery/recovery-stats.js';
 export type {
   DeadLetterNotice,
@@ -112,6 +113,7 @@ export type {
   GroupInfo,
   PendingEntry,
   PendingRangeOptions,
+  PendingRetry,
   PendingSummary,
   StreamInfo,
 } from './claim/inspection.types.js';

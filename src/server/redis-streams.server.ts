@@ -34,6 +34,7 @@ import {
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { ReplyWriter } from './reply-writer.js';
+import { RetryReleaser } from './retry-releaser.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
@@ -114,6 +115,7 @@ export class RedisStreamsServer
   private readonly bindingsByKey = new Map<string, StreamBinding>();
   private dispatcher: Dispatcher | undefined;
   private acker: AckBatcher | undefined;
+  private retries: RetryReleaser | undefined;
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private recovery: RecoveryScheduler | undefined;
@@ -411,6 +413,9 @@ export class RedisStreamsServer
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
     this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
+    const dispatcher = this.dispatcher;
+    const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
+    this.retries = new RetryReleaser(commands, options.consumer, options.recovery, slots, (error) => this.emitError(error), this.logger);
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
@@ -569,7 +574,9 @@ export class RedisStreamsServer
 
   private eventFailed(entry: InFlightEntry, error: unknown): void {
     this.reportHandlerError(entry, error);
-    this.finish(entry, false);
+    // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
+    if (this.state !== 'closed' && this.retries?.release(entry, error)) this.dispatcher?.finished(entry);
+    else this.finish(entry, false);
   }
 
   private async handleRequestEntry(
@@ -728,7 +735,7 @@ export class RedisStreamsServer
     }
     await this.waitForRunningHandlers(dispatcher);
     try {
-      await withTimeout(this.acker?.drain() ?? Promise.resolve(), CLOSE_STEP_TIMEOUT_MS, 'final acks');
+      await withTimeout(Promise.all([this.acker?.drain(), this.retries?.drain()]), CLOSE_STEP_TIMEOUT_MS, 'final acks');
     } catch (error) {
       // Unacked entries stay pending and come back later: a duplicate, never a loss.
       this.emitError(new Error(`${errorMessage(error)}; those entries stay pending`));
