@@ -575,8 +575,10 @@ export class RedisStreamsServer
   private eventFailed(entry: InFlightEntry, error: unknown): void {
     this.reportHandlerError(entry, error);
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
-    if (this.state !== 'closed' && this.retries?.release(entry, error)) this.dispatcher?.finished(entry);
-    else this.finish(entry, false);
+    if (this.state !== 'closed' && this.retries?.release(entry, error)) {
+      this.telemetry?.finished(entry, false);
+      this.dispatcher?.finished(entry);
+    } else this.finish(entry, false);
   }
 
   private async handleRequestEntry(
