@@ -4,6 +4,13 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import {
+  CapabilityWatch,
+  describeCapabilities,
+  requireCommands,
+  SERVER_COMMANDS,
+  type RedisStreamsCapabilities,
+} from '../redis/capabilities.js';
 import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
@@ -99,6 +106,7 @@ export class RedisStreamsServer
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private recovery: RecoveryScheduler | undefined;
+  private capabilityWatch: CapabilityWatch | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -117,6 +125,11 @@ export class RedisStreamsServer
   /** The consumer name this server reads as. */
   get consumer(): string {
     return this.options.consumer;
+  }
+
+  /** What the Redis server supports, probed at `listen()` and after every reconnect; `undefined` before. */
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.capabilityWatch?.capabilities;
   }
 
   async listen(callback: (error?: unknown) => void): Promise<void> {
@@ -147,6 +160,7 @@ export class RedisStreamsServer
 
   private async closeConnections(): Promise<void> {
     this.statusTracker?.stop();
+    this.capabilityWatch?.stop();
     await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
     await closeConnection(this.commands);
   }
@@ -324,6 +338,12 @@ export class RedisStreamsServer
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
+
+    // Before any group is created: a server lacking a command we need fails here, naming it.
+    this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
+      this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
+    );
+    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
 
     const perStream = commands instanceof Cluster;
     const readerGroups = groupBindingsForReaders(bindings, perStream);
@@ -631,6 +651,17 @@ export class RedisStreamsServer
   }
 
   // ---- events ----
+
+  /** Logged once per distinct result; a reconnect to a server lacking a command we need is an error. */
+  private readonly onCapabilities = (capabilities: RedisStreamsCapabilities): void => {
+    this.logger.debug?.(describeCapabilities(capabilities));
+    if (this.state !== 'listening') return;
+    try {
+      requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+    } catch (error) {
+      this.emitError(error as Error);
+    }
+  };
 
   private readonly onConnectionError = (error: Error): void => {
     // ioredis reports every failed reconnect; the status events tell the story, so log at debug.
