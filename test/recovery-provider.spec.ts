@@ -10,6 +10,7 @@ import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js'
 import { RedisStreamsContext } from '../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../src/server/options.js';
 import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import { capabilitiesOf } from './helpers/capabilities.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
@@ -293,7 +294,9 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const first = await recovery.runOnce({ consumer: 'w1' });
     await recovery.runOnce({ consumer: 'w1' });
     const undelivered = w.events.lost.filter((l) => l.reason === 'trimmed_undelivered');
-    expect(first.trimmedUndelivered).toBeGreaterThan(0);
+    // Without lagTracking (6.2) the loss is reported with count 0: unknown how many (README, Redis versions).
+    if ((await capabilitiesOf(client)).lagTracking) expect(first.trimmedUndelivered).toBeGreaterThan(0);
+    else expect(first.trimmedUndelivered).toBe(0);
     expect(undelivered).toHaveLength(1);
     expect(undelivered[0]).toMatchObject({ stream, group: 'g', count: first.trimmedUndelivered });
   });
