@@ -339,12 +339,6 @@ export class RedisStreamsServer
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
 
-    // Before any group is created: a server lacking a command we need fails here, naming it.
-    this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
-      this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
-    );
-    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
-
     const perStream = commands instanceof Cluster;
     const readerGroups = groupBindingsForReaders(bindings, perStream);
     const host = this.readerHost(commands);
@@ -367,6 +361,13 @@ export class RedisStreamsServer
       const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
       this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
     }
+    // Every connection exists before the first await, so a close() meanwhile closes them all.
+    // Before any group is created: a server lacking a command we need fails here, naming it.
+    this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
+      this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
+    );
+    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
+    if (this.state !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
