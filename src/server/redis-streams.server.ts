@@ -11,6 +11,13 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import {
+  CapabilityWatch,
+  describeCapabilities,
+  requireCommands,
+  SERVER_COMMANDS,
+  type RedisStreamsCapabilities,
+} from '../redis/capabilities.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
@@ -122,6 +129,7 @@ export class RedisStreamsServer
   /** Set at listen() only when OpenTelemetry is there and on: every per-entry hook tests this one reference. */
   private telemetry: Telemetry | undefined;
   private gauges: GroupGauges | undefined;
+  private capabilityWatch: CapabilityWatch | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -142,6 +150,11 @@ export class RedisStreamsServer
   /** The consumer name this server reads as. */
   get consumer(): string {
     return this.options.consumer;
+  }
+
+  /** What the Redis server supports, probed at `listen()` and after every reconnect; `undefined` before. */
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.capabilityWatch?.capabilities;
   }
 
   async listen(callback: (error?: unknown) => void): Promise<void> {
@@ -177,6 +190,7 @@ export class RedisStreamsServer
 
   private async closeConnections(): Promise<void> {
     this.statusTracker?.stop();
+    this.capabilityWatch?.stop();
     await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
     await closeConnection(this.commands);
   }
@@ -445,6 +459,12 @@ export class RedisStreamsServer
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
     // The readers use the same address and credentials; they connect on their first read.
     await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
+    // Before any group is created: a server lacking a command we need fails here, naming it.
+    this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
+      this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
+    );
+    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
+    if (this.state !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
@@ -759,6 +779,17 @@ export class RedisStreamsServer
   }
 
   // ---- events ----
+
+  /** Logged once per distinct result; a reconnect to a server lacking a command we need is an error. */
+  private readonly onCapabilities = (capabilities: RedisStreamsCapabilities): void => {
+    this.logger.debug?.(describeCapabilities(capabilities));
+    if (this.state !== 'listening') return;
+    try {
+      requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+    } catch (error) {
+      this.emitError(error as Error);
+    }
+  };
 
   private readonly onConnectionError = (error: Error): void => {
     // ioredis reports every failed reconnect; the status events tell the story, so log at debug.
