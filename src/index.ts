@@ -35,10 +35,12 @@ export {
   REDIS_STREAMS_DEAD_LETTER_OPTIONS,
 } from './recovery/dead-letter.service.js';
 export type {
+  DeadLetterFieldsOptions,
   DeadLetterKeyOption,
   DeadLetterPage,
   DeadLetterSelection,
   DeadLetterServiceOptions,
+  InspectDeadLetterOptions,
   ListDeadLettersOptions,
   PurgeResult,
   RedriveResult,

@@ -1,7 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import { resolveFieldsShape } from '../../claim/claimed-fields.js';
+import type { FieldEncoding, FieldsFormat } from '../../claim/claim.types.js';
 import { DeadLetterService, resolveListOptions, resolveSelection, type DeadLetterSelection } from '../../recovery/dead-letter.service.js';
-import { nonEmptyStringOption } from '../../validation.js';
+import { RedisStreamsOptionError } from '../../errors.js';
+import { isStreamId, nonEmptyStringOption } from '../../validation.js';
 import { integerArgument, parseIdList } from '../arguments.js';
 import { resolveUrl, withRedis } from '../connection.js';
 import { addConnectionOption, type CliContext } from '../context.js';
@@ -14,7 +17,12 @@ interface DlqFlags {
   deadLetterKey?: string;
 }
 
-interface ListFlags extends DlqFlags {
+interface FieldsFlags extends DlqFlags {
+  fieldsFormat?: string;
+  encoding?: string;
+}
+
+interface ListFlags extends FieldsFlags {
   start?: string;
   end?: string;
   count?: string;
@@ -29,7 +37,7 @@ interface SelectionFlags extends DlqFlags {
 export function registerDlqCommand(program: Command, { io }: CliContext): void {
   const dlq = program
     .command('dlq')
-    .description("dead letters of a stream (default key {<key>}:dead): list, redrive back to the stream, purge");
+    .description("dead letters of a stream (default key {<key>}:dead): list, inspect, redrive back to the stream, purge");
 
   const list = dlq
     .command('list')
@@ -38,11 +46,29 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
     .option('--start <id>', 'first id, "-" (default) or "(id" for exclusive (a page\'s nextStart)')
     .option('--end <id>', 'last id, "+" (default)')
     .option('--count <n>', 'at most this many, 1..10000 (default 100)');
-  addDlqOptions(list).action(async (key: string, flags: ListFlags) => {
-    const options = { deadLetterKey: flags.deadLetterKey, start: flags.start, end: flags.end, count: integerArgument(flags.count) as number | undefined };
+  addFieldsOptions(list).action(async (key: string, flags: ListFlags) => {
+    const options = {
+      deadLetterKey: flags.deadLetterKey,
+      start: flags.start,
+      end: flags.end,
+      count: integerArgument(flags.count) as number | undefined,
+      ...fieldsOptions(flags),
+    };
     validateKey(key, flags);
     resolveListOptions(options); // a bad option is reported before connecting
     printJson(io, await withRedis(resolveUrl(flags, io), (redis) => new DeadLetterService(redis).list(key, options)));
+  });
+
+  const inspect = dlq
+    .command('inspect')
+    .description('print one dead letter of the stream (null when there is none with that id)')
+    .argument('<key>', 'source stream key')
+    .argument('<id>', 'dead-letter id');
+  addFieldsOptions(inspect).action(async (key: string, id: string, flags: FieldsFlags) => {
+    const options = { deadLetterKey: flags.deadLetterKey, ...fieldsOptions(flags) };
+    validateKey(key, flags);
+    if (!isStreamId(id)) throw new RedisStreamsOptionError('deadLetterId', `must be a stream id, got "${id}"`);
+    printJson(io, await withRedis(resolveUrl(flags, io), (redis) => new DeadLetterService(redis).inspect(key, id, options)));
   });
 
   const redrive = dlq
@@ -75,6 +101,21 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
 function addDlqOptions(command: Command): Command {
   command.option('--dead-letter-key <key>', 'dead-letter stream key (default {<key>}:dead)');
   return addConnectionOption(command);
+}
+
+/** The claim's `--fields-format` and `--encoding`, same meaning. */
+function addFieldsOptions(command: Command): Command {
+  command
+    .option('--fields-format <format>', 'object ({name: value}; default) or pairs ([[name, value], ...] in stream order, duplicates kept)')
+    .option('--encoding <encoding>', 'utf8 (default) or base64 (names and values as base64 of their exact bytes)');
+  return addDlqOptions(command);
+}
+
+/** Validated before connecting: a bad value is a usage error naming the option. */
+function fieldsOptions(flags: FieldsFlags): { fieldsFormat?: FieldsFormat; encoding?: FieldEncoding } {
+  const options = { fieldsFormat: flags.fieldsFormat as FieldsFormat | undefined, encoding: flags.encoding as FieldEncoding | undefined };
+  resolveFieldsShape(options);
+  return options;
 }
 
 function addSelectionOptions(command: Command): Command {
