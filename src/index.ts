@@ -22,10 +22,11 @@ export {
 } from './client/errors.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
-export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
+export type { AckMode, RawMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
 export { RedisStreamsContext } from './server/context.js';
 export type { RedisStreamsMessage } from './server/context.js';
+export type { RawFields } from './server/in-flight.js';
 export { JsonStreamDeserializer } from './codec/stream-deserializer.js';
 export type { DecodedEntry, StreamDeserializer, StreamEntryOrigin } from './codec/stream-deserializer.js';
 export { decodeReply, encodeReply } from './codec/reply.js';

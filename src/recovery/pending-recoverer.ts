@@ -1,7 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { StreamInspector } from '../claim/stream-inspector.js';
 import type { PendingEntry } from '../claim/inspection.types.js';
-import { fieldsFromArray } from '../codec/wire-format.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
@@ -151,8 +150,11 @@ export class PendingRecoverer {
     let replies: unknown[];
     try {
       replies = await Promise.all([
-        ...(plain.length > 0 ? [redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
-        ...[...keepCount].map(([count, kept]) => redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count)),
+        // Bytes (callBuffer): the server turns them into text unless the handler wants the exact bytes.
+        ...(plain.length > 0 ? [redis.callBuffer('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
+        ...[...keepCount].map(([count, kept]) =>
+          redis.callBuffer('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count),
+        ),
       ]);
     } catch (error) {
       host.releasePrefetchSlots(reserved);
@@ -166,7 +168,7 @@ export class PendingRecoverer {
       const flat = item[1];
       if (!Array.isArray(flat)) continue; // a deleted entry (old servers answer nil fields)
       returned.add(id);
-      claimed.push({ id, fields: fieldsFromArray(flat), deliveryCount: deliveryCount.get(id) ?? 1 });
+      claimed.push({ id, flat: flat as Buffer[], deliveryCount: deliveryCount.get(id) ?? 1 });
     }
     // Handed over first (releasing the reservation), then the bookkeeping of what was not claimed.
     const taken = host.dispatchEntries(stream, group, claimed, reserved);
