@@ -23,7 +23,7 @@ export {
 } from './client/errors.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
-export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
+export type { AckMode, RawMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
 export type { TelemetryOptions } from './telemetry/telemetry-options.js';
 export type {
@@ -35,6 +35,7 @@ export type {
 } from './server/liveness.js';
 export { RedisStreamsContext } from './server/context.js';
 export type { RedisStreamsMessage } from './server/context.js';
+export type { RawFields } from './server/in-flight.js';
 export { JsonStreamDeserializer } from './codec/stream-deserializer.js';
 export type { DecodedEntry, StreamDeserializer, StreamEntryOrigin } from './codec/stream-deserializer.js';
 export { decodeReply, encodeReply } from './codec/reply.js';
@@ -44,10 +45,12 @@ export {
   REDIS_STREAMS_DEAD_LETTER_OPTIONS,
 } from './recovery/dead-letter.service.js';
 export type {
+  DeadLetterFieldsOptions,
   DeadLetterKeyOption,
   DeadLetterPage,
   DeadLetterSelection,
   DeadLetterServiceOptions,
+  InspectDeadLetterOptions,
   ListDeadLettersOptions,
   PurgeResult,
   RedriveResult,

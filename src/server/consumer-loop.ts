@@ -57,6 +57,8 @@ export class StreamReader {
   private readonly blockingTail: (string | number)[];
   /** Read start and completion times, for health checks. */
   readonly pulse = new ReaderPulse();
+  /** A handler of this group wants the exact bytes (`extras.raw: 'buffers'`): read with the Buffer variant. */
+  private readonly readsBytes: boolean;
 
   constructor(
     readonly group: string,
@@ -67,6 +69,7 @@ export class StreamReader {
     private readonly slotShare: number,
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
+    this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -157,8 +160,8 @@ export class StreamReader {
       this.reading = true;
       const read =
         focus === undefined
-          ? this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail)
-          : this.client.call('XREADGROUP', ...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
+          ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
+          : this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
       reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
@@ -199,8 +202,7 @@ export class StreamReader {
       const reserved = count * pending.length;
       let reply: unknown;
       try {
-        reply = await this.inFlight.wrap(this.pulse.track(this.client.call(
-          'XREADGROUP',
+        reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(
           'GROUP',
           this.group,
           this.host.consumer,
@@ -265,9 +267,13 @@ export class StreamReader {
     const stillOurs = live.filter((entry) => (counts === undefined || counts.has(entry.id)) && !dispatcher.has(binding, entry.id));
     this.host.deliver(
       binding,
-      stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as string[], deliveryCount: counts?.get(entry.id) ?? 2 })),
+      stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as (string | Buffer)[], deliveryCount: counts?.get(entry.id) ?? 2 })),
       reReadAt,
     );
+  }
+
+  private xreadgroup(...args: (string | number)[]): Promise<unknown> {
+    return this.readsBytes ? this.client.callBuffer('XREADGROUP', ...args) : this.client.call('XREADGROUP', ...args);
   }
 
   private async recover(error: unknown): Promise<void> {

@@ -97,8 +97,13 @@ export interface ResolvedServerOptions {
 export interface RedisStreamsHandlerExtras {
   /** Consumer group of this handler (default: the server's `group`). */
   group?: string;
-  /** Hand the handler the entry's field map exactly as stored, without decoding. */
-  raw?: boolean;
+  /**
+   * Hand the handler the entry's fields as stored, without decoding: `true` a `{ name: value }`
+   * map (integer-like names first, the last of duplicate names wins, text), `'pairs'`
+   * `[name, value][]` strings in stream order with every duplicate, `'buffers'` `[name, value][]`
+   * Buffers in stream order: the exact bytes (this handler's group is read as bytes).
+   */
+  raw?: RawMode;
   /** Ack mode of this handler (default: the server's `ackMode`). */
   ackMode?: AckMode;
   /** Start id when this handler's group is created (default: the server's `startId`). */
@@ -115,9 +120,12 @@ export interface RedisStreamsHandlerExtras {
   retry?: RetryPolicy | false;
 }
 
+/** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
+export type RawMode = boolean | 'pairs' | 'buffers';
+
 export interface ResolvedHandlerExtras {
   readonly group: string;
-  readonly raw: boolean;
+  readonly raw: RawMode;
   readonly ackMode: AckMode;
   readonly startId: string;
   readonly concurrency: number;
@@ -241,7 +249,7 @@ export function resolveHandlerExtras(
   }
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
-    raw: booleanOption(name('raw'), given.raw, false),
+    raw: rawOption(name('raw'), given.raw),
     ackMode: ackModeOption(name('ackMode'), given.ackMode, server.ackMode),
     startId: streamIdOption(name('startId'), given.startId, server.startId, START_ID_SPECIALS),
     concurrency: Math.min(integerOption(name('concurrency'), given.concurrency, server.concurrency, 1), server.concurrency),
@@ -251,6 +259,12 @@ export function resolveHandlerExtras(
     recovery,
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
   };
+}
+
+function rawOption(option: string, value: unknown): RawMode {
+  if (value === 'pairs' || value === 'buffers') return value;
+  if (value === undefined || typeof value === 'boolean') return value ?? false;
+  throw new RedisStreamsOptionError(option, `must be true, false, "pairs" or "buffers", got ${describe(value)}`);
 }
 
 function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMode {

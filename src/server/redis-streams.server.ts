@@ -506,7 +506,7 @@ export class RedisStreamsServer
   private handleEntry(entry: InFlightEntry): void {
     const { binding } = entry;
     let decoded: DecodedEntry;
-    if (binding.raw) decoded = { data: entry.fields };
+    if (binding.raw) decoded = { data: entry.rawFields() };
     else if (this.defaultDecoder !== undefined) {
       try {
         // The default format reads its few fields straight from the reply: no field map per entry.
