@@ -459,14 +459,16 @@ export class RedisStreamsServer
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
     // The readers use the same address and credentials; they connect on their first read.
     await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
-    // Before any group is created: a server lacking a command we need fails here, naming it.
     this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
       this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
     );
-    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
-    if (this.state !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
-    // One round trip for all groups (the commands are pipelined on one connection).
-    await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
+    // The probe and the group creations go out together: listen() costs no extra round trip.
+    const probed = this.capabilityWatch.start();
+    const created = Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
+    const [capabilities] = await Promise.allSettled([probed, created]);
+    // A server lacking a command we need fails here, naming it (before a group error it may cause).
+    if (capabilities.status === 'fulfilled') requireCommands(capabilities.value, SERVER_COMMANDS, 'RedisStreamsServer');
+    await Promise.all([probed, created]);
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
   }
 
