@@ -192,6 +192,6 @@ describe('ACL least privilege: the documented worker, producer and operator rule
         'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '0');
       expect(await cli('dlq', 'purge', 'orders', '--all')).toMatchObject({ purged: 1 });
       expect(await denials()).toEqual([]);
-    });
+    }, 120_000); // nine CLI processes, each starting Node: slow on a loaded machine
   });
 });

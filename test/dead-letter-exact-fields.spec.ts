@@ -111,7 +111,7 @@ describe('dead letters are byte-exact: list, inspect, redrive and the dlq CLI ke
       expect(inspect.stderr).toBe('');
       expect(inspect.code).toBe(0);
       expect((JSON.parse(inspect.stdout) as { fields: unknown }).fields).toEqual(storedBase64());
-    });
+    }, 60_000);
 
     it('a bad --encoding is a usage error naming the option', async () => {
       const run = await runCli(['dlq', 'list', STREAM, '--encoding', 'hex', '--url', redis.server.url]);

@@ -204,7 +204,7 @@ describe.skipIf(!tlsBuild)('TLS against a real redis-server built with TLS (cert
       expect(wrong.stdout).toBe('');
       expect(wrong.stderr).toMatch(/^error: .*certificate[^\n]*\n$/i);
       expectNoSecret(wrong.stderr);
-    });
+    }, 60_000);
   });
 });
 
