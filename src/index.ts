@@ -68,6 +68,7 @@ export type { ReapConsumersRequest, ReapResult, ReapStatus } from './recovery/co
 export { RedisStreamsRecovery } from './recovery/redis-streams-recovery.js';
 export type { RecoverySelector, ServerRecoveryStats } from './recovery/redis-streams-recovery.js';
 export type { RecoveryOptions, ReapConsumersOptions } from './recovery/recovery-options.js';
+export type { DeadLetterKeySetting } from './recovery/dead-letter-key-option.js';
 export type { RecoveryStats, RecoveryTickResult } from './recovery/recovery-stats.js';
 export type {
   DeadLetterNotice,

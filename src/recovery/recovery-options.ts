@@ -1,6 +1,7 @@
 import { durationMillisOption, timerDurationOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { booleanOption, describe, integerOption, MAX_TIMER_MS } from '../validation.js';
+import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import type { DeadLetterNotice } from './recovery-events.js';
 
 /**
@@ -28,8 +29,13 @@ export interface RecoveryOptions {
   trimCheckEvery?: number;
   /** Consumer clean-up; `false` turns it off. */
   reapConsumers?: false | ReapConsumersOptions;
-  /** Dead-letter stream key of a stream. Default `deadLetterKey(stream)` (`orders` → `{orders}:dead`). */
-  deadLetterKey?: (stream: string) => string;
+  /**
+   * Dead-letter stream key of a stream: `(stream) => key` or a template with `%s` for the stream
+   * (`'{%s}:dlq'`). Default `deadLetterKey(stream)` (`orders` → `{orders}:dead`). Under
+   * `RedisStreamsModule`, set it once as the module's `deadLetters.deadLetterKey` instead: servers
+   * built by `RedisStreamsServerFactory` and `DeadLetterService` then both read it.
+   */
+  deadLetterKey?: DeadLetterKeySetting;
   /** Approximate MAXLEN of dead-letter streams; 0 (default) never trims them. */
   deadLetterMaxLen?: number;
   /** Called after each dead letter this server wrote (max deliveries, decode errors, trimmed tombstones). */
@@ -113,7 +119,7 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     leaseInterval,
     trimCheckEvery: integerOption(option('trimCheckEvery'), given.trimCheckEvery, DEFAULT_TRIM_CHECK_EVERY, 0),
     reap: resolvedReap,
-    deadLetterKey: functionOption(option('deadLetterKey'), given.deadLetterKey, '(stream) => key'),
+    deadLetterKey: deadLetterKeyOption(option('deadLetterKey'), given.deadLetterKey),
     deadLetterMaxLen: integerOption(option('deadLetterMaxLen'), given.deadLetterMaxLen, 0, 0),
     onDeadLetter: functionOption(option('onDeadLetter'), given.onDeadLetter, '(letter) => void'),
   };
