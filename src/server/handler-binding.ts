@@ -42,7 +42,7 @@ export function bindingKey(stream: string, group: string): string {
 export function bindHandlers(handlers: Map<string, MessageHandler>, options: ResolvedServerOptions): StreamBinding[] {
   const bindings: StreamBinding[] = [];
   for (const [pattern, head] of handlers) {
-    const stream = streamKeyFor(pattern, options.prefix);
+    const stream = streamKeyFor(pattern, options.streamPrefix);
     const byGroup = new Map<string, { extras: ResolvedHandlerExtras; links: MessageHandler[] }>();
     for (let link: MessageHandler | undefined = head; link; link = link.next) {
       const extras = resolveHandlerExtras(pattern, link.extras, options);

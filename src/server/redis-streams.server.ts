@@ -87,7 +87,7 @@ const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
 /**
  * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
- * reads its own stream (`prefix + pattern`) through a consumer group; entries are acked only after
+ * reads its own stream (`streamPrefix + pattern`) through a consumer group; entries are acked only after
  * the handler succeeded. See docs/server.md.
  */
 export class RedisStreamsServer
