@@ -13,7 +13,7 @@ export interface RecoveryOptions {
   enabled?: boolean;
   /** Entries idle at least this long are taken from their owner. Default 30 s. Per handler: `extras.minIdleTime`. */
   minIdleTime?: number | string;
-  /** Time between ticks. Default `minIdleTime / 4`. */
+  /** Time between ticks. Default a quarter of the smallest `minIdleTime` in use (this one or a handler's `extras.minIdleTime`). */
   interval?: number | string;
   /** Deliveries (as Redis counts them) after which an entry is dead-lettered, not run again. Default 5. Per handler: `extras.maxDeliveries`. */
   maxDeliveries?: number;
@@ -52,7 +52,10 @@ export interface ReapConsumersOptions {
 export interface ResolvedRecoveryOptions {
   readonly enabled: boolean;
   readonly minIdleTime: number;
+  /** The tick interval given, or a quarter of `minIdleTime` (the scheduler derives its own from the smallest one in use). */
   readonly interval: number;
+  /** Whether `interval` was given (else it follows the smallest `minIdleTime` of the recovered streams). */
+  readonly intervalGiven: boolean;
   readonly maxDeliveries: number;
   readonly pageSize: number;
   readonly maxPages: number;
@@ -95,7 +98,8 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
   const option = (key: string) => `${name}.${key}`;
   const minIdleTime = optionalDuration(option('minIdleTime'), given.minIdleTime) ?? DEFAULT_RECOVERY_MIN_IDLE_MS;
   // Timers: an explicit interval above MAX_TIMER_MS is rejected, a derived one is capped.
-  const interval = optionalTimerDuration(option('interval'), given.interval) ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(minIdleTime / 4)));
+  const givenInterval = optionalTimerDuration(option('interval'), given.interval);
+  const interval = givenInterval ?? derivedTickInterval(minIdleTime);
   const leaseInterval = optionalTimerDuration(option('leaseInterval'), given.leaseInterval);
   const reap = given.reapConsumers;
   let resolvedReap: ResolvedRecoveryOptions['reap'];
@@ -112,6 +116,7 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     enabled: booleanOption(option('enabled'), given.enabled, true),
     minIdleTime,
     interval,
+    intervalGiven: givenInterval !== undefined,
     maxDeliveries: integerOption(option('maxDeliveries'), given.maxDeliveries, DEFAULT_MAX_DELIVERIES, 1),
     pageSize: integerOption(option('pageSize'), given.pageSize, DEFAULT_RECOVERY_PAGE_SIZE, 1, 10_000),
     maxPages: integerOption(option('maxPages'), given.maxPages, DEFAULT_RECOVERY_MAX_PAGES, 1, 1_000),
@@ -123,6 +128,11 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     deadLetterMaxLen: integerOption(option('deadLetterMaxLen'), given.deadLetterMaxLen, 0, 0),
     onDeadLetter: functionOption(option('onDeadLetter'), given.onDeadLetter, '(letter) => void'),
   };
+}
+
+/** The default tick interval for a smallest `minIdleTime`: a quarter of it, capped to a timer's range. */
+export function derivedTickInterval(smallestMinIdleTime: number): number {
+  return Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestMinIdleTime / 4)));
 }
 
 function optionalDuration(option: string, value: unknown): number | undefined {

@@ -9,7 +9,7 @@ import { LeaseKeeper } from './lease-keeper.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveryEmit } from './recovery-events.js';
 import type { RecoveryHost } from './recovery-host.js';
-import type { ResolvedRecoveryOptions } from './recovery-options.js';
+import { derivedTickInterval, type ResolvedRecoveryOptions } from './recovery-options.js';
 import { RecentIds } from './recent-ids.js';
 import { recoveryRegistry } from './recovery-registry.js';
 import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
@@ -44,12 +44,21 @@ export class RecoveryScheduler {
   private timer: NodeJS.Timeout | undefined;
   private tail: Promise<unknown> = Promise.resolve();
   private state: 'idle' | 'running' | 'draining' | 'stopped' = 'idle';
+  /** Time between ticks: `recovery.interval`, or a quarter of the smallest `minIdleTime` recovered. */
+  private tickInterval: number;
 
   constructor(
     readonly host: RecoveryHost,
     readonly options: ResolvedRecoveryOptions,
     private readonly emit: RecoveryEmit = () => undefined,
-  ) {}
+  ) {
+    this.tickInterval = options.interval;
+  }
+
+  /** Time between ticks, in ms (known once started: a handler's smaller `extras.minIdleTime` shortens it). */
+  get interval(): number {
+    return this.tickInterval;
+  }
 
   /** Streams + groups this scheduler recovers, with their effective `minIdleTime` / `maxDeliveries`. */
   get recovered(): readonly RecoveryTarget[] {
@@ -75,6 +84,10 @@ export class RecoveryScheduler {
         };
         return { recoverer: new PendingRecoverer(target, services), trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector) };
       });
+    // A handler's smaller extras.minIdleTime must not wait for ticks paced by the server-wide one.
+    if (!this.options.intervalGiven && this.targets.length > 0) {
+      this.tickInterval = derivedTickInterval(Math.min(...this.targets.map((state) => state.recoverer.target.minIdleTime)));
+    }
     // The keeper also serves `ctx.extendLease()`, which works with `leases: false` (no timer then).
     if (handled.length > 0) {
       const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
@@ -211,7 +224,7 @@ export class RecoveryScheduler {
       void this.runOnce().finally(() => {
         if (this.state === 'running') this.schedule();
       });
-    }, this.options.interval);
+    }, this.tickInterval);
     this.timer.unref();
   }
 

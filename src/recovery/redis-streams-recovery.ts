@@ -18,6 +18,8 @@ export interface ServerRecoveryStats {
   streams: { stream: string; group: string; minIdleTime: number; maxDeliveries: number }[];
   /** Whether ticks run on a timer (`recovery.enabled`). */
   scheduled: boolean;
+  /** Time between ticks, in ms: `recovery.interval`, or a quarter of the smallest `minIdleTime` in use. */
+  interval: number;
   stats: RecoveryStats;
 }
 
@@ -43,6 +45,7 @@ export class RedisStreamsRecovery {
       consumer: scheduler.host.consumer,
       streams: scheduler.recovered.map(({ stream, group, minIdleTime, maxDeliveries }) => ({ stream, group, minIdleTime, maxDeliveries })),
       scheduled: scheduler.options.enabled,
+      interval: scheduler.interval,
       stats: scheduler.stats(),
     }));
   }
