@@ -4,7 +4,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { sweepConsumers } from './consumer-sweep.js';
 import { moveToDeadLetter, RedisStreamsDeadLetterError, type DeadLetterMoveResult } from './dead-letter-move.js';
-import { errorText, HandlerErrorMemory } from './handler-error-memory.js';
+import { errorText, HandlerErrorMemory, handlerErrorText } from './handler-error-memory.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveryEmit } from './recovery-events.js';
@@ -152,7 +152,7 @@ export class RecoveryScheduler {
 
   /** Remembers a handler failure so a later dead letter can carry it (the server calls this). */
   recordHandlerError(stream: string, group: string, id: string, error: unknown): void {
-    this.errors.record(stream, group, id, errorText(error));
+    this.errors.record(stream, group, id, handlerErrorText(error));
   }
 
   /**

@@ -32,6 +32,8 @@ export class InFlightEntry {
   acked: Promise<void> | undefined;
   /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
   returning = false;
+  /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
+  handlerError: unknown = undefined;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
 

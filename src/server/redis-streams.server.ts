@@ -43,6 +43,7 @@ import { RedactingLogger } from '../redacting-logger.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { GroupGauges } from '../telemetry/group-gauges.js';
 import { deadLetterKey } from '../redis/keys.js';
+import { captureHandlerErrors } from './handler-error-capture.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -135,6 +136,7 @@ export class RedisStreamsServer
     this.defaultDecoder = this.decoder.constructor === JsonStreamDeserializer ? (this.decoder as JsonStreamDeserializer) : undefined;
     this.initializeSerializer(options);
     this.initializeDeserializer({ deserializer: this.decoder as unknown as ConsumerDeserializer });
+    captureHandlerErrors();
   }
 
   /** The consumer name this server reads as. */
@@ -596,7 +598,11 @@ export class RedisStreamsServer
         packet = { response, isDisposed: true };
       } catch (error) {
         failed = true;
-        this.telemetry?.failed(entry, error);
+        // The requester gets what Nest's filters made of the error; a dead letter (manual mode, or a
+        // reply that could not be written) records the handler's own.
+        const own = entry.handlerError ?? error;
+        this.telemetry?.failed(entry, own);
+        this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, own);
         packet = { err: error, isDisposed: true };
       }
     }
@@ -649,8 +655,10 @@ export class RedisStreamsServer
     this.emit('decodeError', decodeError);
   }
 
-  private reportHandlerError(entry: InFlightEntry, error: unknown): void {
+  private reportHandlerError(entry: InFlightEntry, filtered: unknown): void {
     const { binding } = entry;
+    // The handler's own error, not the "Internal server error" Nest's exception filter made of it.
+    const error = entry.handlerError ?? filtered;
     const detail = error instanceof Error ? error.message : safeJson(error);
     this.telemetry?.failed(entry, error);
     this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, error);
