@@ -1,10 +1,12 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe } from '../validation.js';
 import { connectionOption } from '../redis/connection-option.js';
 import { RedisStreamsClientModule } from '../client/redis-streams-client.module.js';
 import { RedisStreamsConnectionHost } from './connection-host.js';
 import { moduleDeadLetterKey } from './dead-letter-key.js';
+import { DeadLetterListenerExplorer } from './dead-letter-listener-explorer.js';
 import { FEATURE_PROVIDERS } from './feature-providers.js';
 import type {
   RedisStreamsModuleAsyncOptions,
@@ -71,8 +73,9 @@ function build(optionsProvider: Provider, imports: DynamicModule['imports'], isG
   return {
     module: RedisStreamsModule,
     global: isGlobal,
-    imports: [core],
-    providers: [...FEATURE_PROVIDERS],
+    imports: [core, DiscoveryModule],
+    // The explorer registers the app's @OnDeadLetter() methods; not exported (nothing injects it).
+    providers: [...FEATURE_PROVIDERS, DeadLetterListenerExplorer],
     exports: [core, ...FEATURE_PROVIDERS],
   };
 }

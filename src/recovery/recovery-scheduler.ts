@@ -4,6 +4,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { sweepConsumers } from './consumer-sweep.js';
 import { moveToDeadLetter, RedisStreamsDeadLetterError, type DeadLetterMoveResult } from './dead-letter-move.js';
+import { listenersFor } from './dead-letter-listeners.js';
 import { errorText, HandlerErrorMemory, handlerErrorText } from './handler-error-memory.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
@@ -378,13 +379,23 @@ export class RecoveryScheduler {
     return result;
   }
 
+  /** The `onDeadLetter` option, then the app's `@OnDeadLetter()` methods that want this stream; each awaited, errors logged. */
   private async callOnDeadLetter(notice: DeadLetterNotice): Promise<void> {
     const hook = this.options.onDeadLetter;
-    if (hook === undefined) return;
-    try {
-      await hook(notice);
-    } catch (error) {
-      this.logger.error(`onDeadLetter threw: ${(error as Error).message}`);
+    if (hook !== undefined) {
+      try {
+        await hook(notice);
+      } catch (error) {
+        this.logger.error(`onDeadLetter threw: ${(error as Error).message}`);
+      }
+    }
+    const patterns = this.host.handledStreams().filter((handled) => handled.stream === notice.stream && handled.pattern !== undefined).map((handled) => handled.pattern as string);
+    for (const listener of listenersFor(notice.stream, patterns)) {
+      try {
+        await listener.call(notice);
+      } catch (error) {
+        this.logger.error(`@OnDeadLetter() ${listener.name} threw: ${(error as Error).message}`);
+      }
     }
   }
 
