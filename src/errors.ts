@@ -34,3 +34,27 @@ export class RedisStreamsConnectionError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * The Redis server lacks a command the transport needs: it is older than the version that brought
+ * the command, or the command was renamed or disabled (`rename-command`).
+ */
+export class RedisStreamsMissingCommandError extends Error {
+  override readonly name = 'RedisStreamsMissingCommandError';
+
+  constructor(
+    /** The command, upper case, e.g. `XAUTOCLAIM`. */
+    readonly command: string,
+    /** The first Redis version that has it, e.g. `6.2`. */
+    readonly since: string,
+    /** What needs it, e.g. `the claim service`. */
+    readonly neededBy: string,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `Redis does not know the command ${command}, which ${neededBy} needs: it needs Redis ${since} or later ` +
+        `(this server is older, or ${command} was renamed or disabled with rename-command)`,
+      options,
+    );
+  }
+}

@@ -1,5 +1,6 @@
-export { RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsOptionError } from './errors.js';
+export { RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';
+export type { RedisCommandName, RedisStreamsCapabilities } from './redis/capabilities.js';
 export { deadLetterKey } from './redis/keys.js';
 export { WireField } from './codec/wire-format.js';
 export type { Headers, StreamFields } from './codec/wire-format.js';
@@ -70,6 +71,7 @@ export { OnDeadLetter } from './recovery/on-dead-letter.decorator.js';
 export type { RecoverySelector, ServerRecoveryStats } from './recovery/redis-streams-recovery.js';
 export type { RecoveryOptions, ReapConsumersOptions } from './recovery/recovery-options.js';
 export type { DeadLetterKeySetting } from './recovery/dead-letter-key-option.js';
+export type { ExponentialRetryPolicy, FixedRetryPolicy, RetryDelayFunction, RetryPolicy } from './recovery/retry-policy.js';
 export type { RecoveryStats, RecoveryTickResult } from './recovery/recovery-stats.js';
 export type {
   DeadLetterNotice,
@@ -114,6 +116,7 @@ export type {
   GroupInfo,
   PendingEntry,
   PendingRangeOptions,
+  PendingRetry,
   PendingSummary,
   StreamInfo,
 } from './claim/inspection.types.js';

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClaimError } from '../src/claim/claim.errors.js';
 import { StreamClaimService } from '../src/claim/claim.service.js';
+import { capabilitiesOf } from './helpers/capabilities.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { addEntries, createGroup, deliver, makeIdle, MIN_IDLE, pendingById } from './claim-fixtures.js';
 
@@ -191,30 +192,36 @@ describe('StreamClaimService.claim against redis-server', () => {
   });
 
   it('entries deleted or trimmed while pending land in deletedIds / deletedCount, not in messages', async () => {
+    // Redis 7.0+ drops and reports them; 6.2 (no lagTracking) keeps them pending and reports nothing (docs/claim.md).
+    const { lagTracking } = await capabilitiesOf(redis.client);
     const ids = await idleEntries(10);
     await redis.client.xdel(KEY, ids[2]!, ids[5]!);
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE });
-    expect(result.deletedIds).toEqual([ids[2], ids[5]]);
-    expect(result.deletedCount).toBe(2);
+    expect(result.deletedIds).toEqual(lagTracking ? [ids[2], ids[5]] : []);
+    expect(result.deletedCount).toBe(lagTracking ? 2 : 0);
     expect(result.ids).toEqual(ids.filter((_, i) => i !== 2 && i !== 5));
     expect(result.messages.map((m) => m.id)).toEqual(result.ids);
-    // Redis 7 removed them from the pending list.
     const pel = await pendingById(redis.client, KEY, GROUP);
-    expect(pel.has(ids[2]!)).toBe(false);
+    expect(pel.has(ids[2]!)).toBe(!lagTracking);
+    expect(pel.has(ids[5]!)).toBe(!lagTracking);
 
     await redis.client.xtrim(KEY, 'MAXLEN', 0);
     const trimmed = await service.claim({ key: KEY, group: GROUP, consumer: 'again', minIdleTime: 1 });
-    expect(trimmed).toMatchObject({ count: 0, ids: [], messages: [], deletedCount: 8, completed: true });
-    expect(trimmed.deletedIds).toEqual(result.ids);
+    expect(trimmed).toMatchObject({ count: 0, ids: [], messages: [], deletedCount: lagTracking ? 8 : 0, completed: true });
+    expect(trimmed.deletedIds).toEqual(lagTracking ? result.ids : []);
+    expect((await pendingById(redis.client, KEY, GROUP)).size).toBe(lagTracking ? 0 : 10);
   });
 
   it('deletedIds holds the first 1000, deletedCount all of them across pages', async () => {
+    const { lagTracking } = await capabilitiesOf(redis.client);
     const ids = await idleEntries(1200);
     await redis.client.xtrim(KEY, 'MAXLEN', 0);
     const result = await service.claim({ key: KEY, group: GROUP, consumer: RECOVERY, minIdleTime: MIN_IDLE, count: 500, maxRecords: 500, fetchType: 'NONE' });
-    expect(result.deletedCount).toBe(1200);
-    expect(result.deletedIds).toEqual(ids.slice(0, 1000));
+    // 6.2 (no lagTracking): nothing reported, all 1200 stay pending (docs/claim.md).
+    expect(result.deletedCount).toBe(lagTracking ? 1200 : 0);
+    expect(result.deletedIds).toEqual(lagTracking ? ids.slice(0, 1000) : []);
     expect(result).toMatchObject({ count: 0, pages: 3, completed: true });
+    expect((await pendingById(redis.client, KEY, GROUP)).size).toBe(lagTracking ? 0 : 1200);
   });
 
   it('a missing group or stream is a clear RedisStreamsClaimError', async () => {

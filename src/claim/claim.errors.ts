@@ -1,3 +1,5 @@
+import { missingCommandError } from '../redis/capabilities.js';
+
 /** Why a claim or inspection command failed in a way the caller can act on. */
 export type ClaimFailureReason = 'missing-group' | 'missing-stream' | 'wrong-type' | 'redis-error';
 
@@ -29,6 +31,9 @@ export async function translateRedisError(
   streamExists: () => Promise<boolean>,
 ): Promise<unknown> {
   if (error instanceof RedisStreamsClaimError) return error;
+  // XAUTOCLAIM needs Redis 6.2: say so instead of passing on "ERR unknown command".
+  const missing = missingCommandError(error, 'the claim service');
+  if (missing !== undefined) return missing;
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith('NOGROUP') || message.startsWith('ERR no such key')) {
     const exists = await streamExists().catch(() => true);

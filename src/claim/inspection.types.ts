@@ -22,6 +22,11 @@ export interface PendingRangeOptions {
   consumer?: string;
   /** Only entries idle at least this long (milliseconds or ISO-8601 such as PT10M; Redis 6.2+). */
   minIdleTime?: number | string;
+  /**
+   * Consumer holding failed entries during their retry backoff (the servers' `recovery.retryConsumer`):
+   * its rows get `retry`. Default `retry`; `false`: no `retry` details (no extra command).
+   */
+  retryConsumer?: string | false;
 }
 
 /** One pending entry (XPENDING extended form). */
@@ -32,6 +37,20 @@ export interface PendingEntry {
   idleMs: number;
   /** Times it was delivered (XREADGROUP, XCLAIM, XAUTOCLAIM). */
   deliveryCount: number;
+  /** Only on entries of the retry consumer: a handler failed, the entry waits for its next delivery. */
+  retry?: PendingRetry;
+}
+
+/** A failed entry waiting for its retry (from its retry record; `null` fields when the record expired). */
+export interface PendingRetry {
+  /** When recovery takes it again, epoch ms on the Redis server's clock (it may be in the past: due, waiting for a tick or a free worker). */
+  nextRetryAt: number | null;
+  /** The wait after its failure, in ms. */
+  delayMs: number | null;
+  /** Consumer whose handler failed. */
+  failedBy: string | null;
+  /** Text of the handler's error. */
+  lastError: string | null;
 }
 
 /** One consumer group (XINFO GROUPS). */

@@ -4,6 +4,7 @@ import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../va
 import { translateRedisError } from './claim.errors.js';
 import { Redactor } from '../redaction.js';
 import { durationMillisOption } from '../duration.js';
+import { DEFAULT_RETRY_CONSUMER, readRetryRecords } from './retry-record.js';
 import {
   parseConsumers,
   parseGroups,
@@ -40,14 +41,41 @@ export class StreamInspector {
     return parsePendingSummary(key, group, reply);
   }
 
-  /** XPENDING extended form: pending entries with owner, idle time and delivery count. */
+  /**
+   * XPENDING extended form: pending entries with owner, idle time and delivery count. Entries of
+   * the retry consumer also get `retry` (next retry time, last error) from their retry records.
+   */
   async pendingRange(key: string, group: string, options: PendingRangeOptions = {}): Promise<PendingEntry[]> {
-    const { start, end, count, consumer, minIdleMs } = resolvePendingRangeOptions(key, group, options);
+    const { start, end, count, consumer, minIdleMs, retryConsumer } = resolvePendingRangeOptions(key, group, options);
     const args: (string | number)[] = ['XPENDING', key, group];
     if (minIdleMs !== undefined) args.push('IDLE', minIdleMs);
     args.push(start, end, count);
     if (consumer !== undefined) args.push(consumer);
-    return parsePendingEntries(await this.run(key, group, args));
+    const rows = parsePendingEntries(await this.run(key, group, args));
+    if (retryConsumer !== false) await this.addRetryDetails(key, group, retryConsumer, rows);
+    return rows;
+  }
+
+  private async addRetryDetails(key: string, group: string, retryConsumer: string, rows: PendingEntry[]): Promise<void> {
+    const waiting = rows.filter((row) => row.consumer === retryConsumer);
+    if (waiting.length === 0) return;
+    // The server's clock: idle times are on it, and nextRetryAt must not depend on this host's.
+    const [records, time] = await Promise.all([
+      readRetryRecords(this.redis, key, group, waiting.map((row) => row.id)),
+      this.redis.call('TIME') as Promise<[string, string]>,
+    ]);
+    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    for (const row of waiting) {
+      const record = records.get(row.id);
+      // A record of an earlier failure (the entry was claimed and ran since) gives no wait.
+      const current = record !== undefined && record.deliveryCount === row.deliveryCount;
+      row.retry = {
+        nextRetryAt: current ? now - row.idleMs + record.delayMs : null,
+        delayMs: current ? record.delayMs : null,
+        failedBy: record?.consumer ?? null,
+        lastError: record?.error ?? null,
+      };
+    }
   }
 
   /** XINFO GROUPS: every group of the stream with pending count, last delivered id and lag. */
@@ -88,6 +116,7 @@ export function resolvePendingRangeOptions(key: string, group: string, options: 
     count: integerOption('count', options.count, 100, 1, 10_000),
     consumer: options.consumer === undefined ? undefined : nonEmptyStringOption('consumer', options.consumer),
     minIdleMs: options.minIdleTime === undefined ? undefined : durationMillisOption('minIdleTime', options.minIdleTime),
+    retryConsumer: options.retryConsumer === false ? (false as const) : nonEmptyStringOption('retryConsumer', options.retryConsumer, DEFAULT_RETRY_CONSUMER),
   };
 }
 

@@ -17,6 +17,13 @@ import {
   type OpenedConnection,
   type RedisClient,
 } from '../redis/connection.js';
+import {
+  CapabilityWatch,
+  CLIENT_COMMANDS,
+  describeCapabilities,
+  requireCommands,
+  type RedisStreamsCapabilities,
+} from '../redis/capabilities.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import { MAX_TIMER_MS, timerMillisOption } from '../validation.js';
@@ -85,6 +92,7 @@ export class RedisStreamsClient
   private connecting: Promise<RedisClient> | undefined;
   private generation = 0;
   private clock: ServerClock | undefined;
+  private capabilityWatch: CapabilityWatch | undefined;
   private replies: { listener: ReplyListener; connection: OpenedConnection } | undefined;
   /** Set at connect() only when OpenTelemetry is there and on: emits test this one reference. */
   private telemetry: Telemetry | undefined;
@@ -104,6 +112,11 @@ export class RedisStreamsClient
   /** 'connected' | 'reconnecting' | 'disconnected' of the producer connection. */
   override get status(): Observable<RedisStreamsClientStatus> {
     return super.status as Observable<RedisStreamsClientStatus>;
+  }
+
+  /** What the Redis server supports, probed on the first connect and after every reconnect; `undefined` before. */
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.capabilityWatch?.capabilities;
   }
 
   /** The key of this instance's reply stream. */
@@ -131,6 +144,7 @@ export class RedisStreamsClient
     this.replies = undefined;
     this.clock?.stop();
     this.clock = undefined;
+    this.capabilityWatch?.stop();
     this.failPending(new Error('Connection closed'));
     if (replies) {
       await replies.listener.stop();
@@ -384,10 +398,23 @@ export class RedisStreamsClient
     }
     // Resolved once per connect: loads @opentelemetry/api if it is installed (an optional peer).
     const telemetry = await Telemetry.load(this.config.telemetry);
+    // A server lacking a command we need fails the first connect, naming the command.
+    const watch = new CapabilityWatch(client, (capabilities) => this.logger.debug?.(describeCapabilities(capabilities)), (error) =>
+      this.logger.debug?.(`capability probe after a reconnect failed: ${(error as Error).message}`),
+    );
+    try {
+      requireCommands(await withTimeout(watch.start(), commandTimeout, 'capability probe'), CLIENT_COMMANDS, 'RedisStreamsClient');
+    } catch (error) {
+      watch.stop();
+      client.disconnect();
+      throw error;
+    }
     if (generation !== this.generation) {
+      watch.stop();
       client.disconnect();
       throw new Error('Connection closed');
     }
+    this.capabilityWatch = watch;
     // From now on a command sent while the connection is down fails at once instead of
     // waiting in ioredis' offline queue (and being written later, after we reported failure).
     client.options.enableOfflineQueue = false;

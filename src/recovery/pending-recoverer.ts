@@ -1,11 +1,14 @@
 import type { Logger } from '@nestjs/common';
 import type { StreamInspector } from '../claim/stream-inspector.js';
 import type { PendingEntry } from '../claim/inspection.types.js';
+import { readRetryRecords, retryRecordKey, type RetryRecord } from '../claim/retry-record.js';
 import { fieldsFromArray } from '../codec/wire-format.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
 import type { RecoveryTickResult } from './recovery-stats.js';
+import { claimDueRetries } from './retry-release.js';
+import type { ResolvedRetryPolicy } from './retry-policy.js';
 
 /** What a stream's recoverer uses from its scheduler. */
 export interface RecoveryServices {
@@ -15,6 +18,8 @@ export interface RecoveryServices {
   readonly logger: Logger;
   readonly pageSize: number;
   readonly maxPages: number;
+  /** Consumer holding failed entries during their backoff. */
+  readonly retryConsumer: string;
   /** Atomic move (re-checks every condition in the script); reports each dead letter. */
   deadLetter(request: {
     stream: string;
@@ -23,6 +28,10 @@ export interface RecoveryServices {
     reason: string;
     minDeliveries: number;
     minIdleTime: number;
+    /** Only entries this consumer holds (re-checked in the script). */
+    expectedConsumer?: string;
+    /** Last errors known from retry records (they win over this process's memory). */
+    errors?: Record<string, string>;
   }, tally: RecoveryTickResult): Promise<DeadLetterMoveResult>;
   /** Acks away pending ids whose entry is gone and reports them (once per process); counted in `tally`. */
   ackLost(stream: string, group: string, ids: readonly string[], tally: RecoveryTickResult): Promise<void>;
@@ -34,6 +43,8 @@ interface Candidate {
   readonly row: PendingEntry;
   /** Position in its XPENDING page. */
   readonly index: number;
+  /** An entry of the retry consumer: the idle time (time since its release) it must have reached. */
+  readonly dueMs?: number;
 }
 
 /** One stream + group as recovery sees it. */
@@ -42,6 +53,8 @@ export interface RecoveryTarget {
   readonly group: string;
   readonly minIdleTime: number;
   readonly maxDeliveries: number;
+  /** The retry policy of this stream's handler, if any: the wait of a failed entry whose retry record expired. */
+  readonly retry?: ResolvedRetryPolicy | undefined;
 }
 
 /**
@@ -54,10 +67,18 @@ export interface RecoveryTarget {
  *   no more than the server's free prefetch slots.
  * XPENDING (rather than XAUTOCLAIM) gives each entry's delivery count before the claim, which
  * the poison bound needs, and lets us skip our own in-flight entries instead of re-claiming them.
+ *
+ * Entries of the retry consumer (a live worker's handler failed and released them) are no crash:
+ * they are due when their idle time, the time since the failure, reaches the wait in their retry
+ * record, whatever `minIdleTime`; exhausted ones are dead-lettered at once. `tick(result, true)`
+ * looks at those entries only (XPENDING … retryConsumer, a cursor of its own): the short ticks
+ * that keep small backoffs on time cost one XPENDING of the waiting entries.
  */
 export class PendingRecoverer {
   /** Last XPENDING row handled; `-` starts at the head of the pending list. */
   private cursor = '-';
+  /** The same for the retry consumer's entries only (retry ticks). */
+  private retryCursor = '-';
 
   constructor(
     readonly target: RecoveryTarget,
@@ -68,52 +89,108 @@ export class PendingRecoverer {
     return this.cursor;
   }
 
-  async tick(result: RecoveryTickResult): Promise<void> {
-    const { host, inspector, pageSize, maxPages } = this.services;
+  /** One tick: the whole pending list (`retriesOnly`: only the retry consumer's entries). */
+  async tick(result: RecoveryTickResult, retriesOnly = false): Promise<void> {
+    const { host, inspector, pageSize, maxPages, retryConsumer } = this.services;
     const { stream, group, minIdleTime, maxDeliveries } = this.target;
     for (let page = 0; page < maxPages; page++) {
+      const cursor = retriesOnly ? this.retryCursor : this.cursor;
       const rows = await inspector.pendingRange(stream, group, {
-        start: this.cursor === '-' ? '-' : `(${this.cursor}`,
+        start: cursor === '-' ? '-' : `(${cursor}`,
         count: pageSize,
+        ...(retriesOnly ? { consumer: retryConsumer } : {}),
+        retryConsumer: false,
       });
       const poison: Candidate[] = [];
       const handedOffPoison: Candidate[] = [];
-      const claimable: Candidate[] = [];
+      let claimable: Candidate[] = [];
+      const waiting: Candidate[] = [];
       const handoff = host.handoffConsumerName?.();
       for (let index = 0; index < rows.length; index++) {
         const row = rows[index] as PendingEntry;
-        if (row.idleMs < minIdleTime || host.isInFlight(stream, group, row.id)) continue;
+        if (host.isInFlight(stream, group, row.id)) continue;
+        if (row.consumer === retryConsumer) {
+          waiting.push({ row, index });
+          continue;
+        }
+        if (row.idleMs < minIdleTime) continue;
         // A handed-off entry was fetched but never run on its last delivery: that one does not count.
         if (row.consumer === handoff) (row.deliveryCount > maxDeliveries ? handedOffPoison : claimable).push({ row, index });
         else (row.deliveryCount >= maxDeliveries ? poison : claimable).push({ row, index });
       }
+      // Retry records: the wait of entries waiting for a retry, the last error of those dead-lettered.
+      const records = await readRetryRecords(this.services.redis, stream, group, [...waiting, ...poison].map((candidate) => candidate.row.id));
+      const retryPoison: Candidate[] = [];
+      for (const candidate of waiting) {
+        const { row } = candidate;
+        if (row.deliveryCount >= maxDeliveries) retryPoison.push(candidate);
+        else {
+          const dueMs = this.retryWait(row, records.get(row.id));
+          if (row.idleMs >= dueMs) claimable.push({ ...candidate, dueMs });
+        }
+      }
+      if (waiting.length > 0) claimable = claimable.sort((a, b) => a.index - b.index);
       // Dead letters need no slot; a failed move (say a WRONGTYPE dead-letter key) leaves those
       // entries pending and is reported, without holding up the claims.
-      if (poison.length > 0) await this.deadLetterPoison(poison.map((candidate) => candidate.row), maxDeliveries, result);
+      if (poison.length > 0) await this.deadLetterPoison(poison.map((candidate) => candidate.row), maxDeliveries, result, records);
       if (handedOffPoison.length > 0) await this.deadLetterPoison(handedOffPoison.map((candidate) => candidate.row), maxDeliveries + 1, result);
+      // Exhausted in a live worker: no need to wait for minIdleTime (nor for its backoff).
+      if (retryPoison.length > 0) {
+        await this.deadLetterPoison(retryPoison.map((candidate) => candidate.row), maxDeliveries, result, records, retryConsumer);
+      }
       // Never more than the free prefetch slots: what does not fit waits for the next tick.
       const reserved = claimable.length === 0 ? 0 : await host.reservePrefetchSlots(claimable.length);
       const firstLeft = claimable[reserved]?.index ?? rows.length;
-      if (reserved > 0) await this.claim(claimable.slice(0, reserved).map((candidate) => candidate.row), reserved, result);
+      if (reserved > 0) await this.claim(claimable.slice(0, reserved), reserved, result);
 
+      const move = (to: string): void => {
+        if (retriesOnly) this.retryCursor = to;
+        else this.cursor = to;
+      };
       if (firstLeft < rows.length) {
         // Out of slots: the next tick starts at the first entry left here.
-        if (firstLeft > 0) this.cursor = (rows[firstLeft - 1] as PendingEntry).id;
+        if (firstLeft > 0) move((rows[firstLeft - 1] as PendingEntry).id);
         return;
       }
       if (rows.length < pageSize) {
-        this.cursor = '-'; // reached the tail: the next tick starts over
+        move('-'); // reached the tail: the next tick starts over
         return;
       }
-      this.cursor = (rows[rows.length - 1] as PendingEntry).id;
+      move((rows[rows.length - 1] as PendingEntry).id);
     }
   }
 
-  private async deadLetterPoison(rows: PendingEntry[], minDeliveries: number, result: RecoveryTickResult): Promise<void> {
+  /**
+   * The wait of an entry of the retry consumer: the one its failing worker computed (in its
+   * record), else (record expired) this stream's policy for its count, else `minIdleTime`.
+   */
+  private retryWait(row: PendingEntry, record: RetryRecord | undefined): number {
+    if (record !== undefined && record.deliveryCount === row.deliveryCount) return record.delayMs;
+    const policy = this.target.retry;
+    if (policy === undefined) return this.target.minIdleTime;
+    try {
+      return policy.delayFor(row.deliveryCount, record?.error);
+    } catch {
+      return this.target.minIdleTime;
+    }
+  }
+
+  private async deadLetterPoison(
+    rows: PendingEntry[],
+    minDeliveries: number,
+    result: RecoveryTickResult,
+    records: ReadonlyMap<string, RetryRecord> = new Map(),
+    retryConsumer?: string,
+  ): Promise<void> {
     const { stream, group, minIdleTime } = this.target;
+    const errors: Record<string, string> = {};
+    for (const row of rows) {
+      const record = records.get(row.id);
+      if (record !== undefined) errors[row.id] = record.error;
+    }
     try {
       // Counted in `result` by the move, also the ids moved before a failure half-way.
-      await this.services.deadLetter(
+      const moved = await this.services.deadLetter(
         {
           stream,
           group,
@@ -121,10 +198,14 @@ export class PendingRecoverer {
           reason: 'max_deliveries',
           // Re-checked in the script: a sibling that claimed or renewed it meanwhile keeps it.
           minDeliveries,
-          minIdleTime,
+          // An entry of the retry consumer is taken at once, as long as no one claimed it meanwhile.
+          ...(retryConsumer === undefined ? { minIdleTime } : { minIdleTime: 0, expectedConsumer: retryConsumer }),
+          errors,
         },
         result,
       );
+      const done = moved.moved.filter((id) => records.has(id));
+      if (done.length > 0) await this.services.redis.del(...done.map((id) => retryRecordKey(stream, group, id)));
     } catch (error) {
       result.errors++;
       this.services.reportError(
@@ -133,33 +214,47 @@ export class PendingRecoverer {
     }
   }
 
-  private async claim(rows: PendingEntry[], reserved: number, result: RecoveryTickResult): Promise<void> {
-    const { host, redis, logger } = this.services;
+  private async claim(candidates: Candidate[], reserved: number, result: RecoveryTickResult): Promise<void> {
+    const { host, redis, logger, retryConsumer } = this.services;
     const { stream, group, minIdleTime } = this.target;
+    const rows = candidates.map((candidate) => candidate.row);
     const ids = rows.map((row) => row.id);
     // Entries of the handoff consumer keep their count (RETRYCOUNT): a graceful handoff is not a
     // delivery. One XCLAIM per distinct count among them; the others' count rises by one as usual.
+    // Entries of the retry consumer go through the owner-checked claim-retry script.
     const handoff = host.handoffConsumerName?.();
     const plain: string[] = [];
     const keepCount = new Map<number, string[]>();
-    for (const row of rows) {
-      if (row.consumer !== handoff) plain.push(row.id);
+    const retries: { id: string; dueMs: number }[] = [];
+    for (const { row, dueMs } of candidates) {
+      if (dueMs !== undefined) retries.push({ id: row.id, dueMs });
+      else if (row.consumer !== handoff) plain.push(row.id);
       else keepCount.set(row.deliveryCount, [...(keepCount.get(row.deliveryCount) ?? []), row.id]);
     }
     const deliveryCount = new Map<string, number>();
     for (const row of rows) deliveryCount.set(row.id, row.consumer === handoff ? row.deliveryCount : row.deliveryCount + 1);
     let replies: unknown[];
+    const claimed: RecoveredEntry[] = [];
+    const returned = new Set<string>();
     try {
-      replies = await Promise.all([
+      const retried = retries.length === 0 ? undefined : claimDueRetries(redis, { stream, group, retryConsumer, consumer: host.consumer, entries: retries });
+      const [retryClaim, ...xclaims] = await Promise.all([
+        retried,
         ...(plain.length > 0 ? [redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
         ...[...keepCount].map(([count, kept]) => redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count)),
       ]);
+      replies = xclaims;
+      for (const { id, fields } of retryClaim?.claimed ?? []) {
+        returned.add(id);
+        claimed.push({ id, fields, deliveryCount: deliveryCount.get(id) ?? 1 });
+      }
+      result.retried += retryClaim?.claimed.length ?? 0;
+      // Not returned and not gone: someone else took it first, or it is not due after all.
+      for (const { id, status } of retryClaim?.skipped ?? []) if (status !== 'deleted') returned.add(id);
     } catch (error) {
       host.releasePrefetchSlots(reserved);
       throw error;
     }
-    const claimed: RecoveredEntry[] = [];
-    const returned = new Set<string>();
     for (const item of replies.flatMap((reply) => (Array.isArray(reply) ? reply : []))) {
       if (!Array.isArray(item)) continue;
       const id = String(item[0]);

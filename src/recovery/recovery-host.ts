@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/connection.js';
+import type { ResolvedRetryPolicy } from './retry-policy.js';
 
 /** An entry handed to the server's handlers (same shape as the server's `IncomingEntry`). */
 export interface RecoveredEntry {
@@ -19,6 +20,8 @@ export interface RecoveryHandledStream {
   readonly minIdleTime?: number | undefined;
   /** `extras.recovery`: false when this stream + group is not recovered by this server. */
   readonly recovery?: boolean | undefined;
+  /** `extras.retry` of the handler: `false` turns the server's retry policy off for it. */
+  readonly retry?: ResolvedRetryPolicy | false | undefined;
 }
 
 /** Renews the lease of one in-flight entry (what `ctx.extendLease()` calls). */

@@ -1,8 +1,10 @@
 import { durationMillisOption, timerDurationOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
-import { booleanOption, describe, integerOption, MAX_TIMER_MS } from '../validation.js';
+import { booleanOption, describe, integerOption, MAX_TIMER_MS, nonEmptyStringOption } from '../validation.js';
 import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import type { DeadLetterNotice } from './recovery-events.js';
+import { DEFAULT_RETRY_CONSUMER } from '../claim/retry-record.js';
+import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from './retry-policy.js';
 
 /**
  * Recovery of one server (the `recovery` server option). Every duration is milliseconds or an
@@ -40,6 +42,14 @@ export interface RecoveryOptions {
   deadLetterMaxLen?: number;
   /** Called after each dead letter this server wrote (max deliveries, decode errors, trimmed tombstones). */
   onDeadLetter?: (letter: DeadLetterNotice) => void | Promise<void>;
+  /**
+   * Backoff between deliveries of an entry whose handler failed (docs/recovery.md, "Retry with
+   * backoff"). Default none: a failed entry stays with its consumer and comes back after
+   * `minIdleTime`. Per handler: `extras.retry` (`false` turns it off for that handler).
+   */
+  retry?: RetryPolicy;
+  /** Consumer of the group holding failed entries during their backoff. Default `retry`; workers must agree on it. */
+  retryConsumer?: string;
 }
 
 export interface ReapConsumersOptions {
@@ -67,6 +77,8 @@ export interface ResolvedRecoveryOptions {
   readonly deadLetterKey: ((stream: string) => string) | undefined;
   readonly deadLetterMaxLen: number;
   readonly onDeadLetter: ((letter: DeadLetterNotice) => void | Promise<void>) | undefined;
+  readonly retry: ResolvedRetryPolicy | undefined;
+  readonly retryConsumer: string;
 }
 
 export const DEFAULT_RECOVERY_MIN_IDLE_MS = 30_000;
@@ -79,7 +91,7 @@ export const DEFAULT_REAP_EVERY = 20;
 
 const KNOWN = new Set([
   'enabled', 'minIdleTime', 'interval', 'maxDeliveries', 'pageSize', 'maxPages', 'leases', 'leaseInterval',
-  'trimCheckEvery', 'reapConsumers', 'deadLetterKey', 'deadLetterMaxLen', 'onDeadLetter',
+  'trimCheckEvery', 'reapConsumers', 'deadLetterKey', 'deadLetterMaxLen', 'onDeadLetter', 'retry', 'retryConsumer',
 ]);
 
 /**
@@ -127,6 +139,8 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     deadLetterKey: deadLetterKeyOption(option('deadLetterKey'), given.deadLetterKey),
     deadLetterMaxLen: integerOption(option('deadLetterMaxLen'), given.deadLetterMaxLen, 0, 0),
     onDeadLetter: functionOption(option('onDeadLetter'), given.onDeadLetter, '(letter) => void'),
+    retry: resolveRetryPolicy(option('retry'), given.retry),
+    retryConsumer: nonEmptyStringOption(option('retryConsumer'), given.retryConsumer, DEFAULT_RETRY_CONSUMER),
   };
 }
 

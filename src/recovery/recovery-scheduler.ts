@@ -15,6 +15,7 @@ import { RecentIds } from './recent-ids.js';
 import { recoveryRegistry } from './recovery-registry.js';
 import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 import { TrimWatch } from './trim-watch.js';
+import { retryTickInterval } from './retry-ticks.js';
 import { MAX_TIMER_MS } from '../validation.js';
 
 /** Counters a dead-letter move adds to (a tick's result, or the totals for moves outside ticks). */
@@ -43,6 +44,9 @@ export class RecoveryScheduler {
   private inspector: StreamInspector | undefined;
   private leases: LeaseKeeper | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Time between timer ticks when some handler has a retry policy (short ticks of the retry consumer's entries), else undefined. */
+  private retryInterval: number | undefined;
+  private timerTicks = 0;
   private tail: Promise<unknown> = Promise.resolve();
   private state: 'idle' | 'running' | 'draining' | 'stopped' = 'idle';
   /** Time between ticks: `recovery.interval`, or a quarter of the smallest `minIdleTime` recovered. */
@@ -82,6 +86,7 @@ export class RecoveryScheduler {
           group: stream.group,
           minIdleTime: stream.minIdleTime ?? this.options.minIdleTime,
           maxDeliveries: stream.maxDeliveries ?? this.options.maxDeliveries,
+          retry: stream.retry === false ? undefined : (stream.retry ?? this.options.retry),
         };
         return { recoverer: new PendingRecoverer(target, services), trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector) };
       });
@@ -109,6 +114,7 @@ export class RecoveryScheduler {
       this.host.setLeaseExtender(({ stream, group, id }) => keeper.renew(stream, group, [id]));
     }
     recoveryRegistry.add(this);
+    this.retryInterval = retryTickInterval(this.targets.map((state) => state.recoverer.target.retry), this.tickInterval);
     if (this.options.enabled && this.targets.length > 0) this.schedule();
   }
 
@@ -135,8 +141,13 @@ export class RecoveryScheduler {
 
   /** Runs one tick now (after a tick in progress). Works with `enabled: false`. */
   runOnce(): Promise<RecoveryTickResult> {
+    return this.enqueue(true);
+  }
+
+  /** Runs a tick after the one in progress: `full` over whole pending lists, else only over the retry consumer's entries. */
+  private enqueue(full: boolean): Promise<RecoveryTickResult> {
     if (this.state !== 'running') return Promise.resolve(emptyTickResult());
-    const run = this.tail.catch(() => undefined).then(() => this.tick());
+    const run = this.tail.catch(() => undefined).then(() => this.tick(full));
     this.tail = run;
     return run;
   }
@@ -219,23 +230,37 @@ export class RecoveryScheduler {
 
   // ---- ticks ----
 
+  /**
+   * Every `interval` a full tick. With retry policies the timer fires every `retryInterval`
+   * instead, and the ticks in between look only at the retry consumer's entries.
+   */
   private schedule(): void {
+    const interval = this.tickInterval;
+    const every = this.retryInterval ?? interval;
+    const fullEvery = Math.max(1, Math.round(interval / every));
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.runOnce().finally(() => {
+      this.timerTicks++;
+      void this.enqueue(this.timerTicks % fullEvery === 0).finally(() => {
         if (this.state === 'running') this.schedule();
       });
-    }, this.tickInterval);
+    }, every);
     this.timer.unref();
   }
 
-  private async tick(): Promise<RecoveryTickResult> {
+  private async tick(full: boolean): Promise<RecoveryTickResult> {
     const result = emptyTickResult();
     const number = this.counters.ticks + 1;
     const { trimCheckEvery, reap } = this.options;
     for (const { recoverer, trimWatch } of this.targets) {
       if (this.state !== 'running') break;
       const { stream, group } = recoverer.target;
+      if (!full) {
+        if (recoverer.target.retry !== undefined) {
+          await this.step(result, `retries of "${stream}" (group "${group}")`, () => recoverer.tick(result, true));
+        }
+        continue;
+      }
       await this.step(result, `recovery of "${stream}" (group "${group}")`, () => recoverer.tick(result));
       if (trimCheckEvery > 0 && number % trimCheckEvery === 0) {
         await this.step(result, `trim check of "${stream}" (group "${group}")`, async () => {
@@ -262,7 +287,7 @@ export class RecoveryScheduler {
         });
       }
     }
-    addTick(this.counters, result);
+    addTick(this.counters, result, full);
     return result;
   }
 
@@ -285,13 +310,15 @@ export class RecoveryScheduler {
       logger: this.logger,
       pageSize: this.options.pageSize,
       maxPages: this.options.maxPages,
+      retryConsumer: this.options.retryConsumer,
       deadLetter: (request, tally) => {
         const errors: Record<string, string> = {};
         for (const id of request.ids) {
           const text = this.errors.get(request.stream, request.group, id);
           if (text !== undefined) errors[id] = text;
         }
-        return this.moveAndReport(redis, { ...request, errors }, tally);
+        // Retry records hold the last error wherever it happened (this process's memory only its own).
+        return this.moveAndReport(redis, { ...request, errors: { ...errors, ...request.errors } }, tally);
       },
       ackLost: (stream, group, ids, tally) => this.ackLost(stream, group, ids, tally),
       reportRecovered: (stream, group, ids) => {

@@ -2,6 +2,8 @@
 export interface RecoveryTickResult {
   /** Entries claimed from idle owners and handed to the handlers. */
   claimed: number;
+  /** Of `claimed`: failed entries taken from the retry consumer once their backoff was over. */
+  retried: number;
   /** Entries moved to the dead-letter stream (max deliveries). */
   deadLettered: number;
   /** Pending entries found trimmed/deleted: acked away (or tombstoned) and reported. */
@@ -28,21 +30,23 @@ export interface RecoveryStats extends RecoveryTickResult {
 }
 
 export function emptyTickResult(): RecoveryTickResult {
-  return { claimed: 0, deadLettered: 0, deletedPending: 0, trimmedUndelivered: 0, consumersReaped: 0, errors: 0 };
+  return { claimed: 0, retried: 0, deadLettered: 0, deletedPending: 0, trimmedUndelivered: 0, consumersReaped: 0, errors: 0 };
 }
 
 export function emptyStats(): RecoveryStats {
   return { ...emptyTickResult(), ticks: 0, failedTicksInARow: 0, decodeErrors: 0, leasesRenewed: 0, leasesLost: 0, lastTickAt: null, lastError: null };
 }
 
-export function addTick(stats: RecoveryStats, tick: RecoveryTickResult): void {
+/** Adds a tick's result; `full`: a tick over whole pending lists (counted in `ticks`), not a retry tick. */
+export function addTick(stats: RecoveryStats, tick: RecoveryTickResult, full = true): void {
   stats.claimed += tick.claimed;
+  stats.retried += tick.retried;
   stats.deadLettered += tick.deadLettered;
   stats.deletedPending += tick.deletedPending;
   stats.trimmedUndelivered += tick.trimmedUndelivered;
   stats.consumersReaped += tick.consumersReaped;
   stats.errors += tick.errors;
-  stats.ticks++;
+  if (full) stats.ticks++;
   stats.failedTicksInARow = tick.errors > 0 ? stats.failedTicksInARow + 1 : 0;
   stats.lastTickAt = Date.now();
 }

@@ -74,6 +74,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         maxDeliveries: extras.maxDeliveries,
         minIdleTime: extras.minIdleTime,
         recovery: extras.recovery,
+        retry: extras.retry,
         handler,
         isEventHandler: handler.isEventHandler === true,
         queue: [],
@@ -112,8 +113,8 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, isEventHandler };
+  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler } = binding;
+  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler };
 }
 
 /** Bindings that one blocking connection reads together: per group (per group + stream on a Cluster). */

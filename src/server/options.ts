@@ -8,6 +8,7 @@ import type { StreamDeserializer } from '../codec/stream-deserializer.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
+import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
@@ -113,6 +114,8 @@ export interface RedisStreamsHandlerExtras {
   minIdleTime?: number | string;
   /** `false`: recovery leaves this stream + group alone. */
   recovery?: boolean;
+  /** Backoff between deliveries of a failed entry (default: the server's `recovery.retry`); `false`: none for this handler. */
+  retry?: RetryPolicy | false;
 }
 
 export interface ResolvedHandlerExtras {
@@ -126,6 +129,8 @@ export interface ResolvedHandlerExtras {
   readonly minIdleTime: number | undefined;
   /** `extras.recovery`: false when recovery must leave this stream + group alone. */
   readonly recovery: boolean | undefined;
+  /** `extras.retry`: `false` when turned off for this handler, `undefined` when the server's policy applies. */
+  readonly retry: ResolvedRetryPolicy | false | undefined;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -198,6 +203,9 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   codecOption('serializer', options.serializer, 'serialize');
   const recovery = resolveRecoveryOptions(options.recovery);
   const telemetry = resolveTelemetryOptions(options.telemetry);
+  if (recovery.retryConsumer === consumer || recovery.retryConsumer === handoffConsumer) {
+    throw new RedisStreamsOptionError('recovery.retryConsumer', `must differ from the consumer name and the handoffConsumer, got "${recovery.retryConsumer}"`);
+  }
   return {
     connection,
     startupTimeout,
@@ -229,6 +237,11 @@ export function resolveHandlerExtras(
 ): ResolvedHandlerExtras {
   const given = extras ?? {};
   const name = (option: string) => `extras.${option} (handler "${pattern}")`;
+  const recovery = given.recovery === undefined ? undefined : booleanOption(name('recovery'), given.recovery, true);
+  // Entries released for a retry are taken back by recovery only: without it they would wait forever.
+  if (recovery === false && given.retry !== undefined && given.retry !== false) {
+    throw new RedisStreamsOptionError(name('retry'), 'needs recovery: this handler has recovery: false');
+  }
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
     raw: booleanOption(name('raw'), given.raw, false),
@@ -238,7 +251,8 @@ export function resolveHandlerExtras(
     maxDeliveries:
       given.maxDeliveries === undefined ? undefined : integerOption(name('maxDeliveries'), given.maxDeliveries, 0, 1),
     minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
-    recovery: given.recovery === undefined ? undefined : booleanOption(name('recovery'), given.recovery, true),
+    recovery,
+    retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
   };
 }
 

@@ -11,6 +11,13 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import {
+  CapabilityWatch,
+  describeCapabilities,
+  requireCommands,
+  SERVER_COMMANDS,
+  type RedisStreamsCapabilities,
+} from '../redis/capabilities.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
@@ -34,6 +41,7 @@ import {
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { ReplyWriter } from './reply-writer.js';
+import { RetryReleaser } from './retry-releaser.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
@@ -115,12 +123,14 @@ export class RedisStreamsServer
   private readonly bindingsByKey = new Map<string, StreamBinding>();
   private dispatcher: Dispatcher | undefined;
   private acker: AckBatcher | undefined;
+  private retries: RetryReleaser | undefined;
   private statusTracker: ConnectionStatusTracker | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private recovery: RecoveryScheduler | undefined;
   /** Set at listen() only when OpenTelemetry is there and on: every per-entry hook tests this one reference. */
   private telemetry: Telemetry | undefined;
   private gauges: GroupGauges | undefined;
+  private capabilityWatch: CapabilityWatch | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -142,6 +152,11 @@ export class RedisStreamsServer
   /** The consumer name this server reads as. */
   get consumer(): string {
     return this.options.consumer;
+  }
+
+  /** What the Redis server supports, probed at `listen()` and after every reconnect; `undefined` before. */
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.capabilityWatch?.capabilities;
   }
 
   async listen(callback: (error?: unknown) => void): Promise<void> {
@@ -177,6 +192,7 @@ export class RedisStreamsServer
 
   private async closeConnections(): Promise<void> {
     this.statusTracker?.stop();
+    this.capabilityWatch?.stop();
     await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
     await closeConnection(this.commands);
   }
@@ -413,6 +429,9 @@ export class RedisStreamsServer
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
     this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
+    const dispatcher = this.dispatcher;
+    const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
+    this.retries = new RetryReleaser(commands, options.consumer, options.recovery, slots, (error) => this.emitError(error), this.logger);
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
@@ -442,6 +461,12 @@ export class RedisStreamsServer
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
     // The readers use the same address and credentials; they connect on their first read.
     await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
+    // Before any group is created: a server lacking a command we need fails here, naming it.
+    this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
+      this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
+    );
+    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
+    if (this.state !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
@@ -571,7 +596,11 @@ export class RedisStreamsServer
 
   private eventFailed(entry: InFlightEntry, error: unknown): void {
     this.reportHandlerError(entry, error);
-    this.finish(entry, false);
+    // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
+    if (this.state !== 'closed' && this.retries?.release(entry, error)) {
+      this.telemetry?.finished(entry, false);
+      this.dispatcher?.finished(entry);
+    } else this.finish(entry, false);
   }
 
   private async handleRequestEntry(
@@ -736,7 +765,7 @@ export class RedisStreamsServer
     }
     await this.waitForRunningHandlers(dispatcher);
     try {
-      await withTimeout(this.acker?.drain() ?? Promise.resolve(), CLOSE_STEP_TIMEOUT_MS, 'final acks');
+      await withTimeout(Promise.all([this.acker?.drain(), this.retries?.drain()]), CLOSE_STEP_TIMEOUT_MS, 'final acks');
     } catch (error) {
       // Unacked entries stay pending and come back later: a duplicate, never a loss.
       this.emitError(new Error(`${errorMessage(error)}; those entries stay pending`));
@@ -758,6 +787,17 @@ export class RedisStreamsServer
   }
 
   // ---- events ----
+
+  /** Logged once per distinct result; a reconnect to a server lacking a command we need is an error. */
+  private readonly onCapabilities = (capabilities: RedisStreamsCapabilities): void => {
+    this.logger.debug?.(describeCapabilities(capabilities));
+    if (this.state !== 'listening') return;
+    try {
+      requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+    } catch (error) {
+      this.emitError(error as Error);
+    }
+  };
 
   private readonly onConnectionError = (error: Error): void => {
     // ioredis reports every failed reconnect; the status events tell the story, so log at debug.

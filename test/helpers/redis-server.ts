@@ -43,7 +43,7 @@ export class RedisServerProcess {
 
   private constructor(
     readonly port: number,
-    private readonly options: RedisServerOptions,
+    private options: RedisServerOptions,
   ) {}
 
   static async start(options: RedisServerOptions = {}): Promise<RedisServerProcess> {
@@ -91,9 +91,13 @@ export class RedisServerProcess {
     this.child?.kill('SIGCONT');
   }
 
-  /** Kill (if alive) and start again on the same port and data directory. */
-  async restart(): Promise<void> {
+  /**
+   * Kill (if alive) and start again on the same port and data directory; with `options`, started
+   * with those instead (e.g. other `args`: a failover to a differently configured server).
+   */
+  async restart(options: RedisServerOptions = this.options): Promise<void> {
     await this.kill();
+    this.options = options;
     for (let attempt = 0; ; attempt++) {
       try {
         await this.launch();

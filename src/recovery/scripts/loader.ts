@@ -22,6 +22,8 @@ const SCRIPTS = {
   nrsClaimIfOwned: { file: 'claim-if-owned.lua', numberOfKeys: 1 },
   nrsReapConsumers: { file: 'reap-consumers.lua' },
   nrsRedrive: { file: 'redrive.lua', numberOfKeys: 2 },
+  nrsReleaseForRetry: { file: 'release-for-retry.lua' },
+  nrsClaimRetry: { file: 'claim-retry.lua', numberOfKeys: 1 },
 } as const satisfies Record<string, ScriptDefinition>;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -32,6 +34,8 @@ export interface RecoveryScriptCommands {
   nrsClaimIfOwned(stream: string, ...args: (string | number)[]): Promise<Row[]>;
   nrsReapConsumers(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
   nrsRedrive(deadLetter: string, source: string, ...args: (string | number)[]): Promise<Row[]>;
+  nrsReleaseForRetry(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
+  nrsClaimRetry(stream: string, ...args: (string | number)[]): Promise<(string | string[])[][]>;
 }
 
 /** Upper bound on ids (or consumers) in one script call: a script blocks Redis while it runs. */

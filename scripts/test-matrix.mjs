@@ -1,0 +1,71 @@
+// `npm run test:matrix`: the whole suite against every Redis users run. Compiles once, then runs
+// vitest once per server (REDIS_SERVER_BIN picks it): Debian's `redis-server` on the PATH and every
+// `../shared/redis-builds/*/bin/redis-server` (REDIS_BUILDS_DIR overrides that folder). Prints
+// one line per server and closes with "N passed, N failed" over all of them; exits 1 if any failed.
+// Extra arguments go to vitest (e.g. a spec file).
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+const buildsDir = resolve(root, process.env.REDIS_BUILDS_DIR ?? '../shared/redis-builds');
+const run = (cmd, args, env = {}) =>
+  spawnSync(cmd, args, { cwd: root, stdio: 'inherit', shell: false, env: { ...process.env, ...env } }).status ?? 1;
+
+if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0 || run('node', ['scripts/copy-assets.mjs', 'build/src']) !== 0) {
+  console.error('type-check failed');
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+
+/** `{ name, bin }` of every server to test, the PATH's redis-server first. */
+function servers() {
+  const list = [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
+  if (!existsSync(buildsDir)) {
+    console.log(`note: ${buildsDir} is absent; testing only the redis-server on the PATH`);
+    return list;
+  }
+  for (const folder of readdirSync(buildsDir).sort()) {
+    const bin = join(buildsDir, folder, 'bin', 'redis-server');
+    if (existsSync(bin)) list.push({ name: folder, bin });
+  }
+  return list;
+}
+
+/** "Redis 7.0.15" / "Valkey 8.0.1" from `--version`: a label for the summary, never a capability. */
+function versionOf(bin) {
+  const result = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  const match = /^(\w+) server v=(\S+)/.exec(result.stdout ?? '');
+  return match ? `${match[1]} ${match[2]}` : 'version unknown';
+}
+
+const summaries = [];
+let passed = 0;
+let failed = 0;
+let anyFailed = false;
+for (const { name, bin } of servers()) {
+  const version = versionOf(bin);
+  console.log(`\n=== ${name}: ${version} ===`);
+  const report = join(root, 'build', `vitest-report-${name.replace(/[^\w.-]+/g, '_')}.json`);
+  rmSync(report, { force: true });
+  const status = run(
+    'npx',
+    ['vitest', 'run', '--reporter=dot', '--reporter=json', `--outputFile=${report}`, ...process.argv.slice(2)],
+    { REDIS_SERVER_BIN: bin },
+  );
+  let counts = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0 };
+  if (existsSync(report)) counts = { ...counts, ...JSON.parse(readFileSync(report, 'utf8')) };
+  // vitest failed without a failing test (crash, no report, unhandled error): count one failure.
+  const serverFailed = counts.numFailedTests + (status !== 0 && counts.numFailedTests === 0 ? 1 : 0);
+  passed += counts.numPassedTests;
+  failed += serverFailed;
+  if (status !== 0 || serverFailed > 0) anyFailed = true;
+  summaries.push(
+    `${name.padEnd(20)} ${version.padEnd(15)} ${counts.numPassedTests} passed, ${serverFailed} failed, ${counts.numPendingTests} skipped`,
+  );
+}
+
+console.log('\nmatrix:');
+for (const line of summaries) console.log(`  ${line}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(anyFailed ? 1 : 0);

@@ -1,0 +1,54 @@
+-- Claims entries of the retry consumer whose backoff is over, for a worker to run them again.
+-- Owner and idle time are checked in the same step as the XCLAIM, so of two recoverers seeing the
+-- same due entry only the first takes it (XCLAIM's own min-idle-time could not do that for a
+-- wait of 0 ms, and it would take an entry someone else claimed meanwhile once idle enough).
+-- A plain XCLAIM (no JUSTID): the retry is a delivery, the count rises by one.
+--
+-- KEYS[1] stream
+-- ARGV[1] group
+-- ARGV[2] retry consumer that must hold each entry
+-- ARGV[3] claimer (this worker's consumer)
+-- ARGV[4] n, the number of ids; then n pairs: id, the idle time in ms it must have reached
+--
+-- Returns one row per id: { id, status, fields or '' }
+-- status: claimed (fields: the entry's flat field array) | not_owner | not_due | not_pending |
+-- deleted (its entry was trimmed or deleted)
+
+local stream = KEYS[1]
+local group, retry, claimer, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if n == nil or #ARGV ~= 4 + 2 * n then
+  return redis.error_reply('ERR claim-retry script: expected ' .. tostring(n) .. ' ids')
+end
+if redis.call('TYPE', stream)['ok'] ~= 'stream' then
+  local results = {}
+  for i = 1, n do results[i] = { ARGV[3 + 2 * i], 'not_pending', '' } end
+  return results
+end
+
+local results = {}
+for i = 1, n do
+  local id, due = ARGV[3 + 2 * i], tonumber(ARGV[4 + 2 * i])
+  local pending = redis.pcall('XPENDING', stream, group, id, id, 1)
+  local row = nil
+  if pending['err'] then
+    if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
+  else
+    row = pending[1]
+  end
+  if row == nil then
+    results[i] = { id, 'not_pending', '' }
+  elseif row[2] ~= retry then
+    results[i] = { id, 'not_owner', row[2] }
+  elseif tonumber(row[3]) < due then
+    results[i] = { id, 'not_due', '' }
+  else
+    local claimed = redis.call('XCLAIM', stream, group, claimer, 0, id)
+    local entry = claimed[1]
+    if entry and entry[2] then
+      results[i] = { id, 'claimed', entry[2] }
+    else
+      results[i] = { id, 'deleted', '' }
+    end
+  end
+end
+return results

@@ -1,0 +1,51 @@
+-- Releases entries whose handler failed to the group's retry consumer, owner-checked, and writes
+-- each one's retry record (wait, delivery count, failing consumer, error) in the same step.
+-- XCLAIM ... 0 id JUSTID: the idle time restarts at 0 (it now measures the time since the
+-- failure) and the delivery count stays as it is (the release is no delivery). An entry another
+-- consumer holds now (our lease lapsed and it was claimed) is left alone, and gets no record.
+--
+-- KEYS[1] stream; KEYS[1 + i] the retry record key of the i-th id (same hash slot)
+-- ARGV[1] group
+-- ARGV[2] owner that must currently hold each entry (the failing worker)
+-- ARGV[3] retry consumer that receives them
+-- ARGV[4] n, the number of ids; then n triples: id, record, record TTL in ms
+--
+-- Returns one row per id: { id, status, current owner or '' }
+-- status: released | not_owner | not_pending | deleted
+
+local stream = KEYS[1]
+local group, owner, target, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if n == nil or #ARGV ~= 4 + 3 * n or #KEYS ~= 1 + n then
+  return redis.error_reply('ERR release-for-retry script: expected ' .. tostring(n) .. ' ids, records and keys')
+end
+if redis.call('TYPE', stream)['ok'] ~= 'stream' then
+  local results = {}
+  for i = 1, n do results[i] = { ARGV[2 + 3 * i], 'not_pending', '' } end
+  return results
+end
+
+local results = {}
+for i = 1, n do
+  local id, record, ttl = ARGV[2 + 3 * i], ARGV[3 + 3 * i], ARGV[4 + 3 * i]
+  local pending = redis.pcall('XPENDING', stream, group, id, id, 1)
+  local row = nil
+  if pending['err'] then
+    if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
+  else
+    row = pending[1]
+  end
+  if row == nil then
+    results[i] = { id, 'not_pending', '' }
+  elseif row[2] ~= owner then
+    results[i] = { id, 'not_owner', row[2] }
+  else
+    local claimed = redis.call('XCLAIM', stream, group, target, 0, id, 'JUSTID')
+    if #claimed == 1 then
+      redis.call('SET', KEYS[1 + i], record, 'PX', ttl)
+      results[i] = { id, 'released', target }
+    else
+      results[i] = { id, 'deleted', '' }
+    end
+  end
+end
+return results

@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import { RedisStreamsMissingCommandError } from '../errors.js';
+import type { RedisClient } from './connection.js';
+
+/**
+ * What the connected Redis (or Valkey) server supports, learned from its commands and its replies
+ * to a few harmless probes, never from its version string (Valkey 8 reports 7.2.4; Redis
+ * milestones report 7.9.x). A capability is `true` only when the server showed it.
+ */
+export interface RedisStreamsCapabilities {
+  /** XAUTOCLAIM (Redis 6.2+): `StreamClaimService.claim()` and the CLI's `claim`. */
+  readonly xautoclaim: boolean;
+  /**
+   * The stream tracks entries added and each group's entries read (Redis 7.0+, Valkey): XINFO
+   * reports `entries-added`, `entries-read` and `lag`, so entries trimmed before a group read them
+   * are counted. Probed by XSETID's ENTRIESADDED argument, which came with it. Those servers also
+   * drop pending ids whose entries were deleted from XCLAIM/XAUTOCLAIM replies and report them
+   * (`deletedIds` of a claim, `deleted` of a lease renewal); without it (6.2) such ids stay pending.
+   */
+  readonly lagTracking: boolean;
+  /** KEEPREF / DELREF / ACKED on XADD and XTRIM (Redis 8.2+). */
+  readonly deletionPolicies: boolean;
+  /** XACKDEL (Redis 8.2+): acknowledge and delete in one command. */
+  readonly xackdel: boolean;
+  /** XDELEX (Redis 8.2+): delete with a KEEPREF / DELREF / ACKED policy. */
+  readonly xdelex: boolean;
+  /** IDMP / IDMPAUTO on XADD (Redis 8.6+): idempotent producing. */
+  readonly idmp: boolean;
+  /** XCFGSET (Redis 8.6+): a stream's IDMP settings. */
+  readonly xcfgset: boolean;
+  /** Commands the transport uses that the server does not know (too old, or renamed away), e.g. `['XAUTOCLAIM']`. */
+  readonly missingCommands: readonly RedisCommandName[];
+  /**
+   * Capabilities whose probe the server refused for another reason (e.g. NOPERM under an ACL that
+   * does not allow COMMAND); they read `false` (and `missingCommands` lists nothing unprobed).
+   */
+  readonly unprobed: readonly (keyof RedisStreamsCapabilities)[];
+}
+
+/** Commands the transport sends, with the first Redis version that has each (for error messages). */
+export const COMMAND_SINCE = {
+  XADD: '5.0',
+  XREAD: '5.0',
+  XREADGROUP: '5.0',
+  XACK: '5.0',
+  XCLAIM: '5.0',
+  XPENDING: '5.0',
+  XGROUP: '5.0',
+  XINFO: '5.0',
+  XRANGE: '5.0',
+  XREVRANGE: '5.0',
+  XDEL: '5.0',
+  XLEN: '5.0',
+  XAUTOCLAIM: '6.2',
+  XACKDEL: '8.2',
+  XDELEX: '8.2',
+  XCFGSET: '8.6',
+  EVALSHA: '2.6',
+  EVAL: '2.6',
+  CLIENT: '2.4',
+  TIME: '2.6',
+  PEXPIRE: '2.6',
+  DEL: '1.0',
+} as const;
+
+export type RedisCommandName = keyof typeof COMMAND_SINCE;
+
+/** Commands only some servers have: their absence is a capability, not a missing command. */
+const OPTIONAL_COMMANDS: ReadonlySet<RedisCommandName> = new Set(['XACKDEL', 'XDELEX', 'XCFGSET']);
+const PROBED_COMMANDS = Object.keys(COMMAND_SINCE) as RedisCommandName[];
+
+/** Commands a `RedisStreamsServer` (reading, acking, recovery, dead letters, handoff, replies) cannot work without. */
+export const SERVER_COMMANDS: readonly RedisCommandName[] = [
+  'XREADGROUP', 'XACK', 'XCLAIM', 'XPENDING', 'XGROUP', 'XINFO', 'XADD', 'XRANGE', 'EVALSHA', 'EVAL', 'CLIENT', 'PEXPIRE', 'TIME',
+];
+/** Commands a `RedisStreamsClient` (emits, requests and their reply stream) cannot work without. */
+export const CLIENT_COMMANDS: readonly RedisCommandName[] = ['XADD', 'XREAD', 'XDEL', 'PEXPIRE', 'DEL', 'TIME'];
+
+/**
+ * Probes the server in one pipelined round trip: COMMAND INFO for every command the transport may
+ * send, and argument probes on a fresh key that does not exist (so nothing is written: XSETID of
+ * a missing key fails, XADD … NOMKSTREAM of a missing key adds nothing).
+ */
+export async function probeCapabilities(redis: RedisClient): Promise<RedisStreamsCapabilities> {
+  // One hash slot for every keyed probe, so a Cluster pipeline stays on one node.
+  const key = `{nestjs-redis-streams:capability-probe}:${randomUUID()}`;
+  const pipeline = redis.pipeline();
+  pipeline.call('COMMAND', ['INFO', ...PROBED_COMMANDS]);
+  pipeline.call('XSETID', [key, '0-1', 'ENTRIESADDED', '1', 'MAXDELETEDID', '0-0']);
+  pipeline.call('XADD', [key, 'NOMKSTREAM', 'KEEPREF', '*', 'probe', '1']);
+  pipeline.call('XADD', [key, 'NOMKSTREAM', 'IDMP', 'probe', 'probe', '*', 'probe', '1']);
+  const results = (await pipeline.exec()) ?? [];
+  // A reply error is an answer to learn from; anything else (connection lost, timeout) is a failure.
+  const failure = results.find(([error]) => error !== null && error !== undefined && error.name !== 'ReplyError')?.[0];
+  if (failure) throw failure;
+  const [commandInfo, setId, keepRef, idmp] = results.map(([error, reply]) => ({ error: error ?? undefined, reply }));
+  const unprobed: (keyof RedisStreamsCapabilities)[] = [];
+
+  const known = new Set<RedisCommandName>();
+  const missing: RedisCommandName[] = [];
+  if (commandInfo !== undefined && commandInfo.error === undefined && Array.isArray(commandInfo.reply)) {
+    PROBED_COMMANDS.forEach((command, index) => {
+      if ((commandInfo.reply as unknown[])[index] === null || (commandInfo.reply as unknown[])[index] === undefined) {
+        if (!OPTIONAL_COMMANDS.has(command)) missing.push(command);
+      } else known.add(command);
+    });
+  } else {
+    unprobed.push('xautoclaim', 'xackdel', 'xdelex', 'xcfgset', 'missingCommands');
+  }
+
+  const lagTracking = argumentProbe(setId, (_reply, error) => error?.startsWith('ERR no such key') === true);
+  const deletionPolicies = argumentProbe(keepRef, (reply, error) => error === undefined && reply === null);
+  const idmpProbe = argumentProbe(idmp, (reply, error) => error === undefined && reply === null);
+  if (lagTracking === undefined) unprobed.push('lagTracking');
+  if (deletionPolicies === undefined) unprobed.push('deletionPolicies');
+  if (idmpProbe === undefined) unprobed.push('idmp');
+
+  return {
+    xautoclaim: known.has('XAUTOCLAIM'),
+    lagTracking: lagTracking === true,
+    deletionPolicies: deletionPolicies === true,
+    xackdel: known.has('XACKDEL'),
+    xdelex: known.has('XDELEX'),
+    idmp: idmpProbe === true,
+    xcfgset: known.has('XCFGSET'),
+    missingCommands: missing,
+    unprobed,
+  };
+}
+
+/**
+ * `true` when the reply shows the argument was understood, `false` when the server rejected it
+ * as unknown syntax, `undefined` when the reply says neither (NOPERM, READONLY, OOM …).
+ */
+function argumentProbe(
+  result: { error: Error | undefined; reply: unknown } | undefined,
+  understood: (reply: unknown, error: string | undefined) => boolean,
+): boolean | undefined {
+  if (result === undefined) return undefined;
+  const message = result.error?.message;
+  if (understood(result.reply, message)) return true;
+  if (message === undefined) return undefined;
+  // Older servers read an unknown word as the entry id, or report the extra arguments.
+  if (/syntax error|wrong number of arguments|Invalid stream ID|unknown command/i.test(message)) return false;
+  return undefined;
+}
+
+/** Throws when the server lacks a command `user` needs, naming the command and the Redis version that has it. */
+export function requireCommands(capabilities: RedisStreamsCapabilities, needed: readonly RedisCommandName[], user: string): void {
+  const missing = needed.find((command) => capabilities.missingCommands.includes(command));
+  if (missing !== undefined) throw new RedisStreamsMissingCommandError(missing, COMMAND_SINCE[missing], user);
+}
+
+/**
+ * The `ERR unknown command 'xautoclaim'` reply (backquotes on 6.2) of a command the transport
+ * knows, as an error naming the Redis version that has it; `undefined` for any other error.
+ */
+export function missingCommandError(error: unknown, user: string): RedisStreamsMissingCommandError | undefined {
+  const message = error instanceof Error ? error.message : '';
+  const match = /^ERR unknown command [`']([^`']+)[`']/i.exec(message);
+  const command = match?.[1]?.toUpperCase();
+  if (command === undefined || !(command in COMMAND_SINCE)) return undefined;
+  const name = command as RedisCommandName;
+  return new RedisStreamsMissingCommandError(name, COMMAND_SINCE[name], user, { cause: error });
+}
+
+/** One line for logs: what the server has, what it lacks. */
+export function describeCapabilities(capabilities: RedisStreamsCapabilities): string {
+  const flags = (['xautoclaim', 'lagTracking', 'deletionPolicies', 'xackdel', 'xdelex', 'idmp', 'xcfgset'] as const).map(
+    (name) => `${name}=${capabilities[name] ? 'yes' : 'no'}`,
+  );
+  const missing = capabilities.missingCommands.length > 0 ? `; missing commands: ${capabilities.missingCommands.join(', ')}` : '';
+  const unprobed = capabilities.unprobed.length > 0 ? `; not probed (refused): ${capabilities.unprobed.join(', ')}` : '';
+  return `Redis capabilities: ${flags.join(' ')}${missing}${unprobed}`;
+}
+
+/**
+ * Keeps one connection's capabilities current: probed once by `start()`, and again after every
+ * reconnect (a failover can land on a server of another version). `onProbed` hears each result
+ * that differs from the one before (the first included).
+ */
+export class CapabilityWatch {
+  private current: RedisStreamsCapabilities | undefined;
+  private watching = false;
+  private stopped = false;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly onProbed: (capabilities: RedisStreamsCapabilities) => void,
+    private readonly onProbeError: (error: unknown) => void = () => undefined,
+  ) {}
+
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.current;
+  }
+
+  /** Probes now (rejects when Redis cannot be reached), then re-probes on every later `ready`. */
+  async start(): Promise<RedisStreamsCapabilities> {
+    const capabilities = await this.probe();
+    if (!this.watching && !this.stopped) {
+      this.watching = true;
+      this.redis.on('ready', this.reprobe);
+    }
+    return capabilities;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (!this.watching) return;
+    this.watching = false;
+    this.redis.off('ready', this.reprobe);
+  }
+
+  private async probe(): Promise<RedisStreamsCapabilities> {
+    const capabilities = await probeCapabilities(this.redis);
+    const changed = this.current === undefined || JSON.stringify(this.current) !== JSON.stringify(capabilities);
+    this.current = capabilities;
+    if (changed) this.onProbed(capabilities);
+    return capabilities;
+  }
+
+  private readonly reprobe = (): void => {
+    this.probe().catch(this.onProbeError);
+  };
+}
