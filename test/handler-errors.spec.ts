@@ -17,6 +17,11 @@ class FailingController {
     throw new PriceMissingError('order 7 has no price');
   }
 
+  @EventPattern<string>('retried', { minIdleTime: 5_000, maxDeliveries: 2, retry: { type: 'fixed', delay: 50 } })
+  onRetried(_data: unknown): void {
+    throw new TypeError('retried and still failing');
+  }
+
   @MessagePattern<string>('quote', { minIdleTime: 100, maxDeliveries: 1, ackMode: 'manual' })
   quote(_data: unknown): number {
     throw new RangeError('quantity 1000 is too big');
@@ -45,6 +50,13 @@ describe('handler errors in dead letters (real redis-server)', () => {
     const id = await redis.client.xadd('priced', '*', 'pattern', 'priced', 'data', '{}');
     await waitFor(() => letters.length === 1, 'dead letter');
     expect(letters[0]).toMatchObject({ stream: 'priced', id, reason: 'max_deliveries', error: 'PriceMissingError: order 7 has no price' });
+  });
+
+  it('under a retry policy (the error travels through Redis with the entry): its class and message too', async () => {
+    await worker();
+    const id = await redis.client.xadd('retried', '*', 'pattern', 'retried', 'data', '{}');
+    await waitFor(() => letters.length === 1, 'dead letter after the retry');
+    expect(letters[0]).toMatchObject({ stream: 'retried', id, reason: 'max_deliveries', deliveryCount: 2, error: 'TypeError: retried and still failing' });
   });
 
   it('a request handler that failed (manual ack: it stays pending): the requester gets what Nest made of it, the dead letter the handler\'s own error', async () => {

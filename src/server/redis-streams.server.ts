@@ -594,7 +594,9 @@ export class RedisStreamsServer
     );
   }
 
-  private eventFailed(entry: InFlightEntry, error: unknown): void {
+  private eventFailed(entry: InFlightEntry, filtered: unknown): void {
+    // The handler's own error, not the "Internal server error" Nest's exception filter made of it.
+    const error = entry.handlerError ?? filtered;
     this.reportHandlerError(entry, error);
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
     if (this.state !== 'closed' && this.retries?.release(entry, error)) {
@@ -684,10 +686,8 @@ export class RedisStreamsServer
     this.emit('decodeError', decodeError);
   }
 
-  private reportHandlerError(entry: InFlightEntry, filtered: unknown): void {
+  private reportHandlerError(entry: InFlightEntry, error: unknown): void {
     const { binding } = entry;
-    // The handler's own error, not the "Internal server error" Nest's exception filter made of it.
-    const error = entry.handlerError ?? filtered;
     const detail = error instanceof Error ? error.message : safeJson(error);
     this.telemetry?.failed(entry, error);
     this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, error);
