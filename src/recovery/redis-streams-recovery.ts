@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { recoveryRegistry } from './recovery-registry.js';
-import type { RecoveryScheduler } from './recovery-scheduler.js';
+import { recoveryRegistry, type RegisteredRecovery } from './recovery-registry.js';
 import { emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 
 /** Which running servers a call applies to; every one by default. */
@@ -50,7 +49,7 @@ export class RedisStreamsRecovery {
     }));
   }
 
-  private select({ consumer, stream }: RecoverySelector): RecoveryScheduler[] {
+  private select({ consumer, stream }: RecoverySelector): RegisteredRecovery[] {
     return [...recoveryRegistry].filter(
       (scheduler) =>
         (consumer === undefined || scheduler.host.consumer === consumer) &&

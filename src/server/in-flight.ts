@@ -1,5 +1,8 @@
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
-import type { StreamBinding } from './handler-binding.js';
+import type { StreamBindingOf } from './stream-binding.js';
+
+/** A handler's binding to its stream + group, whose dispatcher lane queues `InFlightEntry`s. */
+export type StreamBinding = StreamBindingOf<InFlightEntry>;
 
 /**
  * An entry as read or claimed, before it enters the dispatcher: its field map, or `flat`, the
