@@ -70,8 +70,10 @@ export type { HandOffRequest, HandOffResult, LeaseRenewal, LeaseRequest, LostLea
 export { reapConsumers } from './recovery/consumer-reaper.js';
 export type { ReapConsumersRequest, ReapResult, ReapStatus } from './recovery/consumer-reaper.js';
 export { RedisStreamsRecovery } from './recovery/redis-streams-recovery.js';
+export { OnDeadLetter } from './recovery/on-dead-letter.decorator.js';
 export type { RecoverySelector, ServerRecoveryStats } from './recovery/redis-streams-recovery.js';
 export type { RecoveryOptions, ReapConsumersOptions } from './recovery/recovery-options.js';
+export type { DeadLetterKeySetting } from './recovery/dead-letter-key-option.js';
 export type { ExponentialRetryPolicy, FixedRetryPolicy, RetryDelayFunction, RetryPolicy } from './recovery/retry-policy.js';
 export type { RecoveryStats, RecoveryTickResult } from './recovery/recovery-stats.js';
 export type {

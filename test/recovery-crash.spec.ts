@@ -137,7 +137,7 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
       consumer: worker.consumer,
       deliveryCount: 3,
       reason: 'max_deliveries',
-      error: 'order 7 is poison',
+      error: 'RpcException: order 7 is poison',
       tombstone: false,
     });
     expect({ ...letter.fields }).toEqual({ pattern: stream, data: JSON.stringify({ n: 7, kind: 'throw' }) });

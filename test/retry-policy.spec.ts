@@ -185,8 +185,8 @@ describe('retry policy: backoff between deliveries of failed entries (real redis
     expect(runs[2]!.at - runs[1]!.at).toBeGreaterThanOrEqual(400);
     const [[deadId, flat]] = (await redis.client.xrange(dead, '-', '+')) as [[string, string[]]];
     const letter = parseDeadLetter(deadId, flat);
-    expect(letter).toMatchObject({ sourceId: id, deliveryCount: 3, reason: 'max_deliveries', error: 'job failed on delivery 3', consumer: 'retry' });
-    expect(letters.map((notice) => [notice.id, notice.deliveryCount, notice.error])).toEqual([[id, 3, 'job failed on delivery 3']]);
+    expect(letter).toMatchObject({ sourceId: id, deliveryCount: 3, reason: 'max_deliveries', error: 'RpcException: job failed on delivery 3', consumer: 'retry' });
+    expect(letters.map((notice) => [notice.id, notice.deliveryCount, notice.error])).toEqual([[id, 3, 'RpcException: job failed on delivery 3']]);
     expect(await pendingRows(redis.client, stream(), 'g')).toEqual([]);
     expect(await redis.client.exists(retryRecordKey(stream(), 'g', id))).toBe(0);
   });
@@ -200,7 +200,7 @@ describe('retry policy: backoff between deliveries of failed entries (real redis
     const [row] = await new StreamInspector(redis.client).pendingRange(stream(), 'g');
     const after = await redisNow(redis.client);
     const failedAt = runs[0]!.at;
-    expect(row).toMatchObject({ id, consumer: 'retry', deliveryCount: 1, retry: { delayMs: 30_000, failedBy: 'c0', lastError: 'job failed on delivery 1' } });
+    expect(row).toMatchObject({ id, consumer: 'retry', deliveryCount: 1, retry: { delayMs: 30_000, failedBy: 'c0', lastError: 'RpcException: job failed on delivery 1' } });
     // Released after the failure, and before we looked.
     expect(row!.retry!.nextRetryAt).toBeGreaterThanOrEqual(failedAt + 30_000);
     expect(row!.retry!.nextRetryAt).toBeLessThanOrEqual(after + 30_000);

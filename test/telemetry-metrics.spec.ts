@@ -108,7 +108,7 @@ describe('OpenTelemetry metrics (real SDK, real Redis): counted exactly for a ru
     const duration = all.find((metric) => metric.descriptor.name === 'messaging.process.duration') as HistogramMetricData;
     expect(duration.descriptor.unit).toBe('s');
     expect(total(all, 'messaging.process.duration', where)).toBe(16);
-    expect(total(all, 'messaging.process.duration', { ...where, 'error.type': '_OTHER' })).toBe(4);
+    expect(total(all, 'messaging.process.duration', { ...where, 'error.type': 'RpcException' })).toBe(4);
 
     expect(total(all, 'redis_streams.group.lag', where)).toBe(0);
     expect(total(all, 'redis_streams.group.pending', where)).toBe(0);

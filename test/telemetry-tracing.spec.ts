@@ -178,8 +178,8 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
       expect(span.spanContext().traceId).toBe(traceId);
       expect(span.parentSpanContext?.spanId).toBe(send.spanContext().spanId);
       expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'poison' });
-      // Nest's RPC exception filter hands us `{ status: 'error', message }`, not the Error itself.
-      expect(span.attributes).toMatchObject({ 'messaging.redis_streams.outcome': 'failure', 'error.type': '_OTHER' });
+      // The handler's own error (caught before Nest's RPC exception filter turns it into `{ status, message }`).
+      expect(span.attributes).toMatchObject({ 'messaging.redis_streams.outcome': 'failure', 'error.type': 'RpcException' });
       expect(span.events.map((event) => event.name)).toEqual(['exception']);
     }
     const dead = one('dead_letter traced-poison');
@@ -193,7 +193,7 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
           'messaging.redis_streams.reason': 'max_deliveries',
           'messaging.redis_streams.message.delivery_count': 2,
           'messaging.redis_streams.dead_letter.stream': '{traced-poison}:dead',
-          'error.message': 'poison',
+          'error.message': 'RpcException: poison',
         }),
       ],
     ]);

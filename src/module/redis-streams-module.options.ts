@@ -15,7 +15,11 @@ export interface RedisStreamsModuleOptions {
   server?: Partial<RedisStreamsServerOptions>;
   /** `StreamClaimService`: where STORE files go (default `os.tmpdir()/nestjs-redis-streams`). */
   claim?: StreamClaimServiceOptions;
-  /** Options of the injectable `DeadLetterService` (key naming, MAXLEN, batch size). */
+  /**
+   * Options of the injectable `DeadLetterService` (key naming, MAXLEN, batch size). Its
+   * `deadLetterKey` is the app's one dead-letter key setting: servers built by
+   * `RedisStreamsServerFactory` write their dead letters there too.
+   */
   deadLetters?: DeadLetterServiceOptions;
   /** Other features' sections (claim, recovery, …) ride along untouched. */
   [feature: string]: unknown;

@@ -1,9 +1,12 @@
 import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe } from '../validation.js';
 import { connectionOption } from '../redis/connection-option.js';
 import { RedisStreamsClientModule } from '../client/redis-streams-client.module.js';
 import { RedisStreamsConnectionHost } from './connection-host.js';
+import { moduleDeadLetterKey } from './dead-letter-key.js';
+import { DeadLetterListenerExplorer } from './dead-letter-listener-explorer.js';
 import { FEATURE_PROVIDERS } from './feature-providers.js';
 import type {
   RedisStreamsModuleAsyncOptions,
@@ -70,8 +73,9 @@ function build(optionsProvider: Provider, imports: DynamicModule['imports'], isG
   return {
     module: RedisStreamsModule,
     global: isGlobal,
-    imports: [core],
-    providers: [...FEATURE_PROVIDERS],
+    imports: [core, DiscoveryModule],
+    // The explorer registers the app's @OnDeadLetter() methods; not exported (nothing injects it).
+    providers: [...FEATURE_PROVIDERS, DeadLetterListenerExplorer],
     exports: [core, ...FEATURE_PROVIDERS],
   };
 }
@@ -85,5 +89,12 @@ function checkModuleOptions(options: unknown): RedisStreamsModuleOptions {
   if (server !== undefined && (server === null || typeof server !== 'object')) {
     throw new RedisStreamsOptionError('server', `must be an object of server defaults, got ${describe(server)}`);
   }
-  return options as RedisStreamsModuleOptions;
+  const { deadLetters } = options as RedisStreamsModuleOptions;
+  if (deadLetters !== undefined && (deadLetters === null || typeof deadLetters !== 'object')) {
+    throw new RedisStreamsOptionError('deadLetters', `must be an object of DeadLetterService options, got ${describe(deadLetters)}`);
+  }
+  // One dead-letter key for the service and the servers, whichever of the two spellings set it.
+  const deadLetterKey = moduleDeadLetterKey(options as RedisStreamsModuleOptions);
+  if (deadLetterKey === undefined) return options as RedisStreamsModuleOptions;
+  return { ...(options as RedisStreamsModuleOptions), deadLetters: { ...deadLetters, deadLetterKey } };
 }

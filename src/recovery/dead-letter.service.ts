@@ -8,6 +8,7 @@ import { Redactor, withRedactedRejections } from '../redaction.js';
 import { resolveFieldsShape, type FieldsShape } from '../claim/claimed-fields.js';
 import type { ClaimedFields, FieldEncoding, FieldsFormat, FieldsOf } from '../claim/claim.types.js';
 import type { StreamFields } from '../codec/wire-format.js';
+import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import { parseDeadLetter, type DeadLetter } from './dead-letter-format.js';
 import { moveToDeadLetter, type DeadLetterMoveResult, type MoveToDeadLetterRequest } from './dead-letter-move.js';
 import { batchSizeOption, streamIdListOption } from './recovery-validation.js';
@@ -18,10 +19,13 @@ export const REDIS_STREAMS_DEAD_LETTER_OPTIONS = Symbol('REDIS_STREAMS_DEAD_LETT
 
 export interface DeadLetterServiceOptions {
   /**
-   * Dead-letter stream key of a source stream. Default `deadLetterKey(stream)` (`orders` →
-   * `{orders}:dead`). On Cluster it must hash to the source stream's slot.
+   * Dead-letter stream key of a source stream: `(stream) => key` or a template with `%s` for the
+   * stream (`'{%s}:dlq'`, the form the CLI's `--dead-letter-key` takes too). Default
+   * `deadLetterKey(stream)` (`orders` → `{orders}:dead`). On Cluster it must hash to the source
+   * stream's slot. As the module's `deadLetters.deadLetterKey` it is also the key of every server
+   * `RedisStreamsServerFactory` builds.
    */
-  deadLetterKey?: (stream: string) => string;
+  deadLetterKey?: DeadLetterKeySetting;
   /** Approximate MAXLEN of dead-letter streams; 0 (default) never trims dead letters. */
   maxLen?: number;
   /** Ids per script call or page, 1..1000. Default 100. */
@@ -120,9 +124,7 @@ export class DeadLetterService {
   ) {
     // Every command's failure leaves the service cleaned of the connection's password.
     this.client = withRedactedRejections(client, Redactor.for(client));
-    const keyOf = options?.deadLetterKey ?? defaultDeadLetterKey;
-    if (typeof keyOf !== 'function') throw new RedisStreamsOptionError('deadLetterKey', 'must be a function (stream) => key');
-    this.keyOf = keyOf;
+    this.keyOf = deadLetterKeyOption('deadLetterKey', options?.deadLetterKey) ?? defaultDeadLetterKey;
     this.maxLen = integerOption('maxLen', options?.maxLen, 0, 0);
     this.batchSize = batchSizeOption('batchSize', options?.batchSize);
   }

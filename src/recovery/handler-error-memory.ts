@@ -30,6 +30,21 @@ function keyOf(stream: string, group: string, id: string): string {
   return `${stream}\u0000${group}\u0000${id}`;
 }
 
+/**
+ * A handler's error for a dead letter: `Class: message` of an Error (an `RpcException`'s object
+ * as JSON), otherwise as `errorText` (bounded in length).
+ */
+export function handlerErrorText(error: unknown, limit = 2_000): string {
+  if (!(error instanceof Error)) return errorText(error, limit);
+  const name = error.constructor?.name || error.name;
+  const detail = (error as { getError?: () => unknown }).getError?.();
+  const message = detail !== null && typeof detail === 'object' && typeof (detail as { message?: unknown }).message !== 'string'
+    ? errorText(detail, limit)
+    : error.message;
+  const text = `${name}: ${message}`;
+  return text.length > limit ? `${text.slice(0, limit)}…` : text;
+}
+
 /** Error text for a dead letter: message of an Error, otherwise JSON (bounded in length). */
 export function errorText(error: unknown, limit = 2_000): string {
   let text: string;

@@ -13,6 +13,8 @@ export interface RecoveredEntry {
 export interface RecoveryHandledStream {
   readonly stream: string;
   readonly group: string;
+  /** The handler's Nest pattern (for `@OnDeadLetter(pattern)`). */
+  readonly pattern?: string | undefined;
   /** `extras.maxDeliveries` of the handler. */
   readonly maxDeliveries?: number | undefined;
   /** `extras.minIdleTime` of the handler, in ms. */

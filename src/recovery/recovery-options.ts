@@ -1,6 +1,7 @@
 import { durationMillisOption, timerDurationOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { booleanOption, describe, integerOption, MAX_TIMER_MS, nonEmptyStringOption } from '../validation.js';
+import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import type { DeadLetterNotice } from './recovery-events.js';
 import { DEFAULT_RETRY_CONSUMER } from '../claim/retry-record.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from './retry-policy.js';
@@ -14,7 +15,7 @@ export interface RecoveryOptions {
   enabled?: boolean;
   /** Entries idle at least this long are taken from their owner. Default 30 s. Per handler: `extras.minIdleTime`. */
   minIdleTime?: number | string;
-  /** Time between ticks. Default `minIdleTime / 4`. */
+  /** Time between ticks. Default a quarter of the smallest `minIdleTime` in use (this one or a handler's `extras.minIdleTime`). */
   interval?: number | string;
   /** Deliveries (as Redis counts them) after which an entry is dead-lettered, not run again. Default 5. Per handler: `extras.maxDeliveries`. */
   maxDeliveries?: number;
@@ -30,8 +31,13 @@ export interface RecoveryOptions {
   trimCheckEvery?: number;
   /** Consumer clean-up; `false` turns it off. */
   reapConsumers?: false | ReapConsumersOptions;
-  /** Dead-letter stream key of a stream. Default `deadLetterKey(stream)` (`orders` → `{orders}:dead`). */
-  deadLetterKey?: (stream: string) => string;
+  /**
+   * Dead-letter stream key of a stream: `(stream) => key` or a template with `%s` for the stream
+   * (`'{%s}:dlq'`). Default `deadLetterKey(stream)` (`orders` → `{orders}:dead`). Under
+   * `RedisStreamsModule`, set it once as the module's `deadLetters.deadLetterKey` instead: servers
+   * built by `RedisStreamsServerFactory` and `DeadLetterService` then both read it.
+   */
+  deadLetterKey?: DeadLetterKeySetting;
   /** Approximate MAXLEN of dead-letter streams; 0 (default) never trims them. */
   deadLetterMaxLen?: number;
   /** Called after each dead letter this server wrote (max deliveries, decode errors, trimmed tombstones). */
@@ -56,7 +62,10 @@ export interface ReapConsumersOptions {
 export interface ResolvedRecoveryOptions {
   readonly enabled: boolean;
   readonly minIdleTime: number;
+  /** The tick interval given, or a quarter of `minIdleTime` (the scheduler derives its own from the smallest one in use). */
   readonly interval: number;
+  /** Whether `interval` was given (else it follows the smallest `minIdleTime` of the recovered streams). */
+  readonly intervalGiven: boolean;
   readonly maxDeliveries: number;
   readonly pageSize: number;
   readonly maxPages: number;
@@ -101,7 +110,8 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
   const option = (key: string) => `${name}.${key}`;
   const minIdleTime = optionalDuration(option('minIdleTime'), given.minIdleTime) ?? DEFAULT_RECOVERY_MIN_IDLE_MS;
   // Timers: an explicit interval above MAX_TIMER_MS is rejected, a derived one is capped.
-  const interval = optionalTimerDuration(option('interval'), given.interval) ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(minIdleTime / 4)));
+  const givenInterval = optionalTimerDuration(option('interval'), given.interval);
+  const interval = givenInterval ?? derivedTickInterval(minIdleTime);
   const leaseInterval = optionalTimerDuration(option('leaseInterval'), given.leaseInterval);
   const reap = given.reapConsumers;
   let resolvedReap: ResolvedRecoveryOptions['reap'];
@@ -118,6 +128,7 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     enabled: booleanOption(option('enabled'), given.enabled, true),
     minIdleTime,
     interval,
+    intervalGiven: givenInterval !== undefined,
     maxDeliveries: integerOption(option('maxDeliveries'), given.maxDeliveries, DEFAULT_MAX_DELIVERIES, 1),
     pageSize: integerOption(option('pageSize'), given.pageSize, DEFAULT_RECOVERY_PAGE_SIZE, 1, 10_000),
     maxPages: integerOption(option('maxPages'), given.maxPages, DEFAULT_RECOVERY_MAX_PAGES, 1, 1_000),
@@ -125,12 +136,17 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     leaseInterval,
     trimCheckEvery: integerOption(option('trimCheckEvery'), given.trimCheckEvery, DEFAULT_TRIM_CHECK_EVERY, 0),
     reap: resolvedReap,
-    deadLetterKey: functionOption(option('deadLetterKey'), given.deadLetterKey, '(stream) => key'),
+    deadLetterKey: deadLetterKeyOption(option('deadLetterKey'), given.deadLetterKey),
     deadLetterMaxLen: integerOption(option('deadLetterMaxLen'), given.deadLetterMaxLen, 0, 0),
     onDeadLetter: functionOption(option('onDeadLetter'), given.onDeadLetter, '(letter) => void'),
     retry: resolveRetryPolicy(option('retry'), given.retry),
     retryConsumer: nonEmptyStringOption(option('retryConsumer'), given.retryConsumer, DEFAULT_RETRY_CONSUMER),
   };
+}
+
+/** The default tick interval for a smallest `minIdleTime`: a quarter of it, capped to a timer's range. */
+export function derivedTickInterval(smallestMinIdleTime: number): number {
+  return Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestMinIdleTime / 4)));
 }
 
 function optionalDuration(option: string, value: unknown): number | undefined {

@@ -4,12 +4,13 @@ import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { sweepConsumers } from './consumer-sweep.js';
 import { moveToDeadLetter, RedisStreamsDeadLetterError, type DeadLetterMoveResult } from './dead-letter-move.js';
-import { errorText, HandlerErrorMemory } from './handler-error-memory.js';
+import { listenersFor } from './dead-letter-listeners.js';
+import { errorText, HandlerErrorMemory, handlerErrorText } from './handler-error-memory.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveryEmit } from './recovery-events.js';
 import type { RecoveryHost } from './recovery-host.js';
-import type { ResolvedRecoveryOptions } from './recovery-options.js';
+import { derivedTickInterval, type ResolvedRecoveryOptions } from './recovery-options.js';
 import { RecentIds } from './recent-ids.js';
 import { recoveryRegistry } from './recovery-registry.js';
 import { addTick, emptyStats, emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
@@ -48,12 +49,21 @@ export class RecoveryScheduler {
   private timerTicks = 0;
   private tail: Promise<unknown> = Promise.resolve();
   private state: 'idle' | 'running' | 'draining' | 'stopped' = 'idle';
+  /** Time between ticks: `recovery.interval`, or a quarter of the smallest `minIdleTime` recovered. */
+  private tickInterval: number;
 
   constructor(
     readonly host: RecoveryHost,
     readonly options: ResolvedRecoveryOptions,
     private readonly emit: RecoveryEmit = () => undefined,
-  ) {}
+  ) {
+    this.tickInterval = options.interval;
+  }
+
+  /** Time between ticks, in ms (known once started: a handler's smaller `extras.minIdleTime` shortens it). */
+  get interval(): number {
+    return this.tickInterval;
+  }
 
   /** Streams + groups this scheduler recovers, with their effective `minIdleTime` / `maxDeliveries`. */
   get recovered(): readonly RecoveryTarget[] {
@@ -80,6 +90,10 @@ export class RecoveryScheduler {
         };
         return { recoverer: new PendingRecoverer(target, services), trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector) };
       });
+    // A handler's smaller extras.minIdleTime must not wait for ticks paced by the server-wide one.
+    if (!this.options.intervalGiven && this.targets.length > 0) {
+      this.tickInterval = derivedTickInterval(Math.min(...this.targets.map((state) => state.recoverer.target.minIdleTime)));
+    }
     // The keeper also serves `ctx.extendLease()`, which works with `leases: false` (no timer then).
     if (handled.length > 0) {
       const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
@@ -100,7 +114,7 @@ export class RecoveryScheduler {
       this.host.setLeaseExtender(({ stream, group, id }) => keeper.renew(stream, group, [id]));
     }
     recoveryRegistry.add(this);
-    this.retryInterval = retryTickInterval(this.targets.map((state) => state.recoverer.target.retry), this.options.interval);
+    this.retryInterval = retryTickInterval(this.targets.map((state) => state.recoverer.target.retry), this.tickInterval);
     if (this.options.enabled && this.targets.length > 0) this.schedule();
   }
 
@@ -150,7 +164,7 @@ export class RecoveryScheduler {
 
   /** Remembers a handler failure so a later dead letter can carry it (the server calls this). */
   recordHandlerError(stream: string, group: string, id: string, error: unknown): void {
-    this.errors.record(stream, group, id, errorText(error));
+    this.errors.record(stream, group, id, handlerErrorText(error));
   }
 
   /**
@@ -221,7 +235,7 @@ export class RecoveryScheduler {
    * instead, and the ticks in between look only at the retry consumer's entries.
    */
   private schedule(): void {
-    const { interval } = this.options;
+    const interval = this.tickInterval;
     const every = this.retryInterval ?? interval;
     const fullEvery = Math.max(1, Math.round(interval / every));
     this.timer = setTimeout(() => {
@@ -392,13 +406,23 @@ export class RecoveryScheduler {
     return result;
   }
 
+  /** The `onDeadLetter` option, then the app's `@OnDeadLetter()` methods that want this stream; each awaited, errors logged. */
   private async callOnDeadLetter(notice: DeadLetterNotice): Promise<void> {
     const hook = this.options.onDeadLetter;
-    if (hook === undefined) return;
-    try {
-      await hook(notice);
-    } catch (error) {
-      this.logger.error(`onDeadLetter threw: ${(error as Error).message}`);
+    if (hook !== undefined) {
+      try {
+        await hook(notice);
+      } catch (error) {
+        this.logger.error(`onDeadLetter threw: ${(error as Error).message}`);
+      }
+    }
+    const patterns = this.host.handledStreams().filter((handled) => handled.stream === notice.stream && handled.pattern !== undefined).map((handled) => handled.pattern as string);
+    for (const listener of listenersFor(notice.stream, patterns)) {
+      try {
+        await listener.call(notice);
+      } catch (error) {
+        this.logger.error(`@OnDeadLetter() ${listener.name} threw: ${(error as Error).message}`);
+      }
     }
   }
 

@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { recoveryRegistry } from './recovery-registry.js';
-import type { RecoveryScheduler } from './recovery-scheduler.js';
+import { recoveryRegistry, type RegisteredRecovery } from './recovery-registry.js';
 import { emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 
 /** Which running servers a call applies to; every one by default. */
@@ -18,6 +17,8 @@ export interface ServerRecoveryStats {
   streams: { stream: string; group: string; minIdleTime: number; maxDeliveries: number }[];
   /** Whether ticks run on a timer (`recovery.enabled`). */
   scheduled: boolean;
+  /** Time between ticks, in ms: `recovery.interval`, or a quarter of the smallest `minIdleTime` in use. */
+  interval: number;
   stats: RecoveryStats;
 }
 
@@ -43,11 +44,12 @@ export class RedisStreamsRecovery {
       consumer: scheduler.host.consumer,
       streams: scheduler.recovered.map(({ stream, group, minIdleTime, maxDeliveries }) => ({ stream, group, minIdleTime, maxDeliveries })),
       scheduled: scheduler.options.enabled,
+      interval: scheduler.interval,
       stats: scheduler.stats(),
     }));
   }
 
-  private select({ consumer, stream }: RecoverySelector): RecoveryScheduler[] {
+  private select({ consumer, stream }: RecoverySelector): RegisteredRecovery[] {
     return [...recoveryRegistry].filter(
       (scheduler) =>
         (consumer === undefined || scheduler.host.consumer === consumer) &&

@@ -1,5 +1,6 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Headers, StreamFields } from '../codec/wire-format.js';
+import { RECORD_HANDLER_ERROR } from './handler-error-capture.js';
 import type { InFlightEntry } from './in-flight.js';
 
 /** What the server does for a context's `ack()`, `nack()` and `extendLease()`. */
@@ -125,5 +126,10 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
    */
   extendLease(): Promise<void> {
     return this.settler.extendLease(this.entry, undefined);
+  }
+
+  /** @internal Called by Nest's RPC exception filter (see handler-error-capture.ts) with the handler's own error. */
+  [RECORD_HANDLER_ERROR](error: unknown): void {
+    this.entry.handlerError = error;
   }
 }

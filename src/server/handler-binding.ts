@@ -1,31 +1,12 @@
 import type { MessageHandler } from '@nestjs/microservices';
 import { streamKeyFor } from '../redis/keys.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { StreamBinding } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { resolveHandlerExtras, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
+import type { HandledStream } from './stream-binding.js';
 
-/** The public description of a handled stream (for recovery, health, CLI): its resolved extras. */
-export interface HandledStream extends ResolvedHandlerExtras {
-  readonly stream: string;
-  /** The normalized Nest pattern. */
-  readonly pattern: string;
-  readonly isEventHandler: boolean;
-}
-
-/**
- * One handler bound to one stream and consumer group, with its options resolved once (never per
- * entry). It also carries the lane the dispatcher keeps for it: entries waiting for a free
- * handler slot, and how many of its handlers run.
- */
-export interface StreamBinding extends HandledStream {
-  /** `stream` + NUL + `group`: the key of this binding and the prefix of its in-flight keys. */
-  readonly key: string;
-  readonly handler: MessageHandler;
-  /** Dispatcher lane: fetched entries not started yet, in arrival order. */
-  readonly queue: InFlightEntry[];
-  /** Dispatcher lane: handlers of this binding running now. */
-  running: number;
-}
+export type { HandledStream } from './stream-binding.js';
+export type { StreamBinding } from './in-flight.js';
 
 export function bindingKey(stream: string, group: string): string {
   return `${stream}\u0000${group}`;
@@ -42,7 +23,7 @@ export function bindingKey(stream: string, group: string): string {
 export function bindHandlers(handlers: Map<string, MessageHandler>, options: ResolvedServerOptions): StreamBinding[] {
   const bindings: StreamBinding[] = [];
   for (const [pattern, head] of handlers) {
-    const stream = streamKeyFor(pattern, options.prefix);
+    const stream = streamKeyFor(pattern, options.streamPrefix);
     const byGroup = new Map<string, { extras: ResolvedHandlerExtras; links: MessageHandler[] }>();
     for (let link: MessageHandler | undefined = head; link; link = link.next) {
       const extras = resolveHandlerExtras(pattern, link.extras, options);

@@ -1,5 +1,8 @@
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
-import type { StreamBinding } from './handler-binding.js';
+import type { StreamBindingOf } from './stream-binding.js';
+
+/** A handler's binding to its stream + group, whose dispatcher lane queues `InFlightEntry`s. */
+export type StreamBinding = StreamBindingOf<InFlightEntry>;
 
 /**
  * An entry as read or claimed, before it enters the dispatcher: its field map, or `flat`, the
@@ -36,6 +39,8 @@ export class InFlightEntry {
   acked: Promise<void> | undefined;
   /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
   returning = false;
+  /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
+  handlerError: unknown = undefined;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
   /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */

@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import type { ConsumerSerializer } from '@nestjs/microservices';
+import { warnDeprecatedOnce } from '../deprecation.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
@@ -28,7 +29,9 @@ export interface RedisStreamsServerOptions {
   group: string;
   /** Consumer name inside the group. Keep it stable across restarts (see docs/server.md). Default `${hostname}-${pid}`. */
   consumer?: string;
-  /** Prepended to every pattern to form the stream key. Default `''`. */
+  /** Prepended to every pattern to form the stream key (the client's option of the same name). Default `''`. */
+  streamPrefix?: string;
+  /** @deprecated The old name of `streamPrefix` (still read, with a warning once). */
   prefix?: string;
   /** Where a new group starts: `0` (default: entries written before the first worker are consumed), `$`, or a stream id. */
   startId?: string;
@@ -76,7 +79,7 @@ export interface ResolvedServerOptions {
   readonly startupTimeout: number;
   readonly group: string;
   readonly consumer: string;
-  readonly prefix: string;
+  readonly streamPrefix: string;
   readonly startId: string;
   readonly concurrency: number;
   readonly prefetch: number;
@@ -149,7 +152,7 @@ export const DEFAULT_REPLY_MAXLEN = 100_000;
 const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
-  'connection', 'startupTimeout', 'group', 'consumer', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
+  'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
   'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
@@ -171,7 +174,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   const startupTimeout = integerOption('startupTimeout', options.startupTimeout, DEFAULT_STARTUP_TIMEOUT, 1, 2 ** 31 - 1);
   const group = nonEmptyStringOption('group', options.group);
   const consumer = nonEmptyStringOption('consumer', options.consumer, defaultConsumerName());
-  const prefix = options.prefix === undefined ? '' : stringOption('prefix', options.prefix);
+  const streamPrefix = streamPrefixOption(options);
   const startId = streamIdOption('startId', options.startId, '0', START_ID_SPECIALS);
   const prefetchGiven = integerOption('prefetch', options.prefetch, 0, 1);
   const concurrency = integerOption(
@@ -216,7 +219,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     startupTimeout,
     group,
     consumer,
-    prefix,
+    streamPrefix,
     startId,
     concurrency,
     prefetch,
@@ -271,6 +274,18 @@ function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMo
   if (value === undefined) return fallback;
   if (value === 'auto' || value === 'manual') return value;
   throw new RedisStreamsOptionError(option, `must be "auto" or "manual", got ${describe(value)}`);
+}
+
+/** `streamPrefix`, or its deprecated alias `prefix` (warned once); both with different values is an error. */
+function streamPrefixOption(options: RedisStreamsServerOptions): string {
+  const current = options.streamPrefix === undefined ? undefined : stringOption('streamPrefix', options.streamPrefix);
+  if (options.prefix === undefined) return current ?? '';
+  const old = stringOption('prefix', options.prefix);
+  warnDeprecatedOnce('RedisStreamsServer', 'the server option prefix', 'name it streamPrefix, as the client does');
+  if (current !== undefined && current !== old) {
+    throw new RedisStreamsOptionError('prefix', `is the deprecated name of streamPrefix and disagrees with it ("${old}" vs "${current}"); give streamPrefix only`);
+  }
+  return old;
 }
 
 function stringOption(option: string, value: unknown): string {

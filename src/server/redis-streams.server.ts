@@ -43,7 +43,6 @@ import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServ
 import { ReplyWriter } from './reply-writer.js';
 import { RetryReleaser } from './retry-releaser.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
-import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import { withTimeout } from '../timeout.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { Redactor } from '../redaction.js';
@@ -51,30 +50,13 @@ import { RedactingLogger } from '../redacting-logger.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import { GroupGauges } from '../telemetry/group-gauges.js';
 import { deadLetterKey } from '../redis/keys.js';
+import { captureHandlerErrors } from './handler-error-capture.js';
+import { ServerEventEmitter, type RedisStreamsServerEvents } from './server-events.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
 
-
-/** Events of `server.on(event, callback)`. */
-export type RedisStreamsServerEvents = {
-  /** A connection, read, ack or reply failed (the server goes on). */
-  error: (error: Error) => void;
-  /** An entry could not be decoded; it is moved to the dead-letter stream (reason `decode_error`). */
-  decodeError: (error: RedisStreamsDecodeError) => void;
-  /** A group (and maybe its stream) was missing and was created again at `0`. */
-  groupRecreated: (info: { stream: string; group: string }) => void;
-  /** Entries handed back on close. */
-  handoff: (info: { count: number; consumer: string }) => void;
-  /** Recovery claimed idle entries and handed them to the handlers. */
-  recovered: (info: RecoveredNotice) => void;
-  /** An entry was moved to the dead-letter stream (max deliveries, decode error, trimmed tombstone). */
-  deadLetter: (letter: DeadLetterNotice) => void;
-  /** Entries trimmed or deleted before they were handled (never silent). */
-  entriesLost: (info: EntriesLostNotice) => void;
-  /** A lease renewal found an in-flight entry taken by another consumer (or gone). */
-  leaseLost: (info: LeaseLostNotice) => void;
-};
+export type { RedisStreamsServerEvents } from './server-events.js';
 
 /** Connections behind `unwrap()`. */
 export interface RedisStreamsConnections {
@@ -87,15 +69,13 @@ export interface RedisStreamsConnections {
 /** Renews the lease of an in-flight entry; installed by a recovery provider. @internal */
 export type LeaseExtender = (entry: { stream: string; group: string; id: string }, ms: number | undefined) => Promise<void>;
 
-type Listener = (...args: unknown[]) => void;
-
 const READER_STOP_GRACE_MS = 2_000;
 /** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
 const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
 /**
  * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
- * reads its own stream (`prefix + pattern`) through a consumer group; entries are acked only after
+ * reads its own stream (`streamPrefix + pattern`) through a consumer group; entries are acked only after
  * the handler succeeded. See docs/server.md.
  */
 export class RedisStreamsServer
@@ -113,7 +93,7 @@ export class RedisStreamsServer
   private readonly decoder: StreamDeserializer;
   /** The decoder when it is exactly the default one (not a subclass overriding `deserialize`). */
   private readonly defaultDecoder: JsonStreamDeserializer | undefined;
-  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly events: ServerEventEmitter;
   private state: 'idle' | 'starting' | 'listening' | 'closing' | 'closed' = 'idle';
   private commands: OpenedConnection | undefined;
   private readerConnections: OpenedConnection[] = [];
@@ -137,6 +117,7 @@ export class RedisStreamsServer
     this.options = resolveServerOptions(options);
     this.redactor = Redactor.for(this.options.connection);
     this.logger = new RedactingLogger(RedisStreamsServer.name, this.redactor);
+    this.events = new ServerEventEmitter(this.logger, this.redactor);
     this.replies = new ReplyWriter(() => this.commandConnection(), {
       maxLen: this.options.replyMaxLen,
       ttlMs: this.options.replyTtl,
@@ -145,6 +126,7 @@ export class RedisStreamsServer
     this.defaultDecoder = this.decoder.constructor === JsonStreamDeserializer ? (this.decoder as JsonStreamDeserializer) : undefined;
     this.initializeSerializer(options);
     this.initializeDeserializer({ deserializer: this.decoder as unknown as ConsumerDeserializer });
+    captureHandlerErrors();
   }
 
   /** The consumer name this server reads as. */
@@ -199,9 +181,7 @@ export class RedisStreamsServer
     EventKey extends keyof RedisStreamsServerEvents = keyof RedisStreamsServerEvents,
     EventCallback extends RedisStreamsServerEvents[EventKey] = RedisStreamsServerEvents[EventKey],
   >(event: EventKey, callback: EventCallback): void {
-    let set = this.listeners.get(event);
-    if (set === undefined) this.listeners.set(event, (set = new Set()));
-    set.add(callback as unknown as Listener);
+    this.events.on(event, callback as unknown as (...args: unknown[]) => void);
   }
 
   /** Nest's, except that event handlers declared before their pattern's message handler are kept. */
@@ -594,7 +574,9 @@ export class RedisStreamsServer
     );
   }
 
-  private eventFailed(entry: InFlightEntry, error: unknown): void {
+  private eventFailed(entry: InFlightEntry, filtered: unknown): void {
+    // The handler's own error, not the "Internal server error" Nest's exception filter made of it.
+    const error = entry.handlerError ?? filtered;
     this.reportHandlerError(entry, error);
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
     if (this.state !== 'closed' && this.retries?.release(entry, error)) {
@@ -627,7 +609,11 @@ export class RedisStreamsServer
         packet = { response, isDisposed: true };
       } catch (error) {
         failed = true;
-        this.telemetry?.failed(entry, error);
+        // The requester gets what Nest's filters made of the error; a dead letter (manual mode, or a
+        // reply that could not be written) records the handler's own.
+        const own = entry.handlerError ?? error;
+        this.telemetry?.failed(entry, own);
+        this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, own);
         packet = { err: error, isDisposed: true };
       }
     }
@@ -799,20 +785,11 @@ export class RedisStreamsServer
   };
 
   private emitError(error: Error): void {
-    this.logger.error(error.message);
-    this.emit('error', error);
+    this.events.error(error);
   }
 
   private emit(event: string, ...args: unknown[]): void {
-    const set = this.listeners.get(event);
-    if (set === undefined) return;
-    for (const listener of set) {
-      try {
-        listener(...args.map(this.redactor.value));
-      } catch (error) {
-        this.logger.error(`listener of "${event}" threw: ${errorMessage(error)}`);
-      }
-    }
+    this.events.emit(event, ...args);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisClient } from '../redis/connection.js';
 import { batchThisTick } from '../redis/tick-batching.js';
-import { errorText } from '../recovery/handler-error-memory.js';
+import { handlerErrorText } from '../recovery/handler-error-memory.js';
 import type { ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { releaseForRetry, type FailedEntry } from '../recovery/retry-release.js';
 import type { ResolvedRetryPolicy } from '../recovery/retry-policy.js';
@@ -69,7 +69,7 @@ export class RetryReleaser {
     this.slots.markReturning(entry);
     let batch = this.batches.get(entry.binding);
     if (batch === undefined) this.batches.set(entry.binding, (batch = []));
-    batch.push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error: errorText(error) } });
+    batch.push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error: handlerErrorText(error) } });
     if (!this.scheduled) {
       this.scheduled = true;
       process.nextTick(this.flush);

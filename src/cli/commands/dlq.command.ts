@@ -51,7 +51,7 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
   ).action(async (key: string, _options: unknown, command: Command) => {
     const flags = flagsOf<ListFlags>(command);
     const options = {
-      deadLetterKey: flags.deadLetterKey,
+      deadLetterKey: await deadLetterKeyOf(key, flags),
       start: flags.start,
       end: flags.end,
       count: integerArgument(flags.count) as number | undefined,
@@ -72,7 +72,7 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
       .argument('<id>', 'dead-letter id'),
   ).action(async (key: string, id: string, _options: unknown, command: Command) => {
     const flags = flagsOf<FieldsFlags>(command);
-    const options = { deadLetterKey: flags.deadLetterKey, ...(await fieldsOptions(flags)) };
+    const options = { deadLetterKey: await deadLetterKeyOf(key, flags), ...(await fieldsOptions(flags)) };
     await validateKey(key, flags);
     const [{ isStreamId }, { RedisStreamsOptionError }, { DeadLetterService }] = await Promise.all([
       import('../../validation.js'),
@@ -94,7 +94,8 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
     await validateKey(key, flags);
     const selection = await selectionFrom(ids, flags, io);
     const { DeadLetterService } = await import('../../recovery/dead-letter.service.js');
-    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).redrive(key, selection, { deadLetterKey: flags.deadLetterKey })));
+    const deadLetterKey = await deadLetterKeyOf(key, flags);
+    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).redrive(key, selection, { deadLetterKey })));
   });
 
   addSelectionOptions(
@@ -108,12 +109,20 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
     await validateKey(key, flags);
     const selection = await selectionFrom(ids, flags, io);
     const { DeadLetterService } = await import('../../recovery/dead-letter.service.js');
-    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).purge(key, selection, { deadLetterKey: flags.deadLetterKey })));
+    const deadLetterKey = await deadLetterKeyOf(key, flags);
+    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).purge(key, selection, { deadLetterKey })));
   });
 }
 
 function addDlqOptions(command: Command): Command {
-  return command.option('--dead-letter-key <key>', 'dead-letter stream key (default {<key>}:dead)');
+  return command.option('--dead-letter-key <key>', 'dead-letter stream key, or a template where %s stands for <key> (the app\'s deadLetterKey setting); default {<key>}:dead');
+}
+
+/** The dead-letter key the flag names for `key` (a `%s` template is filled in), or undefined for the default. */
+async function deadLetterKeyOf(key: string, flags: DlqFlags): Promise<string | undefined> {
+  if (flags.deadLetterKey === undefined) return undefined;
+  const { fillTemplate } = await import('../../recovery/dead-letter-key-option.js');
+  return fillTemplate(flags.deadLetterKey, key);
 }
 
 /** The claim's `--fields-format` and `--encoding`, same meaning. */

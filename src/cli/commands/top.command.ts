@@ -11,6 +11,7 @@ import { topView } from '../views/top.view.js';
 
 interface TopFlags {
   group?: string[];
+  deadLetterKey?: string;
   interval?: string;
   iterations?: string;
 }
@@ -27,6 +28,7 @@ export function registerTopCommand(program: Command, { io }: CliContext): void {
     .description('live view of streams and groups: rate in/out, lag, pending, oldest pending idle time, consumers, dead letters (Ctrl-C quits)')
     .argument('<keys...>', 'stream keys')
     .option('--group <group>', 'only this group (repeat for several); default every group of each stream', collect)
+    .option('--dead-letter-key <key>', 'dead-letter stream key, or a template where %s stands for each stream key (the app\'s deadLetterKey setting); default {<key>}:dead')
     .option('--interval <ms>', 'milliseconds between samples, 100..60000 (default 1000)')
     .option('--iterations <n>', 'stop after this many samples (default: run until Ctrl-C)')
     .action(async (keys: string[], _options: unknown, command: Command) => {
@@ -35,14 +37,18 @@ export function registerTopCommand(program: Command, { io }: CliContext): void {
       keys.forEach((key) => nonEmptyStringOption('key', key));
       const groups = flags.group ?? [];
       groups.forEach((group) => nonEmptyStringOption('group', group));
+      if (flags.deadLetterKey !== undefined) nonEmptyStringOption('deadLetterKey', flags.deadLetterKey);
       const intervalMs = integerOption('interval', integerArgument(flags.interval), 1_000, 100, 60_000);
       const iterations = flags.iterations === undefined ? Number.POSITIVE_INFINITY : integerOption('iterations', integerArgument(flags.iterations), 1, 1);
-      const [{ sampleStreams }, { topRows }, { redactUrl }, { resolveUrl }] = await Promise.all([
+      const [{ sampleStreams }, { topRows }, { redactUrl }, { resolveUrl }, { fillTemplate }] = await Promise.all([
         import('../top/top-sampler.js'),
         import('../top/top-rows.js'),
         import('../../redis/connection.js'),
         import('../connection.js'),
+        import('../../recovery/dead-letter-key-option.js'),
       ]);
+      const template = flags.deadLetterKey;
+      const deadLetterKeyOf = template === undefined ? undefined : (stream: string) => fillTemplate(template, stream);
       const source = redactUrl(resolveUrl(flags, io));
       const show = wantsJson(io, flags) ? jsonLines(io) : screen(io.terminal!, source, intervalMs);
 
@@ -54,7 +60,7 @@ export function registerTopCommand(program: Command, { io }: CliContext): void {
           for (let sampled = 0; sampled < iterations && !interrupted.signal.aborted; sampled++) {
             if (sampled > 0) await delay(intervalMs, undefined, { signal: interrupted.signal }).catch(() => undefined);
             if (interrupted.signal.aborted) break;
-            const sample = await sampleStreams(redis, keys, groups);
+            const sample = await sampleStreams(redis, keys, groups, deadLetterKeyOf);
             show(sample.at, topRows(sample, previous));
             previous = sample;
           }

@@ -24,7 +24,7 @@ export interface StreamSample {
   length: number;
   /** XADDs in the stream's life (Redis 7.0+); null before. */
   entriesAdded: number | null;
-  /** Length of the stream's default dead-letter stream, `{<key>}:dead`. */
+  /** Length of the stream's dead-letter stream (default `{<key>}:dead`, or `top --dead-letter-key`). */
   deadLetters: number;
   groups: GroupSample[];
 }
@@ -39,14 +39,25 @@ export interface TopSample {
  * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
  * empty). Every command goes out at once on the one connection; the answers are read together.
  */
-export async function sampleStreams(redis: Redis, keys: readonly string[], groups: readonly string[]): Promise<TopSample> {
+export async function sampleStreams(
+  redis: Redis,
+  keys: readonly string[],
+  groups: readonly string[],
+  deadLetterKeyOf: (stream: string) => string = deadLetterKey,
+): Promise<TopSample> {
   const at = Date.now();
-  const streams = await Promise.all(keys.map((key) => sampleStream(new StreamInspector(redis), redis, key, groups)));
+  const streams = await Promise.all(keys.map((key) => sampleStream(new StreamInspector(redis), redis, key, groups, deadLetterKeyOf)));
   return { at, streams };
 }
 
-async function sampleStream(inspector: StreamInspector, redis: Redis, key: string, wanted: readonly string[]): Promise<StreamSample> {
-  const deadLetters = redis.xlen(deadLetterKey(key));
+async function sampleStream(
+  inspector: StreamInspector,
+  redis: Redis,
+  key: string,
+  wanted: readonly string[],
+  deadLetterKeyOf: (stream: string) => string,
+): Promise<StreamSample> {
+  const deadLetters = redis.xlen(deadLetterKeyOf(key));
   let stream;
   let groups;
   try {
