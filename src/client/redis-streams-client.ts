@@ -18,6 +18,7 @@ import {
   type RedisClient,
 } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
+import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import { MAX_TIMER_MS, timerMillisOption } from '../validation.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
@@ -369,7 +370,8 @@ export class RedisStreamsClient
     };
     client.on('error', remember);
     try {
-      if (client.status === 'wait') await withTimeout(client.connect(), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
+      // Whatever its state (lazy, connecting, ready): emits issued meanwhile wait here, bounded.
+      await withTimeout(untilReady(client), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
       const cause = lastError ?? error;

@@ -32,11 +32,7 @@ export function openConnection(
     if (!dedicated) return { client: connection, owned: false };
     const client =
       connection instanceof Cluster
-        ? connection.duplicate(undefined, {
-            redisOptions: { ...connection.options.redisOptions, ...overrides },
-            // Auto-pipelining of a Cluster is a Cluster option, not a per-node one.
-            ...(overrides.enableAutoPipelining === undefined ? {} : { enableAutoPipelining: overrides.enableAutoPipelining }),
-          })
+        ? duplicateCluster(connection, overrides, connectionName)
         : connection.duplicate({ ...overrides, connectionName });
     return { client, owned: true };
   }
@@ -44,6 +40,23 @@ export function openConnection(
   const client =
     typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...connection, ...options });
   return { client, owned: true };
+}
+
+/**
+ * Options a Cluster reads at its own level: inside `redisOptions` they would only reach its node
+ * connections (a `lazyConnect` there leaves the Cluster itself connecting at once).
+ */
+const CLUSTER_LEVEL = ['lazyConnect', 'enableOfflineQueue', 'enableAutoPipelining', 'enableReadyCheck'] as const;
+
+function duplicateCluster(cluster: Cluster, overrides: RedisOptions, connectionName: string): Cluster {
+  const perNode: RedisOptions = { ...cluster.options.redisOptions, ...overrides, connectionName };
+  const clusterLevel: Record<string, unknown> = {};
+  for (const name of CLUSTER_LEVEL) {
+    if (overrides[name] === undefined) continue;
+    clusterLevel[name] = overrides[name];
+    delete perNode[name];
+  }
+  return cluster.duplicate(undefined, { ...clusterLevel, redisOptions: perNode });
 }
 
 /** Closes a connection we own; `quit` first so queued replies arrive, `disconnect` if that fails. */
