@@ -1,11 +1,17 @@
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Cluster } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { RedisStreamsModule } from '../src/module/redis-streams.module.js';
+import { DeadLetterService } from '../src/recovery/dead-letter.service.js';
+import { createCluster } from '../src/redis/cluster-connection.js';
+import type { RedisConnection } from '../src/redis/connection.js';
+import { hashSlotOf } from '../src/redis/keys.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
+import { waitFor } from './helpers/wait.js';
 import { useRedisCluster } from './helpers/redis-cluster.js';
 
 @Controller()
@@ -18,6 +24,32 @@ class EchoController {
 
 @Module({ controllers: [EchoController] })
 class EchoModule {}
+
+/** Three streams whose slots the harness' cluster gives to three different masters. */
+const SPREAD = ['orders', 'payments', 'beta'] as const;
+const handled: Record<string, number[]> = { orders: [], payments: [], beta: [] };
+
+@Controller()
+class SpreadController {
+  @EventPattern('orders', { maxDeliveries: 1 })
+  orders(@Payload() n: number) {
+    if (n < 0) throw new Error('poison');
+    handled.orders!.push(n);
+  }
+
+  @EventPattern('payments')
+  payments(@Payload() n: number) {
+    handled.payments!.push(n);
+  }
+
+  @EventPattern('beta')
+  beta(@Payload() n: number) {
+    handled.beta!.push(n);
+  }
+}
+
+@Module({ controllers: [SpreadController] })
+class SpreadModule {}
 
 // One cluster for the whole file: starting one costs seconds.
 const harness = useRedisCluster();
@@ -81,5 +113,57 @@ describe('RedisStreamsClient on a Cluster instance', () => {
       const replies = await Promise.all([1, 2, 3].map((n) => lastValueFrom(client.send('{ha}:echo', n))));
       expect(replies).toEqual([1, 2, 3]);
     });
+  });
+});
+
+describe('a Cluster from configuration: { cluster: { nodes, options } }', () => {
+  const connection = (): RedisConnection => ({ cluster: { nodes: harness.cluster.urls.slice(0, 2) } });
+
+  it('a password and TLS in the node URLs apply to every node; options.redisOptions wins', () => {
+    const cluster = createCluster(
+      { cluster: { nodes: ['rediss://:urlPW@127.0.0.1:7000', 'rediss://127.0.0.1:7001'], options: { natMap: { 'a:1': { host: 'b', port: 2 } } } } },
+      {},
+      'nestjs-redis-streams:test',
+    );
+    expect(cluster.options.redisOptions).toMatchObject({ password: 'urlPW', tls: {}, connectionName: 'nestjs-redis-streams:test' });
+    expect(cluster.options.natMap).toEqual({ 'a:1': { host: 'b', port: 2 } });
+    expect(cluster.status).toBe('wait');
+    const overridden = createCluster({ cluster: { nodes: ['redis://:urlPW@127.0.0.1:7000'], options: { redisOptions: { password: 'mine' } } } }, {}, 'n');
+    expect(overridden.options.redisOptions?.password).toBe('mine');
+  });
+
+  it('server, client and the module services work on streams of every master', async () => {
+    expect(new Set(await Promise.all(SPREAD.map(async (stream) => (await harness.cluster.masterOf(hashSlotOf(stream))).port))).size).toBe(3);
+    const moduleRef = await Test.createTestingModule({
+      imports: [SpreadModule, RedisStreamsModule.forRoot({ connection: connection() })],
+    }).compile();
+    const app = moduleRef.createNestMicroservice({
+      strategy: new RedisStreamsServer({
+        connection: connection(),
+        group: 'spread',
+        blockMs: 100,
+        shutdownTimeout: 500,
+        recovery: { minIdleTime: 200, interval: 100 },
+      }),
+    });
+    const client = new RedisStreamsClient({ connection: connection() });
+    try {
+      await app.listen();
+      const sent = Array.from({ length: 10 }, (_, i) => i);
+      await Promise.all(SPREAD.flatMap((stream) => sent.map((n) => lastValueFrom(client.emit(stream, n)))));
+      await lastValueFrom(client.emit('orders', -1));
+      const deadLetters = moduleRef.get(DeadLetterService);
+      await waitFor(
+        async () => SPREAD.every((stream) => handled[stream]!.length === 10) && (await deadLetters.size('orders')) === 1,
+        'every entry handled and the poison one dead-lettered',
+      );
+      for (const stream of SPREAD) expect([...handled[stream]!].sort((a, b) => a - b)).toEqual(sent);
+      const page = await deadLetters.list('orders');
+      expect(page.deadLetters.map((d) => d.fields.data)).toEqual(['-1']);
+    } finally {
+      await client.close();
+      await app.close();
+      await moduleRef.close();
+    }
   });
 });

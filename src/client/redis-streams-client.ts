@@ -6,13 +6,13 @@ import {
   type ReadPacket,
   type WritePacket,
 } from '@nestjs/microservices';
-import { Cluster } from 'ioredis';
 import { Observable, throwError } from 'rxjs';
 import { decodeReply } from '../codec/reply.js';
 import type { StreamFields } from '../codec/wire-format.js';
 import {
   closeConnection,
   describeConnection,
+  isClusterConnectionOption,
   openConnection,
   type OpenedConnection,
   type RedisClient,
@@ -351,7 +351,7 @@ export class RedisStreamsClient
   private async open(): Promise<RedisClient> {
     const generation = ++this.generation;
     const { commandTimeout } = this.config;
-    const cluster = this.config.connection instanceof Cluster;
+    const cluster = isClusterConnectionOption(this.config.connection);
     const opened = openConnection(
       this.config.connection,
       'client',
