@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { Controller, Module, type INestMicroservice } from '@nestjs/common';
 import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
@@ -11,6 +12,7 @@ import { createCluster } from '../src/redis/cluster-connection.js';
 import type { RedisConnection } from '../src/redis/connection.js';
 import { hashSlotOf } from '../src/redis/keys.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
+import { ensureCompiled } from './helpers/compiled.js';
 import { waitFor } from './helpers/wait.js';
 import { useRedisCluster } from './helpers/redis-cluster.js';
 
@@ -164,6 +166,63 @@ describe('a Cluster from configuration: { cluster: { nodes, options } }', () => 
       await client.close();
       await app.close();
       await moduleRef.close();
+    }
+  });
+});
+
+describe('the CLI on a Cluster, given the URL of any node', () => {
+  const CLI = 'build/src/cli/main.js';
+  beforeAll(() => ensureCompiled(), 120_000);
+
+  const cli = (args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it('info, pending, claim, ack and dlq list answer for keys on every master, from a node that owns none of them', async () => {
+    const redis = harness.cluster.client();
+    const service = new DeadLetterService(redis);
+    try {
+      const keys = ['alpha', 'cfg-a', 'users'];
+      const owners = new Set<number>();
+      for (const key of keys) {
+        owners.add((await harness.cluster.masterOf(hashSlotOf(key))).port);
+        await redis.xgroup('CREATE', key, 'g', '0', 'MKSTREAM');
+        const ids = [await redis.xadd(key, '*', 'n', '1'), await redis.xadd(key, '*', 'n', '2')];
+        await redis.xreadgroup('GROUP', 'g', 'c1', 'STREAMS', key, '>');
+        await service.moveToDeadLetter({ stream: key, group: 'g', ids: [ids[1] as string], reason: 'test', error: 'boom' });
+      }
+      expect(owners.size).toBe(3);
+      // A replica's URL: it owns no slot at all.
+      const masters = new Set((await harness.cluster.masters()).map((node) => node.port));
+      const replica = harness.cluster.nodes.find((node) => !masters.has(node.port))!;
+      // One key per master, checked side by side (each CLI run is a node process start).
+      const checkKey = async (key: string) => {
+        const info = await cli(['info', key, '--url', replica.url, '--json']);
+        expect(info.stderr).toBe('');
+        expect(JSON.parse(info.stdout)).toMatchObject({ key, stream: { length: 2 }, groups: [{ name: 'g', pending: 1 }] });
+        const pending = await cli(['pending', key, 'g', '--url', replica.url]);
+        expect(JSON.parse(pending.stdout)).toMatchObject({ count: 1 });
+        const claimed = await cli(['claim', key, 'g', 'c2', '--min-idle-time', '1', '--url', replica.url]);
+        expect(claimed.stderr).toBe('');
+        const claim = JSON.parse(claimed.stdout) as { ids: string[] };
+        expect(claim.ids).toHaveLength(1);
+        const acked = await cli(['ack', key, 'g', ...claim.ids, '--url', replica.url]);
+        expect(JSON.parse(acked.stdout)).toMatchObject({ acknowledged: 1 });
+        const dlq = await cli(['dlq', 'list', key, '--url', replica.url]);
+        expect((JSON.parse(dlq.stdout) as { deadLetters: unknown[] }).deadLetters).toHaveLength(1);
+      };
+      await Promise.all(keys.map(checkKey));
+      const forced = await cli(['info', 'alpha', '--cluster', '--url', harness.cluster.urls[0]!]);
+      expect(JSON.parse(forced.stdout)).toMatchObject({ key: 'alpha', stream: { length: 2 } });
+    } finally {
+      redis.disconnect();
     }
   });
 });

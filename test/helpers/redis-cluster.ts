@@ -66,7 +66,10 @@ export class RedisClusterProcess {
 
   /** A new ioredis Cluster on these nodes; the caller closes it. */
   client(options: { lazyConnect?: boolean } = {}): Cluster {
-    return new Cluster(this.startupNodes, { redisOptions: { password: this.options.password }, ...options });
+    const cluster = new Cluster(this.startupNodes, { redisOptions: { password: this.options.password }, ...options });
+    // Tests stop the cluster under clients they may still hold: no unhandled error events.
+    cluster.on('error', () => undefined);
+    return cluster;
   }
 
   /** A plain connection to one node (no redirections followed); the caller closes it. */

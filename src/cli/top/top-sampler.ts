@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connection.js';
 import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
 import { deadLetterKey } from '../../redis/keys.js';
@@ -39,13 +39,13 @@ export interface TopSample {
  * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
  * empty). Every command goes out at once on the one connection; the answers are read together.
  */
-export async function sampleStreams(redis: Redis, keys: readonly string[], groups: readonly string[]): Promise<TopSample> {
+export async function sampleStreams(redis: RedisClient, keys: readonly string[], groups: readonly string[]): Promise<TopSample> {
   const at = Date.now();
   const streams = await Promise.all(keys.map((key) => sampleStream(new StreamInspector(redis), redis, key, groups)));
   return { at, streams };
 }
 
-async function sampleStream(inspector: StreamInspector, redis: Redis, key: string, wanted: readonly string[]): Promise<StreamSample> {
+async function sampleStream(inspector: StreamInspector, redis: RedisClient, key: string, wanted: readonly string[]): Promise<StreamSample> {
   const deadLetters = redis.xlen(deadLetterKey(key));
   let stream;
   let groups;
