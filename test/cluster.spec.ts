@@ -226,3 +226,19 @@ describe('the CLI on a Cluster, given the URL of any node', () => {
     }
   });
 });
+
+describe('keys one script touches together are checked at listen()', () => {
+  it('on a Cluster, a deadLetterKey in another slot is a RedisStreamsOptionError naming the option, before any read', async () => {
+    const server = new RedisStreamsServer({
+      connection: { cluster: { nodes: harness.cluster.urls } },
+      group: 'g',
+      recovery: { deadLetterKey: (stream) => `dead:${stream}` },
+    });
+    server.addHandler('orders', async () => undefined, true);
+    const error = await new Promise<unknown>((resolve) => void server.listen(resolve));
+    await server.close();
+    expect(error).toMatchObject({ name: 'RedisStreamsOptionError', option: 'recovery.deadLetterKey' });
+    expect((error as Error).message).toContain('"dead:orders"');
+    expect((error as Error).message).toContain('CROSSSLOT');
+  });
+});

@@ -11,7 +11,8 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
-import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, describeConnection, isClusterConnectionOption, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
@@ -405,6 +406,9 @@ export class RedisStreamsServer
     }
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
+    // Keys one script touches together must share a slot: a named error now, not CROSSSLOT at the first dead letter.
+    const deadLetterKeys = deadLetterKeysOf(bindings.map((b) => b.stream), options.recovery.deadLetterKey ?? deadLetterKey, 'recovery.deadLetterKey');
+    checkSameSlot(deadLetterKeys, isClusterConnectionOption(options.connection), (message) => this.logger.warn(message));
 
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
