@@ -242,3 +242,54 @@ describe('keys one script touches together are checked at listen()', () => {
     expect((error as Error).message).toContain('CROSSSLOT');
   });
 });
+
+describe('connections a worker opens on a Cluster', () => {
+  /** Connections named by the transport on every node, by name. */
+  async function transportConnections(): Promise<Record<string, number>> {
+    const counts: Record<string, number> = {};
+    for (const node of harness.cluster.nodes) {
+      const redis = node.client();
+      try {
+        const list = (await redis.client('LIST')) as string;
+        for (const name of list.matchAll(/ name=(nestjs-redis-streams:\S+)/g)) counts[name[1]!] = (counts[name[1]!] ?? 0) + 1;
+      } finally {
+        redis.disconnect();
+      }
+    }
+    return counts;
+  }
+
+  it('one reader connection per group and hash slot, the command connection once per master', async () => {
+    // 6 streams in 6 slots (2 per master) and 3 sharing the hash tag {app}: 7 slots in all.
+    const spread = ['orders', 'payments', 'beta', 'alpha', 'cfg-a', 'users'];
+    const tagged = ['{app}:a', '{app}:b', '{app}:c'];
+    const handled = new Set<string>();
+    const server = new RedisStreamsServer({ connection: { cluster: { nodes: harness.cluster.urls } }, group: 'count', blockMs: 100, shutdownTimeout: 500 });
+    for (const stream of [...spread, ...tagged]) server.addHandler(stream, async (data: unknown) => void handled.add(`${stream}:${String(data)}`), true);
+    const client = new RedisStreamsClient({ connection: { cluster: { nodes: harness.cluster.urls } } });
+    const error = await new Promise<unknown>((resolve) => void server.listen(resolve));
+    try {
+      expect(error).toBeUndefined();
+      const expected = { 'nestjs-redis-streams:server': 3, 'nestjs-redis-streams:server-reader:count': 7 };
+      const counted = async () => {
+        const counts = await transportConnections();
+        return Object.keys(counts).length === 2 && counts['nestjs-redis-streams:server'] === 3 && counts['nestjs-redis-streams:server-reader:count'] === 7;
+      };
+      await waitFor(counted, 'one reader per slot, commands once per master');
+      // Every reader reads: one entry per stream is handled, and no connection was added meanwhile.
+      await Promise.all([...spread, ...tagged].map((stream) => lastValueFrom(client.emit(stream, 1))));
+      await waitFor(() => handled.size === 9, 'an entry of every stream handled');
+      await client.close();
+      expect(await transportConnections()).toEqual(expected);
+      const masters = new Set((await harness.cluster.masters()).map((node) => node.port));
+      for (const node of harness.cluster.nodes.filter((candidate) => !masters.has(candidate.port))) {
+        const redis = node.client();
+        expect((await redis.client('LIST')) as string).not.toContain('name=nestjs-redis-streams:');
+        redis.disconnect();
+      }
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+});

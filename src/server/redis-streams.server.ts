@@ -432,6 +432,8 @@ export class RedisStreamsServer
           maxRetriesPerRequest: null,
           blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
           blockingTimeoutGrace: 5_000,
+          // A Cluster's ready check asks a random node: one more connection per reader for nothing.
+          ...(perStream ? { enableReadyCheck: false } : {}),
         },
         true,
       );
