@@ -1,6 +1,7 @@
 export { RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';
 export type { RedisCommandName, RedisStreamsCapabilities } from './redis/capabilities.js';
+export type { RedisClusterConnection } from './redis/cluster-connection.js';
 export { deadLetterKey } from './redis/keys.js';
 export { WireField } from './codec/wire-format.js';
 export type { Headers, StreamFields } from './codec/wire-format.js';

@@ -61,6 +61,34 @@ describe.each(BUILDERS)('connection checked in the constructor: %s', (_, build) 
     expect(() => build(connection)).not.toThrow();
   });
 
+  it.each([
+    [{ cluster: {} }, 'connection.cluster.nodes'],
+    [{ cluster: { nodes: [] } }, 'connection.cluster.nodes'],
+    [{ cluster: { nodes: 'redis://127.0.0.1:7000' } }, 'connection.cluster.nodes'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000', 'http://127.0.0.1:7001'] } }, 'connection.cluster.nodes[1]'],
+    [{ cluster: { nodes: ['redis://:s3cretPW@127.0.0.1:7000/3'] } }, 'connection.cluster.nodes[0]'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000', 'rediss://127.0.0.1:7001'] } }, 'connection.cluster.nodes'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000'], options: 'tls' } }, 'connection.cluster.options'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000'], options: { natMap: 3 } } }, 'connection.cluster.options.natMap'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000'], options: { keyPrefix: 'a:' } } }, 'connection.cluster.options.keyPrefix'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000'], options: { redisOptions: { keyPrefix: 'a:' } } } }, 'connection.cluster.options.redisOptions.keyPrefix'],
+    [{ cluster: { nodes: ['redis://127.0.0.1:7000'], startup: true } }, 'connection.cluster.startup'],
+    [{ host: '127.0.0.1', cluster: { nodes: ['redis://127.0.0.1:7000'] } }, 'connection.host'],
+  ])('rejects the cluster form %j naming %s, without the password', (connection, option) => {
+    const error = optionError(() => build(connection));
+    expect(error).toMatchObject({ name: 'RedisStreamsOptionError', option });
+    expect(error.message).not.toContain('s3cretPW');
+  });
+
+  it.each([
+    { cluster: { nodes: ['redis://127.0.0.1:7000', 'redis://:pw@10.0.0.2:7001'] } },
+    { cluster: { nodes: ['rediss://redis.example:7000'], options: { natMap: { '10.0.0.2:7001': { host: '127.0.0.1', port: 17001 } } } } },
+    { cluster: { nodes: ['redis://127.0.0.1:7000'], options: { redisOptions: { password: 'pw' }, scaleReads: 'master' } } },
+    { sentinels: [{ host: '127.0.0.1', port: 26379 }], name: 'mymaster' },
+  ])('accepts %j', (connection) => {
+    expect(() => build(connection)).not.toThrow();
+  });
+
   it('accepts a Redis instance', () => {
     const redis = new Redis({ lazyConnect: true });
     expect(() => build(redis)).not.toThrow();

@@ -6,13 +6,13 @@ import {
   type ReadPacket,
   type WritePacket,
 } from '@nestjs/microservices';
-import { Cluster } from 'ioredis';
 import { Observable, throwError } from 'rxjs';
 import { decodeReply } from '../codec/reply.js';
 import type { StreamFields } from '../codec/wire-format.js';
 import {
   closeConnection,
   describeConnection,
+  isClusterConnectionOption,
   openConnection,
   type OpenedConnection,
   type RedisClient,
@@ -25,6 +25,7 @@ import {
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
 import { streamKeyFor } from '../redis/keys.js';
+import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import { MAX_TIMER_MS, timerMillisOption } from '../validation.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
@@ -364,7 +365,7 @@ export class RedisStreamsClient
   private async open(): Promise<RedisClient> {
     const generation = ++this.generation;
     const { commandTimeout } = this.config;
-    const cluster = this.config.connection instanceof Cluster;
+    const cluster = isClusterConnectionOption(this.config.connection);
     const opened = openConnection(
       this.config.connection,
       'client',
@@ -383,7 +384,8 @@ export class RedisStreamsClient
     };
     client.on('error', remember);
     try {
-      if (client.status === 'wait') await withTimeout(client.connect(), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
+      // Whatever its state (lazy, connecting, ready): emits issued meanwhile wait here, bounded.
+      await withTimeout(untilReady(client), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
       const cause = lastError ?? error;

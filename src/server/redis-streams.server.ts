@@ -18,7 +18,8 @@ import {
   SERVER_COMMANDS,
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
-import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, describeConnection, isClusterConnectionOption, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
@@ -401,6 +402,9 @@ export class RedisStreamsServer
     }
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
+    // Keys one script touches together must share a slot: a named error now, not CROSSSLOT at the first dead letter.
+    const deadLetterKeys = deadLetterKeysOf(bindings.map((b) => b.stream), options.recovery.deadLetterKey ?? deadLetterKey, 'recovery.deadLetterKey');
+    checkSameSlot(deadLetterKeys, isClusterConnectionOption(options.connection), (message) => this.logger.warn(message));
 
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
@@ -427,6 +431,8 @@ export class RedisStreamsServer
           maxRetriesPerRequest: null,
           blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
           blockingTimeoutGrace: 5_000,
+          // A Cluster's ready check asks a random node: one more connection per reader for nothing.
+          ...(perStream ? { enableReadyCheck: false } : {}),
         },
         true,
       );

@@ -87,6 +87,12 @@ export class RedisServerProcess {
     return this.child?.pid;
   }
 
+  /** True while the process runs (killed or stopped: false). */
+  get alive(): boolean {
+    const child = this.child;
+    return child !== undefined && child.exitCode === null && child.signalCode === null;
+  }
+
   /** A new ioredis client for this server; the caller closes it. */
   client(options: { lazyConnect?: boolean } = {}): Redis {
     return new Redis({ host: '127.0.0.1', port: this.port, password: this.options.password, tls: this.probeTls, maxRetriesPerRequest: 3, ...options });
