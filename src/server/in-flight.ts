@@ -32,6 +32,8 @@ export class InFlightEntry {
   acked: Promise<void> | undefined;
   /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
   returning = false;
+  /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */
+  readonly bytes: number;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
 
@@ -43,6 +45,7 @@ export class InFlightEntry {
   ) {
     this.map = incoming.fields;
     this.flat = incoming.flat ?? NO_FIELDS;
+    this.bytes = entryBytes(incoming);
   }
 
   /** The fields exactly as stored (null-prototype map), built on first use. */
@@ -65,4 +68,21 @@ export class InFlightEntry {
     }
     return value;
   }
+}
+
+/**
+ * The size of an entry as the reader holds it: the lengths of its id, field names and values
+ * (characters of a string, bytes of a Buffer), without any command. For ASCII/JSON payloads it is
+ * their byte size; the JS objects around them are the fixed per-entry overhead of docs/server.md.
+ */
+export function entryBytes(incoming: IncomingEntry): number {
+  let bytes = incoming.id.length;
+  const flat = incoming.flat;
+  if (flat !== undefined) {
+    for (let i = 0; i < flat.length; i++) bytes += (flat[i] as string).length;
+    return bytes;
+  }
+  const fields = incoming.fields;
+  if (fields !== undefined) for (const name in fields) bytes += name.length + (fields[name] as string).length;
+  return bytes;
 }

@@ -10,7 +10,7 @@ import {
 import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
-import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsDecodeError } from '../errors.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
@@ -20,6 +20,7 @@ import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-s
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { Dispatcher } from './dispatcher.js';
+import { planPrefetch } from './flow-control.js';
 import { createGroup, errorMessage } from './groups.js';
 import { handOffEntries } from './handoff.js';
 import {
@@ -215,7 +216,7 @@ export class RedisStreamsServer
       consumer: this.options.consumer,
       state: this.state,
       blockMs: this.options.blockMs,
-      prefetch: this.options.prefetch,
+      prefetch: this.dispatcher?.prefetchSize ?? this.options.prefetch,
       commands: this.commands?.client,
       readers: this.readers,
       streams: this.bindings.map(({ stream, group }) => ({
@@ -230,6 +231,13 @@ export class RedisStreamsServer
   }
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
+
+  /** @internal Bytes of the fetched-but-unacked entries, now and at most so far, and the caps (tests, sizing). */
+  prefetchUsage(): { heldBytes: number; peakHeldBytes: number; prefetch: number; maxPrefetchBytes: number } {
+    const bytes = this.dispatcher?.bytesHeld() ?? { held: 0, peak: 0 };
+    const prefetch = this.dispatcher?.prefetchSize ?? this.options.prefetch;
+    return { heldBytes: bytes.held, peakHeldBytes: bytes.peak, prefetch, maxPrefetchBytes: this.options.maxPrefetchBytes };
+  }
 
   /** @internal Prefetch slots free now (not held by entries nor reserved by a read or claim). */
   freePrefetchSlots(): number {
@@ -397,28 +405,23 @@ export class RedisStreamsServer
     const options = this.options;
     // Validate every handler's extras before the first command.
     const bindings = bindHandlers(this.getHandlers(), options);
-    if (bindings.length > options.prefetch) {
-      throw new RedisStreamsOptionError(
-        'prefetch',
-        `must be at least the number of handled streams (${bindings.length}), got ${options.prefetch}`,
-      );
-    }
+    // Streams of one read must share a slot on a Cluster: one reader per stream + group there.
+    const readerGroups = groupBindingsForReaders(bindings, options.connection instanceof Cluster);
+    const plan = planPrefetch(options, readerGroups);
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
 
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
-    this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
+    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes);
     this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
     this.statusTracker = new ConnectionStatusTracker((status) => this._status$.next(status));
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
 
-    const perStream = commands instanceof Cluster;
-    const readerGroups = groupBindingsForReaders(bindings, perStream);
     const host = this.readerHost(commands);
-    for (const group of readerGroups) {
+    for (const [index, group] of readerGroups.entries()) {
       const first = group[0] as StreamBinding;
       const opened = openConnection(
         options.connection,
@@ -434,8 +437,7 @@ export class RedisStreamsServer
       opened.client.on('error', this.onConnectionError);
       this.readerConnections.push(opened);
       this.statusTracker.watch(opened.client);
-      const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
-      this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
+      this.readers.push(new StreamReader(first.group, group, opened.client, host, plan.shares[index] as number));
     }
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
     // The readers use the same address and credentials; they connect on their first read.
