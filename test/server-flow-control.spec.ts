@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingCount, startServer, type RunningServer } from './fixtures/server-app.js';
+import { compiledPath, ensureCompiled } from './helpers/compiled.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
@@ -39,6 +42,8 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
   const redis = useRedisServer();
   let running: RunningServer | undefined;
 
+  beforeAll(ensureCompiled, 300_000);
+
   afterEach(async () => {
     await running?.app.close();
     running = undefined;
@@ -63,6 +68,22 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
     expect(usage.peakHeldBytes).toBeGreaterThan(MB + 100);
     expect(usage.heldBytes).toBe(0);
   });
+
+  it('in a process of its own, 1 MB entries under a 4 MB cap: RSS grows by at most the cap plus the documented 80 MB of slack', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 80; i++) ids.push(await addBig(redis.client, 'big', MB));
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', compiledPath('test/fixtures/byte-cap-worker.ts'), redis.server.url, String(4 * MB), String(ids.length)],
+      { timeout: 120_000 },
+    );
+    const result = JSON.parse(stdout.trim()) as { handled: number; rssGrowthMb: number; peakHeldBytes: number };
+    expect(result.handled).toBe(ids.length);
+    expect(result.peakHeldBytes).toBeLessThanOrEqual(4 * MB);
+    // docs/server.md "Sizing a worker": growth ≈ held bytes + V8's slack for large strings (~60-70 MB here).
+    expect(result.rssGrowthMb).toBeLessThan(4 + 80);
+    expect(await pendingCount(redis.client, 'big', 'g')).toBe(0);
+  }, 150_000);
 
   it('a 5 MB entry with a 1 MB cap is handled alone, and the entries after it too', async () => {
     const ids = [await addBig(redis.client, 'big', 5 * MB)];
