@@ -41,6 +41,8 @@ export class InFlightEntry {
   returning = false;
   /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
   handlerError: unknown = undefined;
+  /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */
+  readonly size: number;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
   /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */
@@ -60,6 +62,7 @@ export class InFlightEntry {
       if (binding.raw === 'buffers') this.bytes = read as readonly Buffer[];
       this.flat = read.map(String);
     }
+    this.size = entryBytes(incoming);
   }
 
   /** The fields exactly as stored (null-prototype map), built on first use. */
@@ -102,4 +105,21 @@ export class InFlightEntry {
 
 function asBuffer(value: string | Buffer): Buffer {
   return typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+}
+
+/**
+ * The size of an entry as the reader holds it: the lengths of its id, field names and values
+ * (characters of a string, bytes of a Buffer), without any command. For ASCII/JSON payloads it is
+ * their byte size; the JS objects around them are the fixed per-entry overhead of docs/server.md.
+ */
+export function entryBytes(incoming: IncomingEntry): number {
+  let bytes = incoming.id.length;
+  const flat = incoming.flat;
+  if (flat !== undefined) {
+    for (let i = 0; i < flat.length; i++) bytes += (flat[i] as string).length;
+    return bytes;
+  }
+  const fields = incoming.fields;
+  if (fields !== undefined) for (const name in fields) bytes += name.length + (fields[name] as string).length;
+  return bytes;
 }

@@ -37,8 +37,19 @@ export interface RedisStreamsServerOptions {
   startId?: string;
   /** Handlers running at once, over all streams. Default 50 (or `prefetch` when that is smaller). */
   concurrency?: number;
-  /** Entries fetched but not yet acked (or nacked), over all streams. Default max(2 × concurrency, 2 × readBatch) = 200. Must be ≥ concurrency. */
+  /**
+   * Entries fetched but not yet acked (or nacked), over all streams. Default: max(2 × concurrency,
+   * 2 × readBatch) = 200 per blocking reader (one per consumer group), or 10 per stream of that
+   * reader when more (200 streams of one group: 2000), summed over the readers; see docs/server.md
+   * "Sizing a worker". Must be ≥ concurrency.
+   */
   prefetch?: number;
+  /**
+   * Bytes of the entries fetched but not yet acked (lengths of ids, field names and values), over
+   * all streams: reads stop while they reach it. Default 64 MiB. An entry larger than it is still
+   * read, alone. See docs/server.md "Sizing a worker".
+   */
+  maxPrefetchBytes?: number;
   /** Largest COUNT of one XREADGROUP. Default 100. */
   readBatch?: number;
   /** BLOCK of the blocking XREADGROUP, in ms. Default 5000. */
@@ -82,7 +93,10 @@ export interface ResolvedServerOptions {
   readonly streamPrefix: string;
   readonly startId: string;
   readonly concurrency: number;
+  /** The given prefetch, or the default per reader (`prefetchGiven` false: scaled by flow-control.ts). */
   readonly prefetch: number;
+  readonly prefetchGiven: boolean;
+  readonly maxPrefetchBytes: number;
   readonly readBatch: number;
   readonly blockMs: number;
   readonly ackMode: AckMode;
@@ -143,6 +157,8 @@ export interface ResolvedHandlerExtras {
 
 export const DEFAULT_CONCURRENCY = 50;
 export const DEFAULT_READ_BATCH = 100;
+/** 64 MiB: two entries per handler at the default concurrency up to 640 KB each; 64 entries of 1 MB (docs/server.md "Sizing a worker"). */
+export const DEFAULT_MAX_PREFETCH_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_BLOCK_MS = 5_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
 export const DEFAULT_STARTUP_TIMEOUT = 10_000;
@@ -152,7 +168,7 @@ export const DEFAULT_REPLY_MAXLEN = 100_000;
 const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
-  'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
+  'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'maxPrefetchBytes', 'readBatch', 'blockMs',
   'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
@@ -192,6 +208,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
       `must be at least concurrency (${concurrency}), got ${prefetch}: handlers could never all be busy`,
     );
   }
+  const maxPrefetchBytes = integerOption('maxPrefetchBytes', options.maxPrefetchBytes, DEFAULT_MAX_PREFETCH_BYTES, 1);
   const blockMs = timerMillisOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
   const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
   const shutdownTimeout = timerMillisOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
@@ -223,6 +240,8 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     startId,
     concurrency,
     prefetch,
+    prefetchGiven: prefetchGiven > 0,
+    maxPrefetchBytes,
     readBatch,
     blockMs,
     ackMode,

@@ -10,7 +10,7 @@ import {
 import { isObservable, lastValueFrom } from 'rxjs';
 import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
-import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsDecodeError } from '../errors.js';
 import {
   CapabilityWatch,
   describeCapabilities,
@@ -21,13 +21,13 @@ import {
 import { closeConnection, describeConnection, isClusterConnectionOption, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
 import { whenReady } from '../redis/ready.js';
-import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
 import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { Dispatcher } from './dispatcher.js';
+import { planPrefetch } from './flow-control.js';
 import { createGroup, errorMessage } from './groups.js';
 import { handOffEntries } from './handoff.js';
 import {
@@ -212,7 +212,7 @@ export class RedisStreamsServer
       consumer: this.options.consumer,
       state: this.state,
       blockMs: this.options.blockMs,
-      prefetch: this.options.prefetch,
+      prefetch: this.dispatcher?.prefetchSize ?? this.options.prefetch,
       commands: this.commands?.client,
       readers: this.readers,
       streams: this.bindings.map(({ stream, group }) => ({
@@ -227,6 +227,13 @@ export class RedisStreamsServer
   }
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
+
+  /** @internal Bytes of the fetched-but-unacked entries, now and at most so far, and the caps (tests, sizing). */
+  prefetchUsage(): { heldBytes: number; peakHeldBytes: number; prefetch: number; maxPrefetchBytes: number } {
+    const bytes = this.dispatcher?.bytesHeld() ?? { held: 0, peak: 0 };
+    const prefetch = this.dispatcher?.prefetchSize ?? this.options.prefetch;
+    return { heldBytes: bytes.held, peakHeldBytes: bytes.peak, prefetch, maxPrefetchBytes: this.options.maxPrefetchBytes };
+  }
 
   /** @internal Prefetch slots free now (not held by entries nor reserved by a read or claim). */
   freePrefetchSlots(): number {
@@ -394,22 +401,20 @@ export class RedisStreamsServer
     const options = this.options;
     // Validate every handler's extras before the first command.
     const bindings = bindHandlers(this.getHandlers(), options);
-    if (bindings.length > options.prefetch) {
-      throw new RedisStreamsOptionError(
-        'prefetch',
-        `must be at least the number of handled streams (${bindings.length}), got ${options.prefetch}`,
-      );
-    }
+    // Streams of one read must share a slot on a Cluster: one reader per group + hash slot there.
+    const perSlot = isClusterConnectionOption(options.connection);
+    const readerGroups = groupBindingsForReaders(bindings, perSlot);
+    const plan = planPrefetch(options, readerGroups);
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
     // Keys one script touches together must share a slot: a named error now, not CROSSSLOT at the first dead letter.
     const deadLetterKeys = deadLetterKeysOf(bindings.map((b) => b.stream), options.recovery.deadLetterKey ?? deadLetterKey, 'recovery.deadLetterKey');
-    checkSameSlot(deadLetterKeys, isClusterConnectionOption(options.connection), (message) => this.logger.warn(message));
+    checkSameSlot(deadLetterKeys, perSlot, (message) => this.logger.warn(message));
 
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
-    this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
+    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes);
     this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
     const dispatcher = this.dispatcher;
     const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
@@ -418,10 +423,8 @@ export class RedisStreamsServer
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
 
-    const perStream = commands instanceof Cluster;
-    const readerGroups = groupBindingsForReaders(bindings, perStream);
     const host = this.readerHost(commands);
-    for (const group of readerGroups) {
+    for (const [index, group] of readerGroups.entries()) {
       const first = group[0] as StreamBinding;
       const opened = openConnection(
         options.connection,
@@ -432,15 +435,14 @@ export class RedisStreamsServer
           blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
           blockingTimeoutGrace: 5_000,
           // A Cluster's ready check asks a random node: one more connection per reader for nothing.
-          ...(perStream ? { enableReadyCheck: false } : {}),
+          ...(perSlot ? { enableReadyCheck: false } : {}),
         },
         true,
       );
       opened.client.on('error', this.onConnectionError);
       this.readerConnections.push(opened);
       this.statusTracker.watch(opened.client);
-      const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
-      this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
+      this.readers.push(new StreamReader(first.group, group, opened.client, host, plan.shares[index] as number));
     }
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
     // The readers use the same address and credentials; they connect on their first read.
