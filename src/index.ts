@@ -1,4 +1,4 @@
-export { RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
+export { RedisStreamsCapabilityError, RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';
 export type { RedisCommandName, RedisStreamsCapabilities } from './redis/capabilities.js';
 export { deadLetterKey } from './redis/keys.js';
