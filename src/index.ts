@@ -23,7 +23,7 @@ export {
 } from './client/errors.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
-export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
+export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
 export type { TelemetryOptions } from './telemetry/telemetry-options.js';
 export type {

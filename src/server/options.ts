@@ -12,6 +12,14 @@ import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdO
 
 export type AckMode = 'auto' | 'manual';
 
+/**
+ * Work-queue mode (Redis 8.2+): acknowledge with XACKDEL, which deletes the entry too.
+ * - `keepref`: delete at once (KEEPREF); other groups' pending references dangle and their unread
+ *   copies are gone, so only for a stream that one group reads;
+ * - `acked`: delete once every group of the stream has read and acknowledged it (ACKED).
+ */
+export type WorkQueuePolicy = 'keepref' | 'acked';
+
 export interface RedisStreamsServerOptions {
   /**
    * Where to connect: a `redis://` or `rediss://` URL, `unix:///path/to/redis.sock`, ioredis options,
@@ -42,6 +50,14 @@ export interface RedisStreamsServerOptions {
   blockMs?: number;
   /** `auto`: ack when the handler succeeded. `manual`: the handler calls `ctx.ack()` / `ctx.nack()`. Default `auto`. */
   ackMode?: AckMode;
+  /**
+   * Work-queue mode (Redis 8.2+, capability `xackdel`): acknowledge with XACKDEL, so every handled
+   * entry leaves the stream and a stream used as a queue stays small without trimming. `true`:
+   * KEEPREF, or ACKED on a stream that several groups of this server read; `{ policy: 'acked' }`
+   * when other services' groups read the stream too. Dead-letter moves delete the same way.
+   * On a server without XACKDEL, `listen()` fails with `RedisStreamsCapabilityError`. Default off.
+   */
+  workQueue?: boolean | { policy?: WorkQueuePolicy };
   /** How long `close()` waits for running handlers, in ms. Default 10000. */
   shutdownTimeout?: number;
   /** Consumer that `close()` hands fetched-but-unstarted entries to (XCLAIM … IDLE huge JUSTID). Default `handoff`. */
@@ -83,6 +99,8 @@ export interface ResolvedServerOptions {
   readonly readBatch: number;
   readonly blockMs: number;
   readonly ackMode: AckMode;
+  /** `undefined`: off; `{ policy: undefined }`: KEEPREF, ACKED where several of this server's groups read a stream. */
+  readonly workQueue: { readonly policy: WorkQueuePolicy | undefined } | undefined;
   readonly shutdownTimeout: number;
   readonly handoffConsumer: string;
   readonly replyTtl: number;
@@ -142,7 +160,7 @@ const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
   'connection', 'startupTimeout', 'group', 'consumer', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
-  'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
+  'ackMode', 'workQueue', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
 
@@ -183,6 +201,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   }
   const blockMs = timerMillisOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
   const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
+  const workQueue = workQueueOption(options.workQueue);
   const shutdownTimeout = timerMillisOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
   const handoffConsumer = nonEmptyStringOption('handoffConsumer', options.handoffConsumer, DEFAULT_HANDOFF_CONSUMER);
   if (handoffConsumer === consumer) {
@@ -215,6 +234,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     readBatch,
     blockMs,
     ackMode,
+    workQueue,
     shutdownTimeout,
     handoffConsumer,
     replyTtl,
@@ -257,6 +277,20 @@ function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMo
   if (value === undefined) return fallback;
   if (value === 'auto' || value === 'manual') return value;
   throw new RedisStreamsOptionError(option, `must be "auto" or "manual", got ${describe(value)}`);
+}
+
+function workQueueOption(value: unknown): ResolvedServerOptions['workQueue'] {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { policy: undefined };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError('workQueue', `must be true, false or { policy }, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'policy') throw new RedisStreamsOptionError(`workQueue.${key}`, 'is not a workQueue option (only policy)');
+  }
+  const policy = (value as { policy?: unknown }).policy;
+  if (policy === undefined || policy === 'keepref' || policy === 'acked') return { policy };
+  throw new RedisStreamsOptionError('workQueue.policy', `must be "keepref" or "acked", got ${describe(policy)}`);
 }
 
 function stringOption(option: string, value: unknown): string {

@@ -22,6 +22,8 @@ import { closeConnection, describeConnection, openConnection, type OpenedConnect
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
+import { ackDeletePolicies, serverRequirements, type AckDeletePolicy } from './ack-policy.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
 import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
@@ -130,6 +132,7 @@ export class RedisStreamsServer
   private telemetry: Telemetry | undefined;
   private gauges: GroupGauges | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
+  private deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -328,6 +331,12 @@ export class RedisStreamsServer
     return this.dispatcher.unsettledIdsOf(binding);
   }
 
+  /** @internal Work-queue mode: the XACKDEL policy of a stream + group (dead-letter moves delete the same way). */
+  deletePolicyFor(stream: string, group: string): AckDeletePolicy | undefined {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding === undefined ? undefined : this.deletePolicyOf(binding);
+  }
+
   /** @internal The consumer `close()` hands unstarted entries to. */
   handoffConsumerName(): string {
     return this.options.handoffConsumer;
@@ -426,7 +435,12 @@ export class RedisStreamsServer
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
-    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
+    const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
+    // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
+    this.deletePolicyOf = (binding) => (this.capabilities?.xackdel === true ? deletePolicies.get(binding) : undefined);
+    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error), undefined, this.deletePolicyOf, (binding) =>
+      this.recreateGroups([binding]),
+    );
     const dispatcher = this.dispatcher;
     const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
     this.retries = new RetryReleaser(commands, options.consumer, options.recovery, slots, (error) => this.emitError(error), this.logger);
@@ -463,7 +477,9 @@ export class RedisStreamsServer
     this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
       this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
     );
-    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
+    const capabilities = await this.capabilityWatch.start();
+    requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+    requireCapabilities(capabilities, serverRequirements(options));
     if (this.state !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     // One round trip for all groups (the commands are pipelined on one connection).
     await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
@@ -786,6 +802,7 @@ export class RedisStreamsServer
     if (this.state !== 'listening') return;
     try {
       requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities, serverRequirements(this.options));
     } catch (error) {
       this.emitError(error as Error);
     }
