@@ -34,6 +34,8 @@ export type {
   StreamLiveness,
 } from './server/liveness.js';
 export { RedisStreamsContext } from './server/context.js';
+export { idempotencyRecordKey } from './server/idempotency.js';
+export type { IdempotencyOption } from './server/idempotency-options.js';
 export type { RedisStreamsMessage } from './server/context.js';
 export { JsonStreamDeserializer } from './codec/stream-deserializer.js';
 export type { DecodedEntry, StreamDeserializer, StreamEntryOrigin } from './codec/stream-deserializer.js';

@@ -1,6 +1,7 @@
 import type { RedisClient } from '../redis/connection.js';
 import { batchThisTick } from '../redis/tick-batching.js';
-import { ackAndDelete } from './ack-delete.js';
+import { ackAndDelete, xackdelMissedGroup } from './ack-delete.js';
+import type { IdempotencyRecords } from './idempotency.js';
 import type { AckDeletePolicy } from './ack-policy.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { InFlightEntry } from './in-flight.js';
@@ -37,6 +38,8 @@ export class AckBatcher {
     private readonly maxBatch = 1_000,
     private readonly deletePolicy: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined,
     private readonly recreateGroup: (binding: StreamBinding) => Promise<void> = async () => undefined,
+    /** Idempotent handlers: their processed keys are recorded in the acknowledgement's script call. */
+    private readonly records?: IdempotencyRecords,
   ) {}
 
   /**
@@ -86,7 +89,14 @@ export class AckBatcher {
     let failure: Error | undefined;
     const policy = this.deletePolicy(binding);
     try {
-      if (policy === undefined) {
+      const recordKeys = this.records?.recordKeysOf(binding, entries);
+      if (recordKeys !== undefined) {
+        const replies = await (this.records as IdempotencyRecords).ackAndRecord(binding, ids, recordKeys, policy ?? '');
+        if (policy !== undefined && (await xackdelMissedGroup(this.client, binding.stream, binding.group, replies))) {
+          await this.recreateGroup(binding);
+          throw new Error('the group was missing (XACKDEL answered -1); it was recreated at 0 and the entries will be delivered again');
+        }
+      } else if (policy === undefined) {
         batchThisTick(this.client);
         await this.client.xack(binding.stream, binding.group, ...ids);
       } else if ((await ackAndDelete(this.client, binding.stream, binding.group, policy, ids)).groupMissing) {

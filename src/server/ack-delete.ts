@@ -17,9 +17,14 @@ export async function ackAndDelete(
 ): Promise<{ groupMissing: boolean }> {
   batchThisTick(client);
   const replies = (await client.call('XACKDEL', stream, group, policy, 'IDS', String(ids.length), ...ids)) as number[];
-  if (!replies.some((reply) => Number(reply) === -1)) return { groupMissing: false };
+  return { groupMissing: await xackdelMissedGroup(client, stream, group, replies) };
+}
+
+/** Whether XACKDEL's replies (-1 for some id) come from a missing group rather than ids no longer pending. */
+export async function xackdelMissedGroup(client: RedisClient, stream: string, group: string, replies: unknown): Promise<boolean> {
+  if (!Array.isArray(replies) || !replies.some((reply) => Number(reply) === -1)) return false;
   // -1 also means "no longer pending" (claimed and acked by another consumer): ask whether the group is there.
-  return { groupMissing: !(await groupExists(client, stream, group)) };
+  return !(await groupExists(client, stream, group));
 }
 
 async function groupExists(client: RedisClient, stream: string, group: string): Promise<boolean> {

@@ -75,6 +75,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         minIdleTime: extras.minIdleTime,
         recovery: extras.recovery,
         retry: extras.retry,
+        idempotency: extras.idempotency,
         handler,
         isEventHandler: handler.isEventHandler === true,
         queue: [],
@@ -113,8 +114,8 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler };
+  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler } = binding;
+  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler };
 }
 
 /** Bindings that one blocking connection reads together: per group (per group + stream on a Cluster). */

@@ -8,6 +8,7 @@ import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
+import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
@@ -131,6 +132,13 @@ export interface RedisStreamsHandlerExtras {
   recovery?: boolean;
   /** Backoff between deliveries of a failed entry (default: the server's `recovery.retry`); `false`: none for this handler. */
   retry?: RetryPolicy | false;
+  /**
+   * Consumer-side idempotency (every Redis version): an entry whose key was recorded as processed
+   * is acknowledged without running the handler; the key is recorded (with a TTL) in the same
+   * script call as the acknowledgement. `true`: keyed by entry id, kept 24 h; or `{ key, ttl }`.
+   * See docs/server.md for the window that remains.
+   */
+  idempotency?: IdempotencyOption;
 }
 
 export interface ResolvedHandlerExtras {
@@ -146,6 +154,8 @@ export interface ResolvedHandlerExtras {
   readonly recovery: boolean | undefined;
   /** `extras.retry`: `false` when turned off for this handler, `undefined` when the server's policy applies. */
   readonly retry: ResolvedRetryPolicy | false | undefined;
+  /** `extras.idempotency`, resolved; `undefined` when off. */
+  readonly idempotency: ResolvedIdempotency | undefined;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -270,6 +280,7 @@ export function resolveHandlerExtras(
     minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
     recovery,
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
+    idempotency: resolveIdempotency(name('idempotency'), given.idempotency),
   };
 }
 

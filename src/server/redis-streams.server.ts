@@ -22,6 +22,7 @@ import { closeConnection, describeConnection, openConnection, type OpenedConnect
 import { whenReady } from '../redis/ready.js';
 import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
+import { IdempotencyRecords } from './idempotency.js';
 import { ackDeletePolicies, serverRequirements, type AckDeletePolicy } from './ack-policy.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
 import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
@@ -133,6 +134,7 @@ export class RedisStreamsServer
   private gauges: GroupGauges | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
   private deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined;
+  private records: IdempotencyRecords | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -438,8 +440,9 @@ export class RedisStreamsServer
     const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
     // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
     this.deletePolicyOf = (binding) => (this.capabilities?.xackdel === true ? deletePolicies.get(binding) : undefined);
+    this.records = new IdempotencyRecords(commands);
     this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error), undefined, this.deletePolicyOf, (binding) =>
-      this.recreateGroups([binding]),
+      this.recreateGroups([binding]), this.records,
     );
     const dispatcher = this.dispatcher;
     const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
@@ -570,7 +573,7 @@ export class RedisStreamsServer
     this.runDecoded(entry, decoded);
   }
 
-  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry, checked = false): void {
     const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
@@ -578,6 +581,10 @@ export class RedisStreamsServer
     // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
     if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
       void this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
+      return;
+    }
+    if (binding.idempotency !== undefined && !checked) {
+      this.runIfNotProcessed(entry, decoded, context);
       return;
     }
     let result: unknown;
@@ -595,6 +602,23 @@ export class RedisStreamsServer
       return;
     }
     this.eventReturned(entry, result);
+  }
+
+  /** `extras.idempotency`: an entry whose key is recorded is acknowledged (in any ack mode) without running the handler. */
+  private runIfNotProcessed(entry: InFlightEntry, decoded: DecodedEntry, context: RedisStreamsContext): void {
+    (this.records as IdempotencyRecords).processed(entry, decoded.data, context).then(
+      (processed) => {
+        if (!processed) return this.runDecoded(entry, decoded, true);
+        this.logger.debug?.(`entry ${entry.id} of "${entry.binding.stream}" was processed already (idempotency record): acknowledged without running the handler`);
+        this.dispatcher?.finished(entry);
+        this.telemetry?.finished(entry, true);
+        void this.ack(entry);
+      },
+      (error: unknown) => {
+        this.emitError(new Error(`idempotency check of entry ${entry.id} of "${entry.binding.stream}" failed; it stays pending: ${errorMessage(error)}`));
+        this.finish(entry, false);
+      },
+    );
   }
 
   private eventReturned(entry: InFlightEntry, value: unknown): void {
