@@ -40,6 +40,8 @@ import { RedisStreamsRecord, type RedisStreamsRecordOptions } from './redis-stre
 import { ReplyListener } from './reply-listener.js';
 import { ServerClock } from './server-clock.js';
 import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
+import { clientRequirements, trimmingUnsupported } from './capability-needs.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
 import { RedisStreamsConnectionError, RedisStreamsOptionError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
 import { Redactor } from '../redaction.js';
@@ -334,9 +336,16 @@ export class RedisStreamsClient
     if (noMkStream) args.push('NOMKSTREAM');
     if (trimming.kind === 'maxLen') {
       args.push(trimming.args[0] as string, trimming.args[1] as string, trimming.args[2] as string);
+      if (trimming.onlyAcked) {
+        const unsupported = trimmingUnsupported(trimming, this.capabilities, 'trim.onlyAcked');
+        if (unsupported !== undefined) throw unsupported;
+        args.push('ACKED');
+      }
     } else if (trimming.kind === 'maxAge') {
       const now = this.clock?.now();
       if (now === undefined) return undefined;
+      const unsupported = trimmingUnsupported(trimming, this.capabilities, 'trim.onlyAcked');
+      if (unsupported !== undefined) throw unsupported;
       args.push(...minIdArgs(trimming, now));
     }
     args.push('*');
@@ -405,7 +414,9 @@ export class RedisStreamsClient
       this.logger.debug?.(`capability probe after a reconnect failed: ${(error as Error).message}`),
     );
     try {
-      requireCommands(await withTimeout(watch.start(), commandTimeout, 'capability probe'), CLIENT_COMMANDS, 'RedisStreamsClient');
+      const capabilities = await withTimeout(watch.start(), commandTimeout, 'capability probe');
+      requireCommands(capabilities, CLIENT_COMMANDS, 'RedisStreamsClient');
+      requireCapabilities(capabilities, clientRequirements(this.config));
     } catch (error) {
       watch.stop();
       client.disconnect();

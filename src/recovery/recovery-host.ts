@@ -50,6 +50,8 @@ export interface RecoveryHost {
   inFlightIds(stream: string, group: string): string[];
   commandConnection(): RedisClient;
   setLeaseExtender(extender: LeaseExtender | undefined): void;
+  /** Work-queue mode: the XACKDEL policy of a stream + group, which dead-letter moves use too. */
+  deletePolicyFor?(stream: string, group: string): 'KEEPREF' | 'ACKED' | undefined;
   /** The consumer `close()` hands unstarted entries to; reaped once drained. */
   handoffConsumerName?(): string;
 }

@@ -56,6 +56,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         minIdleTime: extras.minIdleTime,
         recovery: extras.recovery,
         retry: extras.retry,
+        idempotency: extras.idempotency,
         handler,
         isEventHandler: handler.isEventHandler === true,
         queue: [],
@@ -94,8 +95,8 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler };
+  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler } = binding;
+  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler };
 }
 
 /**

@@ -9,9 +9,18 @@ import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
+import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
+
+/**
+ * Work-queue mode (Redis 8.2+): acknowledge with XACKDEL, which deletes the entry too.
+ * - `keepref`: delete at once (KEEPREF); other groups' pending references dangle and their unread
+ *   copies are gone, so only for a stream that one group reads;
+ * - `acked`: delete once every group of the stream has read and acknowledged it (ACKED).
+ */
+export type WorkQueuePolicy = 'keepref' | 'acked';
 
 export interface RedisStreamsServerOptions {
   /**
@@ -56,6 +65,14 @@ export interface RedisStreamsServerOptions {
   blockMs?: number;
   /** `auto`: ack when the handler succeeded. `manual`: the handler calls `ctx.ack()` / `ctx.nack()`. Default `auto`. */
   ackMode?: AckMode;
+  /**
+   * Work-queue mode (Redis 8.2+, capability `xackdel`): acknowledge with XACKDEL, so every handled
+   * entry leaves the stream and a stream used as a queue stays small without trimming. `true`:
+   * KEEPREF, or ACKED on a stream that several groups of this server read; `{ policy: 'acked' }`
+   * when other services' groups read the stream too. Dead-letter moves delete the same way.
+   * On a server without XACKDEL, `listen()` fails with `RedisStreamsCapabilityError`. Default off.
+   */
+  workQueue?: boolean | { policy?: WorkQueuePolicy };
   /** How long `close()` waits for running handlers, in ms. Default 10000. */
   shutdownTimeout?: number;
   /** Consumer that `close()` hands fetched-but-unstarted entries to (XCLAIM … IDLE huge JUSTID). Default `handoff`. */
@@ -100,6 +117,8 @@ export interface ResolvedServerOptions {
   readonly readBatch: number;
   readonly blockMs: number;
   readonly ackMode: AckMode;
+  /** `undefined`: off; `{ policy: undefined }`: KEEPREF, ACKED where several of this server's groups read a stream. */
+  readonly workQueue: { readonly policy: WorkQueuePolicy | undefined } | undefined;
   readonly shutdownTimeout: number;
   readonly handoffConsumer: string;
   readonly replyTtl: number;
@@ -135,6 +154,13 @@ export interface RedisStreamsHandlerExtras {
   recovery?: boolean;
   /** Backoff between deliveries of a failed entry (default: the server's `recovery.retry`); `false`: none for this handler. */
   retry?: RetryPolicy | false;
+  /**
+   * Consumer-side idempotency (every Redis version): an entry whose key was recorded as processed
+   * is acknowledged without running the handler; the key is recorded (with a TTL) in the same
+   * script call as the acknowledgement. `true`: keyed by entry id, kept 24 h; or `{ key, ttl }`.
+   * See docs/server.md for the window that remains.
+   */
+  idempotency?: IdempotencyOption;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -153,6 +179,8 @@ export interface ResolvedHandlerExtras {
   readonly recovery: boolean | undefined;
   /** `extras.retry`: `false` when turned off for this handler, `undefined` when the server's policy applies. */
   readonly retry: ResolvedRetryPolicy | false | undefined;
+  /** `extras.idempotency`, resolved; `undefined` when off. */
+  readonly idempotency: ResolvedIdempotency | undefined;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -169,7 +197,7 @@ const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
   'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'maxPrefetchBytes', 'readBatch', 'blockMs',
-  'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
+  'ackMode', 'workQueue', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
 
@@ -211,6 +239,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   const maxPrefetchBytes = integerOption('maxPrefetchBytes', options.maxPrefetchBytes, DEFAULT_MAX_PREFETCH_BYTES, 1);
   const blockMs = timerMillisOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
   const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
+  const workQueue = workQueueOption(options.workQueue);
   const shutdownTimeout = timerMillisOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
   const handoffConsumer = nonEmptyStringOption('handoffConsumer', options.handoffConsumer, DEFAULT_HANDOFF_CONSUMER);
   if (handoffConsumer === consumer) {
@@ -245,6 +274,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     readBatch,
     blockMs,
     ackMode,
+    workQueue,
     shutdownTimeout,
     handoffConsumer,
     replyTtl,
@@ -280,6 +310,7 @@ export function resolveHandlerExtras(
     minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
     recovery,
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
+    idempotency: resolveIdempotency(name('idempotency'), given.idempotency),
   };
 }
 
@@ -305,6 +336,20 @@ function streamPrefixOption(options: RedisStreamsServerOptions): string {
     throw new RedisStreamsOptionError('prefix', `is the deprecated name of streamPrefix and disagrees with it ("${old}" vs "${current}"); give streamPrefix only`);
   }
   return old;
+}
+
+function workQueueOption(value: unknown): ResolvedServerOptions['workQueue'] {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { policy: undefined };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError('workQueue', `must be true, false or { policy }, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'policy') throw new RedisStreamsOptionError(`workQueue.${key}`, 'is not a workQueue option (only policy)');
+  }
+  const policy = (value as { policy?: unknown }).policy;
+  if (policy === undefined || policy === 'keepref' || policy === 'acked') return { policy };
+  throw new RedisStreamsOptionError('workQueue.policy', `must be "keepref" or "acked", got ${describe(policy)}`);
 }
 
 function stringOption(option: string, value: unknown): string {

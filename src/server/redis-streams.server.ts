@@ -22,6 +22,9 @@ import { closeConnection, describeConnection, isClusterConnectionOption, openCon
 import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
 import { whenReady } from '../redis/ready.js';
 import { AckBatcher } from './ack-batcher.js';
+import { IdempotencyRecords } from './idempotency.js';
+import { ackDeletePolicies, serverRequirements, type AckDeletePolicy } from './ack-policy.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
 import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
@@ -111,6 +114,8 @@ export class RedisStreamsServer
   private telemetry: Telemetry | undefined;
   private gauges: GroupGauges | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
+  private deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined;
+  private records: IdempotencyRecords | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -316,6 +321,12 @@ export class RedisStreamsServer
     return this.dispatcher.unsettledIdsOf(binding);
   }
 
+  /** @internal Work-queue mode: the XACKDEL policy of a stream + group (dead-letter moves delete the same way). */
+  deletePolicyFor(stream: string, group: string): AckDeletePolicy | undefined {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding === undefined ? undefined : this.deletePolicyOf(binding);
+  }
+
   /** @internal The consumer `close()` hands unstarted entries to. */
   handoffConsumerName(): string {
     return this.options.handoffConsumer;
@@ -415,7 +426,13 @@ export class RedisStreamsServer
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
     this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes);
-    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
+    const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
+    // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
+    this.deletePolicyOf = (binding) => (this.capabilities?.xackdel === true ? deletePolicies.get(binding) : undefined);
+    this.records = new IdempotencyRecords(commands);
+    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error), undefined, this.deletePolicyOf, (binding) =>
+      this.recreateGroups([binding]), this.records,
+    );
     const dispatcher = this.dispatcher;
     const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
     this.retries = new RetryReleaser(commands, options.consumer, options.recovery, slots, (error) => this.emitError(error), this.logger);
@@ -454,8 +471,12 @@ export class RedisStreamsServer
     const probed = this.capabilityWatch.start();
     const created = Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     const [capabilities] = await Promise.allSettled([probed, created]);
-    // A server lacking a command we need fails here, naming it (before a group error it may cause).
-    if (capabilities.status === 'fulfilled') requireCommands(capabilities.value, SERVER_COMMANDS, 'RedisStreamsServer');
+    // A server lacking a command or a capability an option needs fails here, naming it (before a
+    // group error it may cause).
+    if (capabilities.status === 'fulfilled') {
+      requireCommands(capabilities.value, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities.value, serverRequirements(options));
+    }
     await Promise.all([probed, created]);
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
   }
@@ -544,7 +565,7 @@ export class RedisStreamsServer
     this.runDecoded(entry, decoded);
   }
 
-  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry, checked = false): void {
     const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
@@ -552,6 +573,10 @@ export class RedisStreamsServer
     // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
     if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
       void this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
+      return;
+    }
+    if (binding.idempotency !== undefined && !checked) {
+      this.runIfNotProcessed(entry, decoded, context);
       return;
     }
     let result: unknown;
@@ -569,6 +594,23 @@ export class RedisStreamsServer
       return;
     }
     this.eventReturned(entry, result);
+  }
+
+  /** `extras.idempotency`: an entry whose key is recorded is acknowledged (in any ack mode) without running the handler. */
+  private runIfNotProcessed(entry: InFlightEntry, decoded: DecodedEntry, context: RedisStreamsContext): void {
+    (this.records as IdempotencyRecords).processed(entry, decoded.data, context).then(
+      (processed) => {
+        if (!processed) return this.runDecoded(entry, decoded, true);
+        this.logger.debug?.(`entry ${entry.id} of "${entry.binding.stream}" was processed already (idempotency record): acknowledged without running the handler`);
+        this.dispatcher?.finished(entry);
+        this.telemetry?.finished(entry, true);
+        void this.ack(entry);
+      },
+      (error: unknown) => {
+        this.emitError(new Error(`idempotency check of entry ${entry.id} of "${entry.binding.stream}" failed; it stays pending: ${errorMessage(error)}`));
+        this.finish(entry, false);
+      },
+    );
   }
 
   private eventReturned(entry: InFlightEntry, value: unknown): void {
@@ -782,6 +824,7 @@ export class RedisStreamsServer
     if (this.state !== 'listening') return;
     try {
       requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities, serverRequirements(this.options));
     } catch (error) {
       this.emitError(error as Error);
     }
