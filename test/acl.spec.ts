@@ -18,8 +18,8 @@ import { waitFor } from './helpers/wait.js';
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~nestjs-redis-streams:*`,
-  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time ~orders ~quotes ~nestjs-redis-streams:*`,
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid ~orders ~quotes ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists ~orders ~{orders}:dead`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
