@@ -40,6 +40,7 @@ function versionOf(bin) {
 }
 
 const summaries = [];
+const failures = [];
 let passed = 0;
 let failed = 0;
 let anyFailed = false;
@@ -53,8 +54,14 @@ for (const { name, bin } of servers()) {
     ['vitest', 'run', '--reporter=dot', '--reporter=json', `--outputFile=${report}`, ...process.argv.slice(2)],
     { REDIS_SERVER_BIN: bin },
   );
-  let counts = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0 };
+  let counts = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, testResults: [] };
   if (existsSync(report)) counts = { ...counts, ...JSON.parse(readFileSync(report, 'utf8')) };
+  // The dot reporter's failure details scroll away in a long CI log: name each failure again.
+  for (const file of counts.testResults) {
+    for (const test of file.assertionResults ?? []) {
+      if (test.status === 'failed') failures.push(`${name}: ${file.name.replace(`${root}/`, '')} > ${test.fullName}`);
+    }
+  }
   // vitest failed without a failing test (crash, no report, unhandled error): count one failure.
   const serverFailed = counts.numFailedTests + (status !== 0 && counts.numFailedTests === 0 ? 1 : 0);
   passed += counts.numPassedTests;
@@ -67,5 +74,9 @@ for (const { name, bin } of servers()) {
 
 console.log('\nmatrix:');
 for (const line of summaries) console.log(`  ${line}`);
+if (failures.length > 0) {
+  console.log('failed tests:');
+  for (const line of failures) console.log(`  ${line}`);
+}
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(anyFailed ? 1 : 0);
