@@ -28,7 +28,7 @@ import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { Dispatcher } from './dispatcher.js';
 import { createGroup, errorMessage } from './groups.js';
-import { handOffEntries } from './handoff.js';
+import { drain, stopReading } from './drain.js';
 import {
   bindHandlers,
   bindingKey,
@@ -43,7 +43,6 @@ import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServ
 import { ReplyWriter } from './reply-writer.js';
 import { RetryReleaser } from './retry-releaser.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
-import { withTimeout } from '../timeout.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { Redactor } from '../redaction.js';
 import { RedactingLogger } from '../redacting-logger.js';
@@ -68,10 +67,6 @@ export interface RedisStreamsConnections {
 
 /** Renews the lease of an in-flight entry; installed by a recovery provider. @internal */
 export type LeaseExtender = (entry: { stream: string; group: string; id: string }, ms: number | undefined) => Promise<void>;
-
-const READER_STOP_GRACE_MS = 2_000;
-/** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
-const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
 /**
  * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
@@ -716,52 +711,22 @@ export class RedisStreamsServer
   // ---- shutdown ----
 
   private async stopReading(): Promise<void> {
-    (this.dispatcher as Dispatcher).stopAccepting();
-    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+    await stopReading(this.dispatcher as Dispatcher, this.readers);
   }
 
   private async drain(): Promise<void> {
-    const dispatcher = this.dispatcher as Dispatcher;
-    const queued = dispatcher.takeQueued();
-    // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
-    // find them owned by the handoff consumer and report a lost lease).
-    for (const entry of queued) entry.settled = true;
-    if (queued.length > 0) {
-      try {
-        const moved = await withTimeout(
-          handOffEntries(this.commandConnection(), queued, this.options.consumer, this.options.handoffConsumer),
-          CLOSE_STEP_TIMEOUT_MS,
-          'handoff',
-        );
-        this.logger.log(`handed ${moved} fetched but unstarted entries to consumer "${this.options.handoffConsumer}"`);
-        this.emit('handoff', { count: moved, consumer: this.options.handoffConsumer });
-      } catch (error) {
-        this.emitError(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
-      } finally {
-        for (const entry of queued) dispatcher.release(entry);
-      }
-    }
-    await this.waitForRunningHandlers(dispatcher);
-    try {
-      await withTimeout(Promise.all([this.acker?.drain(), this.retries?.drain()]), CLOSE_STEP_TIMEOUT_MS, 'final acks');
-    } catch (error) {
-      // Unacked entries stay pending and come back later: a duplicate, never a loss.
-      this.emitError(new Error(`${errorMessage(error)}; those entries stay pending`));
-    }
-  }
-
-  private async waitForRunningHandlers(dispatcher: Dispatcher): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), this.options.shutdownTimeout);
+    const { options } = this;
+    await drain({
+      dispatcher: this.dispatcher as Dispatcher,
+      commands: this.commandConnection(),
+      consumer: options.consumer,
+      handoffConsumer: options.handoffConsumer,
+      shutdownTimeout: options.shutdownTimeout,
+      acker: this.acker,
+      retries: this.retries,
+      logger: this.logger,
+      events: this.events,
     });
-    const late = await Promise.race([dispatcher.whenIdle().then(() => false), timedOut]);
-    clearTimeout(timer);
-    if (late) {
-      this.logger.warn(
-        `${dispatcher.runningCount()} handlers still ran after shutdownTimeout (${this.options.shutdownTimeout} ms); their entries stay pending`,
-      );
-    }
   }
 
   // ---- events ----
