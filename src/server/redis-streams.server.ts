@@ -5,10 +5,8 @@ import {
   type CustomTransportStrategy,
   type MessageHandler,
   type MsPattern,
-  type OutgoingResponse,
 } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
-import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
 import {
@@ -41,6 +39,7 @@ import {
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { ReplyWriter } from './reply-writer.js';
+import { handleRequest, serializeWith, type DecodedRequest, type RequestHost } from './request-handling.js';
 import { RetryReleaser } from './retry-releaser.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import { MAX_TIMER_MS } from '../validation.js';
@@ -103,6 +102,8 @@ export class RedisStreamsServer
   private recovery: RecoveryScheduler | undefined;
   /** Set at listen() only when OpenTelemetry is there and on: every per-entry hook tests this one reference. */
   private telemetry: Telemetry | undefined;
+  /** Built at listen(), once telemetry is known. */
+  private requests: RequestHost | undefined;
   private gauges: GroupGauges | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
   private readonly replies: ReplyWriter;
@@ -352,6 +353,7 @@ export class RedisStreamsServer
     this.state = 'starting';
     try {
       this.telemetry = await Telemetry.load(this.options.telemetry);
+      this.requests = this.requestHost();
       await this.open();
     } catch (error) {
       // close() during start-up ends the connections, which fails the wait for them: say why.
@@ -536,7 +538,7 @@ export class RedisStreamsServer
     // Only a message binding answers. To an event binding (another group reading the same stream,
     // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
     if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
-      void this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
+      void handleRequest(this.requests as RequestHost, entry, decoded as DecodedRequest, pattern, context);
       return;
     }
     let result: unknown;
@@ -578,63 +580,23 @@ export class RedisStreamsServer
     } else this.finish(entry, false);
   }
 
-  private async handleRequestEntry(
-    entry: InFlightEntry,
-    decoded: DecodedEntry & { id: string; replyTo: string },
-    pattern: string,
-    context: RedisStreamsContext,
-  ): Promise<void> {
-    const { binding } = entry;
-    const handler = pattern === binding.pattern ? binding.handler : this.getHandlerByPattern(pattern);
-    let packet: ReplyPacket;
-    let handled = false;
-    let failed = false;
-    if (handler === null || handler.isEventHandler) {
-      packet = { err: NO_MESSAGE_HANDLER, isDisposed: true };
-    } else {
-      handled = true;
-      try {
-        // Nest's RPC proxy (guards, interceptors, pipes, filters) is inside `handler`; a promise or
-        // a plain value needs no Observable around it.
-        let response: unknown = handler(decoded.data, context);
-        if (response instanceof Promise) response = await response;
-        if (isObservable(response)) response = await lastValueFrom(response, { defaultValue: undefined });
-        packet = { response, isDisposed: true };
-      } catch (error) {
-        failed = true;
-        // The requester gets what Nest's filters made of the error; a dead letter (manual mode, or a
-        // reply that could not be written) records the handler's own.
-        const own = entry.handlerError ?? error;
-        this.telemetry?.failed(entry, own);
-        this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, own);
-        packet = { err: error, isDisposed: true };
-      }
-    }
-    const replyTrace = this.telemetry?.startReply(entry, decoded.replyTo, decoded.id);
-    try {
-      // The correlation id travels in the reply's own `id` field, not inside the packet.
-      let outgoing = this.serializer.serialize(packet as OutgoingResponse) as ReplyPacket | Promise<ReplyPacket>;
-      if (outgoing instanceof Promise) outgoing = await outgoing;
-      await this.replies.write(decoded.replyTo, decoded.id, outgoing);
-      replyTrace?.end({});
-    } catch (error) {
-      replyTrace?.end({ error });
-      this.emitError(
-        new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),
-      );
-      this.finish(entry, false);
-      return;
-    }
-    if (!handled && !entry.settled) {
-      // Nothing here can ever answer it: ack in any ack mode.
-      this.dispatcher?.finished(entry);
-      this.telemetry?.finished(entry, true);
-      void this.ack(entry);
-      return;
-    }
-    // Auto mode acks a request answered with its error; manual mode never acks by itself, so a
-    // failed request is released and stays pending, as a failed event (else it holds its slot forever).
-    this.finish(entry, !(failed && entry.binding.ackMode === 'manual'));
+  /** What request handling (request-handling.ts) uses of this server. */
+  private requestHost(): RequestHost {
+    const host: RequestHost = {
+      replies: this.replies,
+      telemetry: this.telemetry,
+      handlerFor: (pattern) => this.getHandlerByPattern(pattern),
+      serialize: serializeWith(this.serializer),
+      recordHandlerError: (entry, error) => this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error),
+      emitError: (error) => this.emitError(error),
+      finish: (entry, succeeded) => this.finish(entry, succeeded),
+      ackUnanswerable: (entry) => {
+        this.dispatcher?.finished(entry);
+        this.telemetry?.finished(entry, true);
+        void this.ack(entry);
+      },
+    };
+    return host;
   }
 
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
