@@ -14,8 +14,10 @@ import { claimScenario } from './scenarios/claim.js';
 import { consumeScenario } from './scenarios/consume.js';
 import { emitScenario } from './scenarios/emit.js';
 import { endToEndScenario } from './scenarios/end-to-end.js';
+import { largePayloadScenario } from './scenarios/large-payload.js';
 import { lightLoadScenario } from './scenarios/light-load.js';
 import { requestReplyScenario } from './scenarios/request-reply.js';
+import { shapeScenario } from './scenarios/shape.js';
 import { evaluateTargets } from './targets.js';
 
 const SCENARIOS: readonly Scenario[] = [
@@ -28,6 +30,8 @@ const SCENARIOS: readonly Scenario[] = [
   claimScenario('NONE'),
   claimScenario('STORE'),
   backlogScenario,
+  shapeScenario,
+  largePayloadScenario,
 ];
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -27,6 +27,7 @@ export const TARGETS: readonly Target[] = [
   { id: 'claim-store', text: 'claim STORE ≥ 0.8× raw XAUTOCLAIM loop', scenario: 'claim-store', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.8 },
   { id: 'claim-store-rss', text: 'claim STORE peak RSS growth < 50 MB (100k entries)', scenario: 'claim-store', metric: 'rssGrowthMb', op: '<', bound: 50 },
   { id: 'backlog-rss', text: '1M-backlog worker peak RSS < 200 MB', scenario: 'backlog', metric: 'peakRssMb', op: '<', bound: 200 },
+  { id: 'backlog-rss-raw', text: '1M-backlog worker peak RSS ≤ 1.3× the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw', factor: 1.3 },
 ];
 
 export interface TargetOutcome {

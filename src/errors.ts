@@ -58,3 +58,28 @@ export class RedisStreamsMissingCommandError extends Error {
     );
   }
 }
+
+/**
+ * An option asks for a feature the connected Redis server lacks (probed, never guessed from the
+ * version string). Thrown by `listen()` or a client's first connect, before any entry is written
+ * or acknowledged the new way, so the failure is one clear error, never one per message.
+ */
+export class RedisStreamsCapabilityError extends Error {
+  override readonly name = 'RedisStreamsCapabilityError';
+
+  constructor(
+    /** The option that needs it, e.g. `trim.onlyAcked`. */
+    readonly option: string,
+    /** The capability of `RedisStreamsCapabilities` it needs, e.g. `deletionPolicies`. */
+    readonly capability: string,
+    /** The first Redis version that has it, e.g. `8.2`. */
+    readonly since: string,
+    /** What the option would send, e.g. `XADD … ACKED`. */
+    readonly feature: string,
+  ) {
+    super(
+      `Option "${option}" needs ${feature} (capability "${capability}", Redis ${since} or later), which this Redis server lacks; ` +
+        `remove the option or use a server that has it`,
+    );
+  }
+}

@@ -1,6 +1,7 @@
-export { RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
+export { RedisStreamsCapabilityError, RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';
 export type { RedisCommandName, RedisStreamsCapabilities } from './redis/capabilities.js';
+export type { RedisClusterConnection } from './redis/cluster-connection.js';
 export { deadLetterKey } from './redis/keys.js';
 export { WireField } from './codec/wire-format.js';
 export type { Headers, StreamFields } from './codec/wire-format.js';
@@ -23,7 +24,7 @@ export {
 } from './client/errors.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
-export type { AckMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions } from './server/options.js';
+export type { AckMode, RawMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
 export type { TelemetryOptions } from './telemetry/telemetry-options.js';
 export type {
@@ -34,7 +35,10 @@ export type {
   StreamLiveness,
 } from './server/liveness.js';
 export { RedisStreamsContext } from './server/context.js';
+export { idempotencyRecordKey } from './server/idempotency.js';
+export type { IdempotencyOption } from './server/idempotency-options.js';
 export type { RedisStreamsMessage } from './server/context.js';
+export type { RawFields } from './server/in-flight.js';
 export { JsonStreamDeserializer } from './codec/stream-deserializer.js';
 export type { DecodedEntry, StreamDeserializer, StreamEntryOrigin } from './codec/stream-deserializer.js';
 export { decodeReply, encodeReply } from './codec/reply.js';
@@ -44,10 +48,12 @@ export {
   REDIS_STREAMS_DEAD_LETTER_OPTIONS,
 } from './recovery/dead-letter.service.js';
 export type {
+  DeadLetterFieldsOptions,
   DeadLetterKeyOption,
   DeadLetterPage,
   DeadLetterSelection,
   DeadLetterServiceOptions,
+  InspectDeadLetterOptions,
   ListDeadLettersOptions,
   PurgeResult,
   RedriveResult,

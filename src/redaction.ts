@@ -44,6 +44,12 @@ export function urlSecrets(url: string): string[] {
 export function connectionSecrets(connection: unknown): string[] {
   if (typeof connection === 'string') return urlSecrets(connection);
   if (connection === null || typeof connection !== 'object') return [];
+  const cluster = (connection as { cluster?: { nodes?: unknown; options?: unknown } }).cluster;
+  if (cluster !== null && typeof cluster === 'object') {
+    // { cluster: { nodes: [urls], options } }: the URLs' passwords and those of the node options.
+    const nodes = Array.isArray(cluster.nodes) ? cluster.nodes.filter((node): node is string => typeof node === 'string') : [];
+    return [...new Set([...nodes.flatMap(urlSecrets), ...connectionSecrets(cluster.options ?? {})])];
+  }
   const options = (connection as { options?: unknown }).options;
   // A Redis/Cluster instance: its parsed options hold the password.
   const holder = (options !== null && typeof options === 'object' ? options : connection) as Record<string, unknown>;

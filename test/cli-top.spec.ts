@@ -40,6 +40,8 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     spawnSync('tmux', ['-L', SOCKET, 'kill-server'], { stdio: 'ignore' });
   });
 
+  // The waits are for a process (node, in bash, in tmux) that starts and redraws in seconds under
+  // load: generous deadlines cost nothing when it is fast.
   it('redraws changed figures every second and exits 0 on Ctrl-C', async () => {
     // bash waits for top and then reports its exit code on the pane (tmux's own pane_dead_status
     // is not filled in reliably when the tmux server was started from node).
@@ -48,20 +50,20 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
     const pane = () => tmux('capture-pane', '-p', '-t', SESSION);
 
-    await waitFor(() => ordersRow(pane())?.LENGTH === '3', 'top to show LENGTH 3', { timeout: 15_000, interval: 100 });
+    await waitFor(() => ordersRow(pane())?.LENGTH === '3', 'top to show LENGTH 3', { timeout: 60_000, interval: 100 });
     expect(pane()).toContain(`nestjs-redis-streams top · ${redis.server.url} · every 1.0s`);
     expect(ordersRow(pane())).toMatchObject({ GROUP: 'billing', PENDING: '0', CONSUMERS: '0', DEAD: '0' });
 
     for (let i = 0; i < 5; i++) await redis.client.xadd('orders', '*', 'n', String(i));
     await redis.client.xreadgroup('GROUP', 'billing', 'w1', 'COUNT', 4, 'STREAMS', 'orders', '>');
-    await waitFor(() => ordersRow(pane())?.PENDING === '4', 'top to show PENDING 4', { timeout: 10_000, interval: 100 });
+    await waitFor(() => ordersRow(pane())?.PENDING === '4', 'top to show PENDING 4', { timeout: 60_000, interval: 100 });
     expect(ordersRow(pane())).toMatchObject({ LENGTH: '8', PENDING: '4', CONSUMERS: '1' });
     expect(pane().split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
 
     tmux('send-keys', '-t', SESSION, 'C-c');
-    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 10_000, interval: 100 });
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
     expect(pane()).toContain('top exited with 0');
-  });
+  }, 240_000);
 });
 
 // Said out loud, so a machine without tmux does not pass the terminal test silently.

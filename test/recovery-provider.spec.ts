@@ -10,15 +10,20 @@ import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js'
 import { RedisStreamsContext } from '../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../src/server/options.js';
 import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import { makeIdle } from './claim-fixtures.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
 const MIN_IDLE = 250;
+/** minIdleTime of the test that asserts a fresh entry is not taken: far above a round trip and a tick. */
+const FRESH_IDLE = 1_000;
 const handled: Array<{ stream: string; id: string; consumer: string; deliveryCount: number }> = [];
 /** `kind: 'hang'` handlers wait for this, so a server with prefetch 1 reads nothing more. */
 let releaseHung: () => void = () => undefined;
 let hung = new Promise<void>((resolve) => (releaseHung = resolve));
+/** `kind: 'held'` handlers run until the test sets this (lease tests: the run outlasts whatever the test awaits). */
+let heldReleased = false;
 
 @Controller()
 class TasksController {
@@ -27,9 +32,9 @@ class TasksController {
     if (data?.kind === 'hang') return hung;
     handled.push({ stream: ctx.getStream(), id: ctx.getId(), consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
     if (data?.kind === 'throw') throw new Error('tasks always fail here');
-    if (data?.kind === 'slow') {
-      const until = Date.now() + (data.ms ?? 1_000);
-      while (Date.now() < until) {
+    if (data?.kind === 'slow') await sleep(data.ms ?? 1_000);
+    if (data?.kind === 'held') {
+      while (!heldReleased) {
         await sleep(50);
         if (data.extend) await ctx.extendLease();
       }
@@ -50,9 +55,11 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
   });
   afterEach(async () => {
     releaseHung();
+    heldReleased = true;
     for (const running of servers.splice(0)) await running.app.close();
     handled.length = 0;
     hung = new Promise<void>((resolve) => (releaseHung = resolve));
+    heldReleased = false;
   });
   afterAll(async () => {
     client.disconnect();
@@ -100,13 +107,18 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     await waitFor(async () => (await pendingRows(client, stream, 'g', consumer)).length === 1, `${consumer} busy`);
   }
 
-  /** XADDs `count` task entries and reads them as consumer `owner`, which then "dies" (never acks). */
+  /**
+   * XADDs task entries and reads them as consumer `owner`, which then "dies" (never acks). One MULTI:
+   * a worker already running (its read blocked on the stream) never sees them.
+   */
   async function pendingFor(stream: string, owner: string, payloads: Array<Record<string, unknown>>): Promise<string[]> {
     await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM').catch(() => undefined);
-    const ids: string[] = [];
-    for (const payload of payloads) ids.push((await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify(payload))) as string);
-    await client.call('XREADGROUP', 'GROUP', 'g', owner, 'COUNT', payloads.length, 'STREAMS', stream, '>');
-    return ids;
+    const tx = client.multi();
+    for (const payload of payloads) tx.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify(payload));
+    tx.xreadgroup('GROUP', 'g', owner, 'COUNT', payloads.length, 'STREAMS', stream, '>');
+    const replies = (await tx.exec()) ?? [];
+    for (const [error] of replies) if (error) throw error;
+    return replies.slice(0, payloads.length).map(([, id]) => id as string);
   }
 
   /** Raises the Redis delivery count of `ids` to `count` (XCLAIM without JUSTID adds one each time), keeping `owner`. */
@@ -145,11 +157,13 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
   it('takes over a dead consumer\'s entries after minIdleTime and hands them to the handlers (runOnce with scheduling off)', async () => {
     const prefix = freshPrefix();
     const stream = `${prefix}tasks`;
+    // The entries become pending after the worker started, so however slow its start, the first
+    // tick comes a round trip after them: far below FRESH_IDLE.
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: FRESH_IDLE });
     const ids = await pendingFor(stream, 'dead', [{}, {}, {}]);
-    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE });
     // Not idle long enough yet: nothing is taken.
     expect((await recovery.runOnce({ consumer: 'w1' })).claimed).toBe(0);
-    await sleep(MIN_IDLE + 50);
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).every((row) => row.idle >= FRESH_IDLE), 'entries idle for minIdleTime (Redis clock)');
     const tick = await recovery.runOnce({ consumer: 'w1' });
     expect(tick.claimed).toBe(3);
     await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'recovered entries acked');
@@ -180,10 +194,10 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const stream = `${prefix}tasks`;
     const live = await pendingFor(stream, 'live', Array.from({ length: 2000 }, () => ({})));
     const orphans = await pendingFor(stream, 'dead', Array.from({ length: 5 }, () => ({})));
-    await sleep(MIN_IDLE + 50);
-    // The live consumer renews its entries: they are at the head of the pending list and never idle.
-    for (let i = 0; i < live.length; i += 500) await client.call('XCLAIM', stream, 'g', 'live', 0, ...live.slice(i, i + 500), 'JUSTID');
-    await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, pageSize: 100, maxPages: 10 });
+    // Only the orphans are idle (made so on Redis' clock): the live entries at the head of the pending
+    // list stay far younger than a 10-minute minIdleTime however slow the set-up and the ticks are.
+    await makeIdle(client, stream, 'g', 'dead', orphans);
+    await worker(prefix, 'w1', { enabled: false, minIdleTime: 600_000, pageSize: 100, maxPages: 10 });
     // 1000 pending rows per tick: the 5 orphans (rows 2001..2005) need ceil(2005 / 1000) = 3 ticks.
     let ticks = 0;
     let claimed = 0;
@@ -195,7 +209,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     await waitFor(() => handled.length === 5, 'orphans handled');
     expect(handled.map((h) => h.id).sort()).toEqual([...orphans].sort());
     // The live consumer kept every one of its entries.
-    expect((await pendingRows(client, stream, 'g', 'live')).length).toBe(2000);
+    expect((await pendingRows(client, stream, 'g', 'live')).map((row) => row.id)).toEqual(live);
   });
 
   it('dead-letters an entry delivered maxDeliveries times with its fields and metadata, exactly once, and reports it', async () => {
@@ -397,53 +411,73 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
   });
 
   describe('leases', () => {
-    const LEASE_IDLE = 200;
+    // Renewals come every LEASE_IDLE / 3 (or every 50 ms with extendLease): a stall of the event loop
+    // longer than the rest of LEASE_IDLE lets a lease lapse, so it is far above a loaded machine's stalls.
+    const LEASE_IDLE = 500;
 
-    /** Worker A takes one slow entry; worker B (recovery every 40 ms) starts once A runs it. */
-    async function slowEntry(prefix: string, aRecovery: RecoveryOptions, payload: Record<string, unknown>) {
+    /** Worker A runs one held entry; worker B (recovery every 40 ms) starts once A runs it. */
+    async function heldEntry(prefix: string, aRecovery: RecoveryOptions, payload: Record<string, unknown> = {}) {
       const stream = `${prefix}tasks`;
       await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
       const a = await worker(prefix, 'A', aRecovery, { prefetch: 1, concurrency: 1 });
-      const id = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'slow', ...payload }))) as string;
-      await waitFor(() => handled.length === 1, 'A started the slow entry');
+      const id = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'held', ...payload }))) as string;
+      await waitFor(() => handled.length === 1, 'A started the held entry', { timeout: 20_000 });
       const b = await worker(prefix, 'B', { minIdleTime: LEASE_IDLE, interval: 40 }, { prefetch: 1, concurrency: 1 });
       return { stream, id, a, b };
     }
 
-    it('a handler running 5 × minIdleTime is renewed and never taken: handled once, delivery count stays 1', async () => {
-      const { stream, id } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, interval: 40 }, { ms: 5 * LEASE_IDLE });
+    function ticksOfB(): number {
+      return recovery.stats({ consumer: 'B' })[0]?.stats.ticks ?? 0;
+    }
+
+    /**
+     * Lets A's handler run on for `ms` after B started, and until B's recovery ticked at least 10
+     * times (B had its chances however slow the timers are); records the delivery counts seen meanwhile.
+     */
+    async function runWhileBRecovers(stream: string, ms: number): Promise<Set<number>> {
       const counts = new Set<number>();
+      const until = Date.now() + ms;
       await waitFor(async () => {
-        const rows = await pendingRows(client, stream, 'g');
-        for (const row of rows) counts.add(row.deliveries);
-        return rows.length === 0;
-      }, 'slow entry acked', { timeout: 10_000, interval: 25 });
+        for (const row of await pendingRows(client, stream, 'g')) counts.add(row.deliveries);
+        return Date.now() >= until && ticksOfB() >= 10;
+      }, `${ms} ms and 10 recovery ticks of B`, { timeout: 30_000, interval: 25 });
+      return counts;
+    }
+
+    it('a handler running 5 × minIdleTime is renewed and never taken: handled once, delivery count stays 1', async () => {
+      const { stream, id } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, interval: 40 });
+      const counts = await runWhileBRecovers(stream, 5 * LEASE_IDLE);
+      heldReleased = true;
+      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'held entry acked', { timeout: 20_000 });
       expect(handled).toEqual([expect.objectContaining({ id, consumer: 'A', deliveryCount: 1 })]);
       expect([...counts]).toEqual([1]);
     });
 
     it('ctx.extendLease() keeps the entry when the timer renews too rarely', async () => {
-      const { stream, id } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 60_000 }, { ms: 5 * LEASE_IDLE, extend: true });
-      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'slow entry acked', { timeout: 10_000 });
+      const { stream, id } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 60_000 }, { extend: true });
+      const counts = await runWhileBRecovers(stream, 5 * LEASE_IDLE);
+      heldReleased = true;
+      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'held entry acked', { timeout: 20_000 });
       expect(handled).toEqual([expect.objectContaining({ id, consumer: 'A', deliveryCount: 1 })]);
+      expect([...counts]).toEqual([1]);
     });
 
     it('with leases off another worker takes the entry after minIdleTime (handled twice, count 2)', async () => {
-      const { stream, id } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leases: false }, { ms: 5 * LEASE_IDLE });
-      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 10_000 });
+      const { stream, id } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leases: false });
+      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 20_000 });
       expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual([[id, 'A', 1], [id, 'B', 2]]);
-      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'acked');
+      heldReleased = true;
+      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'acked', { timeout: 20_000 });
     });
 
     it('a late renewal after a takeover reports the loss and does not take the entry back', async () => {
       // A renews only every 3 × minIdleTime: B takes the entry first; A's next renewal must lose.
-      const { stream, id, a } = await slowEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 3 * LEASE_IDLE }, { ms: 6 * LEASE_IDLE });
-      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 10_000 });
-      await waitFor(() => a.events.leasesLost.length === 1, 'A saw its lease lost', { timeout: 10_000 });
+      const { stream, id, a } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 3 * LEASE_IDLE });
+      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 20_000 });
+      await waitFor(() => a.events.leasesLost.length === 1, 'A saw its lease lost', { timeout: 20_000 });
       expect(a.events.leasesLost[0]).toMatchObject({ stream, group: 'g', id, reason: 'not_owner', owner: 'B' });
-      const rows = await pendingRows(client, stream, 'g');
-      // Still B's (or already acked by one of them), never back to A.
-      expect(rows.every((row) => row.consumer === 'B')).toBe(true);
+      // Still B's, never back to A (both handlers still run).
+      expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id, consumer: 'B', deliveries: 2 })]);
     });
   });
 });

@@ -42,19 +42,22 @@ describe('reply streams keep every reply until its requester read it', () => {
     const count = 3_000;
     // The request stream and the server's group exist before the server runs: it answers the whole backlog at once.
     await redis.client.xgroup('CREATE', 'double', 'doubler', '0', 'MKSTREAM');
-    const requester = spawnRequester(redis.server.url, 'double', count, 60_000);
+    // Deadlines fit a loaded machine (a process start, 3000 requests and 3000 replies): waiting on a
+    // condition that comes costs nothing when it is fast. The request timeout outlasts the waits
+    // before SIGCONT: the requester's timers must not fire before it could read the replies.
+    const requester = spawnRequester(redis.server.url, 'double', count, 180_000);
     let server: Awaited<ReturnType<typeof startServer>> | undefined;
     try {
-      await waitFor(async () => (await redis.client.xlen('double')) === count, 'every request entry');
+      await waitFor(async () => (await redis.client.xlen('double')) === count, 'every request entry', { timeout: 60_000 });
       const replyStream = requester.lines.find((line) => line.startsWith('replies '))?.slice('replies '.length) as string;
       expect(replyStream).toMatch(/:replies$/);
       requester.child.kill('SIGSTOP');
       server = await startServer({ connection: redis.server.url, group: 'doubler', consumer: 'd1' }, [DoubleController]);
       // Acked only after its reply is written: every reply is in the stream, none read yet.
-      await waitFor(async () => handled === count && (await pendingCount(redis.client, 'double', 'doubler')) === 0, 'every request answered and acked', { timeout: 20_000 });
+      await waitFor(async () => handled === count && (await pendingCount(redis.client, 'double', 'doubler')) === 0, 'every request answered and acked', { timeout: 90_000 });
       expect(await redis.client.xlen(replyStream)).toBe(count);
       requester.child.kill('SIGCONT');
-      await waitFor(() => requester.lines.some((line) => line.startsWith('done ')), 'the requester to settle every request', { timeout: 20_000 }).catch(
+      await waitFor(() => requester.lines.some((line) => line.startsWith('done ')), 'the requester to settle every request', { timeout: 60_000 }).catch(
         (error: Error) => {
           throw new Error(`${error.message}; last: ${requester.lines.at(-1)}`);
         },
@@ -65,5 +68,5 @@ describe('reply streams keep every reply until its requester read it', () => {
       requester.child.kill('SIGKILL');
       await server?.app.close();
     }
-  }, 90_000);
+  }, 240_000);
 });

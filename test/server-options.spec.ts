@@ -5,6 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../src/server/options.js';
+import { planPrefetch } from '../src/server/flow-control.js';
+import type { StreamBinding } from '../src/server/handler-binding.js';
 import { ourClients } from './fixtures/server-app.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
@@ -35,6 +37,9 @@ describe('RedisStreamsServer options are validated in the constructor', () => {
     ['empty consumer', { consumer: '' }, 'consumer'],
     ['negative shutdownTimeout', { shutdownTimeout: -1 }, 'shutdownTimeout'],
     ['readBatch of 0', { readBatch: 0 }, 'readBatch'],
+    ['maxPrefetchBytes of 0', { maxPrefetchBytes: 0 }, 'maxPrefetchBytes'],
+    ['fractional maxPrefetchBytes', { maxPrefetchBytes: 1.5 }, 'maxPrefetchBytes'],
+    ['maxPrefetchBytes as a string', { maxPrefetchBytes: '64MB' }, 'maxPrefetchBytes'],
     ['replyTtl of 0', { replyTtl: 0 }, 'replyTtl'],
     ['handoff consumer equal to the consumer', { consumer: 'w1', handoffConsumer: 'w1' }, 'handoffConsumer'],
     ['deserializer without deserialize()', { deserializer: {} }, 'deserializer'],
@@ -61,6 +66,20 @@ describe('RedisStreamsServer options are validated in the constructor', () => {
     expect(resolveServerOptions({ ...base, concurrency: 7, readBatch: 2 }).prefetch).toBe(14);
     // prefetch alone below the default concurrency lowers concurrency instead of failing.
     expect(resolveServerOptions({ ...base, prefetch: 3 })).toMatchObject({ prefetch: 3, concurrency: 3 });
+    expect(resolveServerOptions({ ...base }).maxPrefetchBytes).toBe(64 * 1024 * 1024);
+  });
+
+  it('default prefetch follows the readers: each gets one stream\'s default, or 10 slots per stream it reads', () => {
+    const readers = (...streams: number[]) => streams.map((count) => Array.from({ length: count }, () => ({}) as StreamBinding));
+    const defaults = resolveServerOptions({ ...base });
+    expect(planPrefetch(defaults, readers(1))).toEqual({ prefetch: 200, shares: [200] });
+    expect(planPrefetch(defaults, readers(200))).toEqual({ prefetch: 2000, shares: [2000] });
+    expect(planPrefetch(defaults, readers(...Array.from({ length: 20 }, () => 1))).prefetch).toBe(4000);
+    expect(planPrefetch(defaults, readers(200, 1))).toEqual({ prefetch: 2200, shares: [2000, 200] });
+    // A given prefetch is kept, split by the same weights (at least one slot per stream).
+    const given = resolveServerOptions({ ...base, prefetch: 400 });
+    expect(planPrefetch(given, readers(1, 1))).toEqual({ prefetch: 400, shares: [200, 200] });
+    expect(optionError(() => planPrefetch(resolveServerOptions({ ...base, prefetch: 2, concurrency: 1 }), readers(3))).option).toBe('prefetch');
   });
 });
 

@@ -2,7 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 import { durationMillisOption } from '../duration.js';
 import { FETCH_TYPES, type ClaimOptions, type FetchType } from './claim.types.js';
-import { FIELD_ENCODINGS, FIELDS_FORMATS, type FieldEncoding, type FieldsFormat } from './claimed-fields.js';
+import { resolveFieldsShape, type FieldEncoding, type FieldsFormat } from './claimed-fields.js';
 
 export const CLAIM_DEFAULTS = {
   count: 100,
@@ -69,8 +69,7 @@ export function resolveClaimOptions(options: ClaimOptions<FetchType, FieldsForma
     count = 1;
     maxRecords = 1;
   }
-  const fieldsFormat = oneOfOption('fieldsFormat', options.fieldsFormat, FIELDS_FORMATS, CLAIM_DEFAULTS.fieldsFormat);
-  const encoding = oneOfOption('encoding', options.encoding, FIELD_ENCODINGS, CLAIM_DEFAULTS.encoding);
+  const { fieldsFormat, encoding } = resolveFieldsShape(options);
   return { key, group, consumer, minIdleMs, count, maxRecords, maxPages, startId, fetchType, fieldsFormat, encoding };
 }
 
@@ -78,12 +77,6 @@ function fetchTypeOption(value: unknown): FetchType {
   if (value === undefined) return CLAIM_DEFAULTS.fetchType;
   if (typeof value === 'string' && (FETCH_TYPES as readonly string[]).includes(value)) return value as FetchType;
   throw new RedisStreamsOptionError('fetchType', `must be one of ${FETCH_TYPES.join(', ')}; got ${describe(value)}`);
-}
-
-function oneOfOption<T extends string>(option: string, value: unknown, allowed: readonly T[], fallback: T): T {
-  if (value === undefined) return fallback;
-  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-  throw new RedisStreamsOptionError(option, `must be one of ${allowed.join(', ')}; got ${describe(value)}`);
 }
 
 const MAX_ID_PART = 2n ** 64n - 1n;

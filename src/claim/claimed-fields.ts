@@ -1,4 +1,6 @@
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import { describe } from '../validation.js';
 
 export const FIELDS_FORMATS = ['object', 'pairs'] as const;
 /**
@@ -14,6 +16,28 @@ export type FieldEncoding = (typeof FIELD_ENCODINGS)[number];
 
 /** A claimed entry's fields in `pairs` form: `[name, value]` in stream order, duplicates kept. */
 export type StreamFieldPairs = [name: string, value: string][];
+
+/** How entries' fields are handed out: the claim's and the dead-letter service's `fieldsFormat` and `encoding`. */
+export interface FieldsShape {
+  readonly fieldsFormat: FieldsFormat;
+  readonly encoding: FieldEncoding;
+}
+
+export const DEFAULT_FIELDS_SHAPE: FieldsShape = { fieldsFormat: 'object', encoding: 'utf8' };
+
+/** Validated `fieldsFormat` and `encoding` of an options object (RedisStreamsOptionError naming the bad one). */
+export function resolveFieldsShape(options: { fieldsFormat?: unknown; encoding?: unknown }): FieldsShape {
+  return {
+    fieldsFormat: oneOfOption('fieldsFormat', options.fieldsFormat, FIELDS_FORMATS, DEFAULT_FIELDS_SHAPE.fieldsFormat),
+    encoding: oneOfOption('encoding', options.encoding, FIELD_ENCODINGS, DEFAULT_FIELDS_SHAPE.encoding),
+  };
+}
+
+function oneOfOption<T extends string>(option: string, value: unknown, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw new RedisStreamsOptionError(option, `must be one of ${allowed.join(', ')}; got ${describe(value)}`);
+}
 
 /** An XAUTOCLAIM entry's flat `[f1, v1, …]` list in the requested format and encoding. */
 export function claimedFields(

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { closeConnection, openConnection } from '../redis/connection.js';
+import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
 import { connectionSecrets, redactUrl } from '../redaction.js';
 import { CliError } from './errors.js';
@@ -10,6 +10,8 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 export interface ConnectionFlags {
   url?: string;
+  /** `--cluster`: treat the URL as one node of a Redis Cluster without asking it. */
+  cluster?: boolean;
 }
 
 /** `--url`, else `REDIS_URL`, else the local default. */
@@ -24,31 +26,72 @@ export function secretsOf(url: string): string[] {
 
 /**
  * Connects once, failing fast (no retries, no offline queue), runs `work`, and always closes.
- * A CLI run must end with an answer, not wait for a server that is not there.
+ * A CLI run must end with an answer, not wait for a server that is not there. When the node says
+ * `cluster_enabled:1` (or `cluster` forces it), `work` gets a Redis Cluster client started from
+ * that node, so every key is served by its own master whichever node the URL names.
  */
-export async function withRedis<T>(url: string, work: (redis: Redis) => Promise<T>): Promise<T> {
+export async function withRedis<T>(url: string, work: (redis: RedisClient) => Promise<T>, cluster = false): Promise<T> {
   // Same accepted forms as the transport (redis://, rediss://, unix:///path): checked before connecting.
   const connection = connectionOption('url', url);
-  const opened = openConnection(connection, 'cli', {
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: 1,
-    retryStrategy: () => null,
-    enableOfflineQueue: false,
-    enableReadyCheck: true,
-  });
+  const opened = openConnection(connection, 'cli', FAIL_FAST);
   const redis = opened.client as Redis;
   let lastError: Error | undefined;
   redis.on('error', (error: Error) => (lastError = error));
+  let clustered: OpenedConnection | undefined;
   try {
     try {
       await redis.connect();
     } catch (error) {
       throw new CliError(`cannot connect to ${redactUrl(url)}: ${connectFailure(lastError ?? error)}`);
     }
-    return await work(redis);
+    if (!cluster && !(await clusterEnabled(redis))) return await work(redis);
+    clustered = await openCluster(url);
+    await closeConnection(opened);
+    return await work(clustered.client);
   } finally {
     await closeConnection(opened);
+    await closeConnection(clustered);
   }
+}
+
+const FAIL_FAST = {
+  connectTimeout: CONNECT_TIMEOUT_MS,
+  maxRetriesPerRequest: 1,
+  retryStrategy: () => null,
+  enableOfflineQueue: false,
+  enableReadyCheck: true,
+};
+
+/** `INFO cluster` says `cluster_enabled:1`; a server that refuses INFO is taken as standalone. */
+async function clusterEnabled(redis: Redis): Promise<boolean> {
+  try {
+    return /^cluster_enabled:1\s*$/m.test(await redis.info('cluster'));
+  } catch {
+    return false;
+  }
+}
+
+async function openCluster(url: string): Promise<OpenedConnection> {
+  if (!/^rediss?:\/\//i.test(url)) throw new CliError(`a Redis Cluster is reached by a redis:// or rediss:// URL, not ${redactUrl(url)}`);
+  let connection;
+  try {
+    const node = new URL(url);
+    node.pathname = '';
+    connection = connectionOption('url', { cluster: { nodes: [node.toString()], options: { clusterRetryStrategy: () => null } } });
+  } catch (error) {
+    throw new CliError(`${(error as Error).message}`);
+  }
+  const opened = openConnection(connection, 'cli', { ...FAIL_FAST, enableOfflineQueue: true });
+  let lastError: Error | undefined;
+  opened.client.on('error', (error: Error) => (lastError = error));
+  opened.client.on('node error', (error: Error) => (lastError = error));
+  try {
+    await opened.client.connect();
+  } catch (error) {
+    await closeConnection(opened);
+    throw new CliError(`cannot connect to the Redis Cluster of ${redactUrl(url)}: ${connectFailure(lastError ?? error)}`);
+  }
+  return opened;
 }
 
 function connectFailure(error: unknown): string {

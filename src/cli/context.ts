@@ -13,11 +13,13 @@ export type RegisterCommand = (program: Command, context: CliContext) => void;
 export interface GlobalFlags {
   url?: string;
   json?: boolean;
+  cluster?: boolean;
 }
 
 export function addGlobalOptions(program: Command): Command {
   return program
     .option('--url <url>', 'Redis URL (redis:// or rediss://); default $REDIS_URL, else redis://127.0.0.1:6379')
+    .option('--cluster', 'the URL names one node of a Redis Cluster (found by itself when the node says cluster_enabled:1)')
     .option('--json', 'print JSON even at a terminal (it is always JSON when stdout is a pipe or a file)');
 }
 

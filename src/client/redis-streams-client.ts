@@ -6,13 +6,13 @@ import {
   type ReadPacket,
   type WritePacket,
 } from '@nestjs/microservices';
-import { Cluster } from 'ioredis';
 import { Observable, throwError } from 'rxjs';
 import { decodeReply } from '../codec/reply.js';
 import type { StreamFields } from '../codec/wire-format.js';
 import {
   closeConnection,
   describeConnection,
+  isClusterConnectionOption,
   openConnection,
   type OpenedConnection,
   type RedisClient,
@@ -25,6 +25,7 @@ import {
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
 import { streamKeyFor } from '../redis/keys.js';
+import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import { MAX_TIMER_MS, timerMillisOption } from '../validation.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
@@ -39,6 +40,8 @@ import { RedisStreamsRecord, type RedisStreamsRecordOptions } from './redis-stre
 import { ReplyListener } from './reply-listener.js';
 import { ServerClock } from './server-clock.js';
 import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
+import { clientRequirements, trimmingUnsupported } from './capability-needs.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
 import { RedisStreamsConnectionError, RedisStreamsOptionError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
 import { Redactor } from '../redaction.js';
@@ -333,9 +336,16 @@ export class RedisStreamsClient
     if (noMkStream) args.push('NOMKSTREAM');
     if (trimming.kind === 'maxLen') {
       args.push(trimming.args[0] as string, trimming.args[1] as string, trimming.args[2] as string);
+      if (trimming.onlyAcked) {
+        const unsupported = trimmingUnsupported(trimming, this.capabilities, 'trim.onlyAcked');
+        if (unsupported !== undefined) throw unsupported;
+        args.push('ACKED');
+      }
     } else if (trimming.kind === 'maxAge') {
       const now = this.clock?.now();
       if (now === undefined) return undefined;
+      const unsupported = trimmingUnsupported(trimming, this.capabilities, 'trim.onlyAcked');
+      if (unsupported !== undefined) throw unsupported;
       args.push(...minIdArgs(trimming, now));
     }
     args.push('*');
@@ -364,7 +374,7 @@ export class RedisStreamsClient
   private async open(): Promise<RedisClient> {
     const generation = ++this.generation;
     const { commandTimeout } = this.config;
-    const cluster = this.config.connection instanceof Cluster;
+    const cluster = isClusterConnectionOption(this.config.connection);
     const opened = openConnection(
       this.config.connection,
       'client',
@@ -383,7 +393,8 @@ export class RedisStreamsClient
     };
     client.on('error', remember);
     try {
-      if (client.status === 'wait') await withTimeout(client.connect(), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
+      // Whatever its state (lazy, connecting, ready): emits issued meanwhile wait here, bounded.
+      await withTimeout(untilReady(client), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
       const cause = lastError ?? error;
@@ -403,7 +414,9 @@ export class RedisStreamsClient
       this.logger.debug?.(`capability probe after a reconnect failed: ${(error as Error).message}`),
     );
     try {
-      requireCommands(await withTimeout(watch.start(), commandTimeout, 'capability probe'), CLIENT_COMMANDS, 'RedisStreamsClient');
+      const capabilities = await withTimeout(watch.start(), commandTimeout, 'capability probe');
+      requireCommands(capabilities, CLIENT_COMMANDS, 'RedisStreamsClient');
+      requireCapabilities(capabilities, clientRequirements(this.config));
     } catch (error) {
       watch.stop();
       client.disconnect();

@@ -1,4 +1,6 @@
 import type { StreamFields } from '../codec/wire-format.js';
+import { claimedFields, DEFAULT_FIELDS_SHAPE, type FieldsShape } from '../claim/claimed-fields.js';
+import type { ClaimedFields } from '../claim/claim.types.js';
 
 /**
  * How a dead letter is stored. An entry of the dead-letter stream is a fixed header of metadata
@@ -40,7 +42,7 @@ export const RedriveHistoryField = {
 /** Why an entry was dead-lettered. Any other non-empty string is allowed too. */
 export type DeadLetterReason = 'max_deliveries' | 'decode_error' | 'trimmed' | 'handler_error' | 'manual' | (string & {});
 
-export interface DeadLetter {
+export interface DeadLetter<Fields extends ClaimedFields = StreamFields> {
   /** Id of the dead letter in the dead-letter stream (what redrive and purge take). */
   deadLetterId: string;
   sourceStream: string;
@@ -57,15 +59,24 @@ export interface DeadLetter {
   deadLetteredAt: number;
   /** True when the body was gone (trimmed or deleted while pending): only the metadata is kept. */
   tombstone: boolean;
-  /** The original fields, exactly as stored, in order. Empty for a tombstone. */
-  fields: StreamFields;
+  /**
+   * The original fields. Default `{ name: value }` (integer-like names first, the last of duplicate
+   * names wins); with `fieldsFormat: 'pairs'` `[[name, value], …]` in stream order with every
+   * duplicate, with `encoding: 'base64'` the exact bytes as base64. Empty for a tombstone.
+   */
+  fields: Fields;
 }
 
 /**
- * Parses one dead-letter stream entry (`XRANGE` row). Returns `undefined` for an entry that does
- * not carry the header (something else wrote to the dead-letter stream).
+ * Parses one dead-letter stream entry (`XRANGE` row; Buffers when read for `base64`). Returns
+ * `undefined` for an entry that does not carry the header (something else wrote to the
+ * dead-letter stream). The original fields are shaped as a claim shapes them.
  */
-export function parseDeadLetter(id: string, flat: readonly (string | Buffer)[]): DeadLetter | undefined {
+export function parseDeadLetter(
+  id: string,
+  flat: readonly (string | Buffer)[],
+  shape: FieldsShape = DEFAULT_FIELDS_SHAPE,
+): DeadLetter<ClaimedFields> | undefined {
   const header = DEAD_LETTER_HEADER.length;
   if (flat.length < 2 * header) return undefined;
   const values: string[] = [];
@@ -76,10 +87,7 @@ export function parseDeadLetter(id: string, flat: readonly (string | Buffer)[]):
   const [sourceStream, sourceId, group, consumer, deliveries, reason, error, at] = values as [
     string, string, string, string, string, string, string, string,
   ];
-  const fields = Object.create(null) as StreamFields;
-  for (let i = 2 * header; i + 1 < flat.length; i += 2) {
-    fields[String(flat[i])] = String(flat[i + 1]);
-  }
+  const fields = claimedFields(flat.slice(2 * header), shape.fieldsFormat, shape.encoding);
   return {
     deadLetterId: id,
     sourceStream,

@@ -30,6 +30,12 @@ export interface MoveToDeadLetterRequest {
   maxLen?: number;
   /** Ids per script call, 1..1000. Default 100. */
   batchSize?: number;
+  /**
+   * Work-queue mode (Redis 8.2+): acknowledge each moved entry with XACKDEL and this policy, so it
+   * also leaves the source stream (`keepref`: at once; `acked`: once every group acknowledged it).
+   * Default: XACK, the entry stays in the stream.
+   */
+  deleteEntry?: 'keepref' | 'acked';
 }
 
 export type DeadLetterMoveStatus =
@@ -116,6 +122,7 @@ export async function moveToDeadLetter(client: RedisClient, request: MoveToDeadL
   if (deadLetterKey === stream) throw new RedisStreamsOptionError('deadLetterKey', `must differ from the stream key "${stream}"`);
   const maxLen = integerOption('maxLen', request.maxLen, 0, 0);
   const batchSize = batchSizeOption('batchSize', request.batchSize);
+  const deletePolicy = deleteEntryOption(request.deleteEntry);
 
   const scripts = recoveryScripts(client);
   const outcomes: DeadLetterMoveOutcome[] = [];
@@ -133,7 +140,7 @@ export async function moveToDeadLetter(client: RedisClient, request: MoveToDeadL
     try {
       rows = await scripts.nrsDeadLetter(
         stream, deadLetterKey,
-        group, expectedConsumer, minDeliveries, minIdleTime, reason, maxLen, batch.length, ...pairs,
+        group, expectedConsumer, minDeliveries, minIdleTime, reason, maxLen, deletePolicy, batch.length, ...pairs,
       );
     } catch (cause) {
       // The script checks the keys before its first write: nothing of this batch was written.
@@ -172,6 +179,13 @@ function toOutcome(row: readonly (string | number)[]): DeadLetterMoveOutcome {
     consumer: status === 'not_pending' ? null : consumer,
     deliveryCount: Number(deliveries),
   };
+}
+
+function deleteEntryOption(value: unknown): '' | 'KEEPREF' | 'ACKED' {
+  if (value === undefined) return '';
+  if (value === 'keepref') return 'KEEPREF';
+  if (value === 'acked') return 'ACKED';
+  throw new RedisStreamsOptionError('deleteEntry', `must be "keepref" or "acked", got ${describe(value)}`);
 }
 
 function optionalString(option: string, value: unknown, fallback: string): string {

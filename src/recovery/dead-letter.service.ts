@@ -5,6 +5,9 @@ import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { Redactor, withRedactedRejections } from '../redaction.js';
+import { resolveFieldsShape, type FieldsShape } from '../claim/claimed-fields.js';
+import type { ClaimedFields, FieldEncoding, FieldsFormat, FieldsOf } from '../claim/claim.types.js';
+import type { StreamFields } from '../codec/wire-format.js';
 import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import { parseDeadLetter, type DeadLetter } from './dead-letter-format.js';
 import { moveToDeadLetter, type DeadLetterMoveResult, type MoveToDeadLetterRequest } from './dead-letter-move.js';
@@ -34,7 +37,21 @@ export interface DeadLetterKeyOption {
   deadLetterKey?: string;
 }
 
-export interface ListDeadLettersOptions extends DeadLetterKeyOption {
+/** How `list` and `inspect` hand out the original fields: the claim's options, same meaning. */
+export interface DeadLetterFieldsOptions<P extends FieldsFormat = FieldsFormat> {
+  /**
+   * `object` (default): `{ name: value }`: integer-like names (`2`, `10`) come first in ascending
+   * order and of duplicate names the last wins. `pairs`: `[[name, value], …]` in stream order with
+   * every duplicate, as the entry was stored.
+   */
+  fieldsFormat?: P;
+  /** `utf8` (default): text, bytes that are not UTF-8 become U+FFFD. `base64`: names and values are base64 of their exact bytes. */
+  encoding?: FieldEncoding;
+}
+
+export interface InspectDeadLetterOptions<P extends FieldsFormat = FieldsFormat> extends DeadLetterKeyOption, DeadLetterFieldsOptions<P> {}
+
+export interface ListDeadLettersOptions<P extends FieldsFormat = FieldsFormat> extends DeadLetterKeyOption, DeadLetterFieldsOptions<P> {
   /** First id (inclusive), `(id` (exclusive) or `-` (default). Pass a page's `nextStart` to continue. */
   start?: string;
   /** Last id (inclusive) or `+` (default). */
@@ -43,13 +60,13 @@ export interface ListDeadLettersOptions extends DeadLetterKeyOption {
   count?: number;
 }
 
-export interface DeadLetterPage {
+export interface DeadLetterPage<Fields extends ClaimedFields = StreamFields> {
   deadLetterKey: string;
   /**
    * Dead letters of the given stream in id order. Entries without the dead-letter header (written
    * by someone else) and dead letters of other streams (a shared `deadLetterKey`) are skipped.
    */
-  deadLetters: DeadLetter[];
+  deadLetters: DeadLetter<Fields>[];
   /** `start` of the next page, or `null` when this page reached the end. */
   nextStart: string | null;
 }
@@ -127,29 +144,46 @@ export class DeadLetterService {
     });
   }
 
-  /** One page of dead letters, oldest first. */
-  async list(stream: string, options: ListDeadLettersOptions = {}): Promise<DeadLetterPage> {
+  /** One page of dead letters, oldest first; the original fields shaped per `fieldsFormat` and `encoding`. */
+  async list<P extends FieldsFormat = 'object'>(
+    stream: string,
+    options: ListDeadLettersOptions<P> = {},
+  ): Promise<DeadLetterPage<FieldsOf<P>>> {
     const deadLetterKey = this.resolveKey(stream, options);
     const { start, end, count } = resolveListOptions(options);
-    const rows = await this.client.xrange(deadLetterKey, start, end, 'COUNT', count);
-    const deadLetters: DeadLetter[] = [];
+    const shape = resolveFieldsShape(options);
+    const rows = await this.range(deadLetterKey, shape, start, end, 'COUNT', count);
+    const deadLetters: DeadLetter<ClaimedFields>[] = [];
     for (const [id, flat] of rows) {
-      const deadLetter = parseDeadLetter(id, flat);
+      const deadLetter = parseDeadLetter(id, flat, shape);
       if (deadLetter?.sourceStream === stream) deadLetters.push(deadLetter);
     }
     const last = rows.at(-1);
-    return { deadLetterKey, deadLetters, nextStart: rows.length === count && last ? `(${last[0]}` : null };
+    const page = { deadLetterKey, deadLetters, nextStart: rows.length === count && last ? `(${last[0]}` : null };
+    return page as DeadLetterPage<FieldsOf<P>>;
   }
 
   /** One dead letter of `stream` by its id, or `null` (also for a dead letter of another stream). */
-  async inspect(stream: string, deadLetterId: string, options: DeadLetterKeyOption = {}): Promise<DeadLetter | null> {
+  async inspect<P extends FieldsFormat = 'object'>(
+    stream: string,
+    deadLetterId: string,
+    options: InspectDeadLetterOptions<P> = {},
+  ): Promise<DeadLetter<FieldsOf<P>> | null> {
     const deadLetterKey = this.resolveKey(stream, options);
     if (!isStreamId(deadLetterId)) {
       throw new RedisStreamsOptionError('deadLetterId', `must be a stream id, got ${describe(deadLetterId)}`);
     }
-    const [row] = await this.client.xrange(deadLetterKey, deadLetterId, deadLetterId);
-    const deadLetter = row && parseDeadLetter(row[0], row[1]);
-    return deadLetter?.sourceStream === stream ? deadLetter : null;
+    const shape = resolveFieldsShape(options);
+    const [row] = await this.range(deadLetterKey, shape, deadLetterId, deadLetterId);
+    const deadLetter = row && parseDeadLetter(row[0], row[1], shape);
+    return deadLetter?.sourceStream === stream ? (deadLetter as DeadLetter<FieldsOf<P>>) : null;
+  }
+
+  /** XRANGE rows; for `base64` through the Buffer variant of the command, so the exact bytes are kept. */
+  private async range(key: string, shape: FieldsShape, ...args: (string | number)[]): Promise<[string, (string | Buffer)[]][]> {
+    if (shape.encoding === 'utf8') return this.client.xrange(key, ...(args as [string, string]));
+    const rows = (await this.client.callBuffer('XRANGE', key, ...args)) as [Buffer, Buffer[]][];
+    return rows.map(([id, flat]) => [String(id), flat]);
   }
 
   /** Number of entries in the dead-letter stream of `stream`. */

@@ -2,7 +2,6 @@ import type { Logger } from '@nestjs/common';
 import type { StreamInspector } from '../claim/stream-inspector.js';
 import type { PendingEntry } from '../claim/inspection.types.js';
 import { readRetryRecords, retryRecordKey, type RetryRecord } from '../claim/retry-record.js';
-import { fieldsFromArray } from '../codec/wire-format.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
@@ -240,13 +239,16 @@ export class PendingRecoverer {
       const retried = retries.length === 0 ? undefined : claimDueRetries(redis, { stream, group, retryConsumer, consumer: host.consumer, entries: retries });
       const [retryClaim, ...xclaims] = await Promise.all([
         retried,
-        ...(plain.length > 0 ? [redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
-        ...[...keepCount].map(([count, kept]) => redis.call('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count)),
+        // Bytes (callBuffer): the server turns them into text unless the handler wants the exact bytes.
+        ...(plain.length > 0 ? [redis.callBuffer('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
+        ...[...keepCount].map(([count, kept]) =>
+          redis.callBuffer('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count),
+        ),
       ]);
       replies = xclaims;
-      for (const { id, fields } of retryClaim?.claimed ?? []) {
+      for (const { id, flat } of retryClaim?.claimed ?? []) {
         returned.add(id);
-        claimed.push({ id, fields, deliveryCount: deliveryCount.get(id) ?? 1 });
+        claimed.push({ id, flat, deliveryCount: deliveryCount.get(id) ?? 1 });
       }
       result.retried += retryClaim?.claimed.length ?? 0;
       // Not returned and not gone: someone else took it first, or it is not due after all.
@@ -261,7 +263,7 @@ export class PendingRecoverer {
       const flat = item[1];
       if (!Array.isArray(flat)) continue; // a deleted entry (old servers answer nil fields)
       returned.add(id);
-      claimed.push({ id, fields: fieldsFromArray(flat), deliveryCount: deliveryCount.get(id) ?? 1 });
+      claimed.push({ id, flat: flat as Buffer[], deliveryCount: deliveryCount.get(id) ?? 1 });
     }
     // Handed over first (releasing the reservation), then the bookkeeping of what was not claimed.
     const taken = host.dispatchEntries(stream, group, claimed, reserved);

@@ -4,7 +4,8 @@ import type { ResolvedRetryPolicy } from './retry-policy.js';
 /** An entry handed to the server's handlers (same shape as the server's `IncomingEntry`). */
 export interface RecoveredEntry {
   readonly id: string;
-  readonly fields: Record<string, string>;
+  /** `[f1, v1, …]` as claimed: Buffers, so a handler that wants the exact bytes gets them. */
+  readonly flat: readonly (string | Buffer)[];
   readonly deliveryCount: number;
 }
 
@@ -49,6 +50,8 @@ export interface RecoveryHost {
   inFlightIds(stream: string, group: string): string[];
   commandConnection(): RedisClient;
   setLeaseExtender(extender: LeaseExtender | undefined): void;
+  /** Work-queue mode: the XACKDEL policy of a stream + group, which dead-letter moves use too. */
+  deletePolicyFor?(stream: string, group: string): 'KEEPREF' | 'ACKED' | undefined;
   /** The consumer `close()` hands unstarted entries to; reaped once drained. */
   handoffConsumerName?(): string;
 }

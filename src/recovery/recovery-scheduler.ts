@@ -352,7 +352,13 @@ export class RecoveryScheduler {
     let result: DeadLetterMoveResult;
     let failure: RedisStreamsDeadLetterError | undefined;
     try {
-      result = await moveToDeadLetter(redis, { ...request, deadLetterKey, maxLen: this.options.deadLetterMaxLen });
+      const deleteEntry = this.host.deletePolicyFor?.(request.stream, request.group);
+      result = await moveToDeadLetter(redis, {
+        ...request,
+        deadLetterKey,
+        maxLen: this.options.deadLetterMaxLen,
+        ...(deleteEntry === undefined ? {} : { deleteEntry: deleteEntry === 'ACKED' ? 'acked' : 'keepref' }),
+      });
     } catch (error) {
       if (!(error instanceof RedisStreamsDeadLetterError)) throw error;
       failure = error;

@@ -1,5 +1,4 @@
 import { encodeRetryRecord, RETRY_RECORD_RETENTION_MS, retryRecordKey } from '../claim/retry-record.js';
-import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { LostLease } from './leases.js';
 import { batches, MAX_SCRIPT_BATCH, recoveryScripts } from './scripts/loader.js';
@@ -73,7 +72,8 @@ export type RetryClaimStatus = 'not_owner' | 'not_due' | 'not_pending' | 'delete
 
 export interface RetryClaimResult {
   /** Entries now held by `consumer`, delivery count raised by one. */
-  claimed: { id: string; fields: StreamFields }[];
+  /** `[f1, v1, …]` of each claimed entry, as the script returned them. */
+  claimed: { id: string; flat: string[] }[];
   /** Ids left where they are, and why (`deleted`: the entry is gone from the stream). */
   skipped: { id: string; status: RetryClaimStatus }[];
 }
@@ -91,7 +91,7 @@ export async function claimDueRetries(
     for (const entry of batch) args.push(entry.id, entry.dueMs);
     const rows = await scripts.nrsClaimRetry(stream, ...args);
     for (const [id, status, fields] of rows as [string, string, string[] | string][]) {
-      if (status === 'claimed' && Array.isArray(fields)) result.claimed.push({ id: String(id), fields: fieldsFromArray(fields.map(String)) });
+      if (status === 'claimed' && Array.isArray(fields)) result.claimed.push({ id: String(id), flat: fields.map(String) });
       else if (status === 'not_owner' || status === 'not_due' || status === 'not_pending' || status === 'deleted') {
         result.skipped.push({ id: String(id), status });
       } else {

@@ -1,9 +1,10 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
+import { clusterConnectionOption } from './cluster-connection.js';
 import { isRedisClient, type RedisConnection } from './connection.js';
 
 const ACCEPTED =
-  'must be a redis:// or rediss:// URL, a unix:///path/to/redis.sock URL, ioredis options ({ host, port } or { path }) or a Redis/Cluster client';
+  'must be a redis:// or rediss:// URL, a unix:///path/to/redis.sock URL, ioredis options ({ host, port }, { path } or { sentinels, name }), { cluster: { nodes, options } } or a Redis/Cluster client';
 
 /**
  * Why `keyPrefix` is refused: ioredis prefixes the keys it sends but not the stream names in
@@ -32,6 +33,7 @@ export function connectionOption(option: string, value: unknown): RedisConnectio
     throw new RedisStreamsOptionError(option, `${ACCEPTED}; got ${kindOf(value)}`);
   }
   const options = value as Record<string, unknown>;
+  if ('cluster' in options) return clusterConnectionOption(option, options, KEY_PREFIX);
   if (hasKeyPrefix(options)) throw new RedisStreamsOptionError(`${option}.keyPrefix`, KEY_PREFIX);
   if (options.host !== undefined && (typeof options.host !== 'string' || options.host.length === 0)) {
     throw new RedisStreamsOptionError(`${option}.host`, 'must be a non-empty string');

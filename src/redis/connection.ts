@@ -1,9 +1,13 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
+import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
 
-/** Where to connect: a URL (`redis://`, `rediss://`), ioredis options, or an existing client. */
-export type RedisConnection = string | RedisOptions | Redis | Cluster;
+/**
+ * Where to connect: a URL (`redis://`, `rediss://`), ioredis options (Sentinel: `sentinels` +
+ * `name`), a Cluster's node URLs and options (`{ cluster: { nodes, options } }`), or an existing client.
+ */
+export type RedisConnection = string | RedisOptions | RedisClusterConnection | Redis | Cluster;
 
 export type RedisClient = Redis | Cluster;
 
@@ -32,18 +36,25 @@ export function openConnection(
     if (!dedicated) return { client: connection, owned: false };
     const client =
       connection instanceof Cluster
-        ? connection.duplicate(undefined, {
-            redisOptions: { ...connection.options.redisOptions, ...overrides },
-            // Auto-pipelining of a Cluster is a Cluster option, not a per-node one.
-            ...(overrides.enableAutoPipelining === undefined ? {} : { enableAutoPipelining: overrides.enableAutoPipelining }),
-          })
+        ? duplicateCluster(connection, overrides, connectionName)
         : connection.duplicate({ ...overrides, connectionName });
     return { client, owned: true };
   }
+  if (isClusterConnection(connection)) return { client: createCluster(connection, overrides, connectionName), owned: true };
   const options = { lazyConnect: true, ...overrides, connectionName };
   const client =
     typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...connection, ...options });
   return { client, owned: true };
+}
+
+function duplicateCluster(cluster: Cluster, overrides: RedisOptions, connectionName: string): Cluster {
+  const split = splitClusterOverrides(overrides);
+  return cluster.duplicate(undefined, { ...split.cluster, redisOptions: { ...cluster.options.redisOptions, ...split.node, connectionName } });
+}
+
+/** True when `connection` makes (or is) a Redis Cluster client. */
+export function isClusterConnectionOption(connection: RedisConnection | undefined): boolean {
+  return connection instanceof Cluster || isClusterConnection(connection);
 }
 
 /** Closes a connection we own; `quit` first so queued replies arrive, `disconnect` if that fails. */
@@ -69,6 +80,8 @@ export function describeConnection(connection: RedisConnection | undefined): str
   if (connection === undefined) return 'redis://127.0.0.1:6379';
   if (typeof connection === 'string') return redactUrl(connection);
   if (isRedisClient(connection)) return connection instanceof Cluster ? 'a Redis Cluster client' : 'a Redis client';
+  if (isClusterConnection(connection)) return `the Redis Cluster of ${connection.cluster.nodes.map(redactUrl).join(', ')}`;
+  if (connection.sentinels !== undefined) return `the Sentinel primary "${connection.name ?? 'mymaster'}"`;
   const host = connection.host ?? '127.0.0.1';
   const port = connection.port ?? 6379;
   return connection.path ? `unix:${connection.path}` : `${host}:${port}`;

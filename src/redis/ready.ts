@@ -56,3 +56,26 @@ function reason(error: Error | undefined): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `host not found (${error.message})`;
   return error.message;
 }
+
+/**
+ * Connects a lazy client (`wait`), or waits for one already on its way (`connecting`, `connect`,
+ * `reconnecting`: a `new Cluster(nodes)` starts connecting in its constructor) until it is
+ * `ready`. Rejects when it ends first, or when connecting a lazy one fails. Unbounded: the caller
+ * sets the deadline.
+ */
+export function untilReady(client: RedisClient): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  if (client.status === 'wait') return client.connect();
+  return new Promise<void>((resolve, reject) => {
+    const onReady = (): void => {
+      client.off('end', onEnd);
+      resolve();
+    };
+    const onEnd = (): void => {
+      client.off('ready', onReady);
+      reject(new Error('Connection is closed.'));
+    };
+    client.once('ready', onReady);
+    client.once('end', onEnd);
+  });
+}

@@ -1,5 +1,8 @@
 import type { RedisClient } from '../redis/connection.js';
 import { batchThisTick } from '../redis/tick-batching.js';
+import { ackAndDelete, xackdelMissedGroup } from './ack-delete.js';
+import type { IdempotencyRecords } from './idempotency.js';
+import type { AckDeletePolicy } from './ack-policy.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { InFlightEntry } from './in-flight.js';
 
@@ -20,6 +23,8 @@ interface AckBatch {
  * An entry keeps its prefetch slot until its XACK was answered: the consumer's pending count
  * in Redis never exceeds `prefetch`. A failed XACK is reported (`report`) and rejects the acks of
  * its batch; those entries stay pending in Redis and their slots are released all the same.
+ * In work-queue mode (`deletePolicy` gives a policy) the batch is one XACKDEL instead, which deletes
+ * the entries too; a group found missing is recreated (`recreateGroup`) and the batch reported.
  */
 export class AckBatcher {
   private batches = new Map<StreamBinding, AckBatch>();
@@ -31,6 +36,10 @@ export class AckBatcher {
     private readonly release: (entry: InFlightEntry) => void,
     private readonly report: (error: Error) => void,
     private readonly maxBatch = 1_000,
+    private readonly deletePolicy: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined,
+    private readonly recreateGroup: (binding: StreamBinding) => Promise<void> = async () => undefined,
+    /** Idempotent handlers: their processed keys are recorded in the acknowledgement's script call. */
+    private readonly records?: IdempotencyRecords,
   ) {}
 
   /**
@@ -78,13 +87,27 @@ export class AckBatcher {
     const { binding, entries } = batch;
     const ids = entries.map((entry) => entry.id);
     let failure: Error | undefined;
+    const policy = this.deletePolicy(binding);
     try {
-      batchThisTick(this.client);
-      await this.client.xack(binding.stream, binding.group, ...ids);
+      const recordKeys = this.records?.recordKeysOf(binding, entries);
+      if (recordKeys !== undefined) {
+        const replies = await (this.records as IdempotencyRecords).ackAndRecord(binding, ids, recordKeys, policy ?? '');
+        if (policy !== undefined && (await xackdelMissedGroup(this.client, binding.stream, binding.group, replies))) {
+          await this.recreateGroup(binding);
+          throw new Error('the group was missing (XACKDEL answered -1); it was recreated at 0 and the entries will be delivered again');
+        }
+      } else if (policy === undefined) {
+        batchThisTick(this.client);
+        await this.client.xack(binding.stream, binding.group, ...ids);
+      } else if ((await ackAndDelete(this.client, binding.stream, binding.group, policy, ids)).groupMissing) {
+        // What NOGROUP is to XACK: the group is gone. Recreated at 0, the entries come back (a duplicate, never a loss).
+        await this.recreateGroup(binding);
+        throw new Error('the group was missing (XACKDEL answered -1); it was recreated at 0 and the entries will be delivered again');
+      }
     } catch (error) {
       // The entries stay pending in Redis and come back through the PEL re-read or recovery.
       failure = new Error(
-        `XACK of ${ids.length} entries on "${binding.stream}" (group "${binding.group}") failed; they stay pending: ${(error as Error).message}`,
+        `${policy === undefined ? 'XACK' : 'XACKDEL'} of ${ids.length} entries on "${binding.stream}" (group "${binding.group}") failed; they stay pending: ${(error as Error).message}`,
       );
       this.report(failure);
     }

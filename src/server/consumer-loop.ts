@@ -57,6 +57,8 @@ export class StreamReader {
   private readonly blockingTail: (string | number)[];
   /** Read start and completion times, for health checks. */
   readonly pulse = new ReaderPulse();
+  /** A handler of this group wants the exact bytes (`extras.raw: 'buffers'`): read with the Buffer variant. */
+  private readonly readsBytes: boolean;
 
   constructor(
     readonly group: string,
@@ -67,6 +69,7 @@ export class StreamReader {
     private readonly slotShare: number,
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
+    this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -117,24 +120,32 @@ export class StreamReader {
 
   /**
    * Reserves slots for one read over `streams` streams. XREADGROUP's COUNT applies per stream:
-   * COUNT ≤ readBatch and COUNT × streams ≤ the free slots, so the pending bound holds. While
-   * acks are queued or in flight (slots come back within a round trip) it waits until a read of
-   * at least half the prefetch (or a full readBatch) fits: reading whatever few slots came back
-   * first would split the backlog into ever smaller reads, each paying a read and an ack round
-   * trip. Otherwise (idle, or handlers still busy) it reads what is free at once. Returns COUNT (0 when stopping); the caller unreserves
-   * `count * streams`.
+   * COUNT ≤ readBatch and COUNT × streams ≤ the free slots, so the pending bound holds; and
+   * COUNT × streams × the estimated entry size ≤ the bytes left under `maxPrefetchBytes` (at most
+   * half of it per read). Before any entry was seen the size is unknown: COUNT is 1. When nothing
+   * is held and one entry does not fit (an entry larger than the cap), COUNT is 1: it is handled
+   * alone, never stuck. While acks are queued or in flight (slots come back within a round trip)
+   * it waits until a read of at least half the prefetch (or half the byte cap, or a full
+   * readBatch) fits: reading whatever few slots came back first would split the backlog into ever
+   * smaller reads, each paying a read and an ack round trip. Otherwise (idle, or handlers still
+   * busy) it reads what is free at once. Returns COUNT (0 when stopping) and the bytes reserved;
+   * the caller gives back `count * streams` slots and those bytes (`unreserveRead`).
    */
-  private async reserveSlots(streams: number): Promise<number> {
+  private async reserveSlots(streams: number): Promise<{ count: number; bytes: number }> {
     const { dispatcher, readBatch } = this.host;
-    const lowWater = Math.max(1, Math.min(readBatch, Math.floor(Math.min(this.slotShare, dispatcher.prefetchSize / 2) / streams)));
     for (;;) {
-      if (this.stopping) return 0;
-      const count = Math.min(readBatch, Math.floor(Math.min(this.slotShare, dispatcher.freeSlotsForReads()) / streams));
+      if (this.stopping) return { count: 0, bytes: 0 };
+      const slotRoom = Math.min(this.slotShare, dispatcher.freeSlotsForReads());
+      let count = Math.min(readBatch, Math.floor(Math.min(slotRoom, dispatcher.entriesWithinByteCap()) / streams));
+      if (!dispatcher.entrySizeKnown()) count = Math.min(count, 1);
+      else if (count === 0 && slotRoom >= streams && dispatcher.holdsNothing()) count = 1;
+      const worthWaitingFor = Math.min(this.slotShare, dispatcher.prefetchSize / 2, dispatcher.entriesInHalfByteCap());
+      const lowWater = Math.max(1, Math.min(readBatch, Math.floor(worthWaitingFor / streams)));
       if (count >= lowWater || (count > 0 && (!dispatcher.isAccepting || !this.host.slotsReturning()))) {
-        dispatcher.reserve(count * streams);
-        return count;
+        return { count, bytes: dispatcher.reserveRead(count * streams) };
       }
-      await (count > 0 ? dispatcher.waitForChange() : dispatcher.waitForSlot(streams));
+      // Short of bytes (slots are free): the next release may make room.
+      await (count > 0 || slotRoom >= streams ? dispatcher.waitForChange() : dispatcher.waitForSlot(streams));
     }
   }
 
@@ -148,7 +159,7 @@ export class StreamReader {
         ? this.backlog
         : undefined;
     const streams = focus?.length ?? this.bindings.length;
-    const count = await this.reserveSlots(streams);
+    const { count, bytes } = await this.reserveSlots(streams);
     if (count === 0) return;
     const reserved = count * streams;
     let reply: unknown;
@@ -157,12 +168,12 @@ export class StreamReader {
       this.reading = true;
       const read =
         focus === undefined
-          ? this.client.call('XREADGROUP', ...this.blockingHead, count, ...this.blockingTail)
-          : this.client.call('XREADGROUP', ...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
+          ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
+          : this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
       reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
-      this.host.dispatcher.unreserve(reserved);
+      this.host.dispatcher.unreserveRead(reserved, bytes);
       this.backlog = [];
       await this.recover(error);
       return;
@@ -170,7 +181,7 @@ export class StreamReader {
       this.reading = false;
     }
     this.focusedInARow = focus === undefined ? 0 : this.focusedInARow + 1;
-    this.host.dispatcher.unreserve(reserved);
+    this.host.dispatcher.unreserveRead(reserved, bytes);
     let delivered = 0;
     const backlog: string[] = [];
     forEachStreamOfReply(reply, 1, (stream, entries) => {
@@ -194,13 +205,12 @@ export class StreamReader {
     const cursors = new Map<StreamBinding, string>(this.bindings.map((binding) => [binding, '0']));
     while (!this.stopping && cursors.size > 0) {
       const pending = [...cursors.keys()];
-      const count = await this.reserveSlots(pending.length);
+      const { count, bytes } = await this.reserveSlots(pending.length);
       if (count === 0) return;
       const reserved = count * pending.length;
       let reply: unknown;
       try {
-        reply = await this.inFlight.wrap(this.pulse.track(this.client.call(
-          'XREADGROUP',
+        reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(
           'GROUP',
           this.group,
           this.host.consumer,
@@ -212,7 +222,7 @@ export class StreamReader {
         )));
         this.failures = 0;
       } catch (error) {
-        this.host.dispatcher.unreserve(reserved);
+        this.host.dispatcher.unreserveRead(reserved, bytes);
         // After NOGROUP the group is new and its PEL empty: nothing of ours left to re-read.
         if (isNoGroupError(error)) cursors.clear();
         await this.recover(error);
@@ -235,7 +245,7 @@ export class StreamReader {
       try {
         for (const [binding, entries] of pages) await this.deliverReRead(binding, entries, reReadAt);
       } finally {
-        this.host.dispatcher.unreserve(reserved);
+        this.host.dispatcher.unreserveRead(reserved, bytes);
       }
     }
   }
@@ -265,9 +275,13 @@ export class StreamReader {
     const stillOurs = live.filter((entry) => (counts === undefined || counts.has(entry.id)) && !dispatcher.has(binding, entry.id));
     this.host.deliver(
       binding,
-      stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as string[], deliveryCount: counts?.get(entry.id) ?? 2 })),
+      stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as (string | Buffer)[], deliveryCount: counts?.get(entry.id) ?? 2 })),
       reReadAt,
     );
+  }
+
+  private xreadgroup(...args: (string | number)[]): Promise<unknown> {
+    return this.readsBytes ? this.client.callBuffer('XREADGROUP', ...args) : this.client.call('XREADGROUP', ...args);
   }
 
   private async recover(error: unknown): Promise<void> {

@@ -3,9 +3,10 @@ import { EntryState, InFlightEntry, type IncomingEntry } from './in-flight.js';
 
 /**
  * Prefetch and concurrency accounting. Every entry from any source enters through `admit` and
- * holds one prefetch slot until `release` (acked, nacked, failed, handed back); it holds one
- * handler slot while its handler runs. Readers reserve slots before a read so several readers
- * (one per group) never fetch more than `prefetch` together.
+ * holds one prefetch slot and its bytes until `release` (acked, nacked, failed, handed back); it
+ * holds one handler slot while its handler runs. Readers reserve slots (and the bytes they expect)
+ * before a read so several readers (one per group) never fetch more than `prefetch` entries, nor
+ * more than `maxBytes` at the estimated entry size, together.
  */
 export class Dispatcher {
   /** Per stream + group: id → entry. */
@@ -23,18 +24,73 @@ export class Dispatcher {
   private claimWaiters: Array<{ wanted: number; resolve: (reserved: number) => void }> = [];
   private claimDemand = 0;
   private idleWaiters: Array<() => void> = [];
+  /** Bytes of the entries held (see `entryBytes`), the most ever held, and what reads in progress expect. */
+  private heldBytes = 0;
+  private peakHeldBytes = 0;
+  private reservedBytes = 0;
+  /** Expected size of the next entries read; 0 until the first entry was seen. */
+  private entryBytesEstimate = 0;
 
   constructor(
     private readonly prefetch: number,
     private readonly concurrency: number,
     private readonly bindings: readonly StreamBinding[],
     private readonly start: (entry: InFlightEntry) => void,
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
   ) {
     for (const binding of bindings) this.inFlight.set(binding, new Map());
   }
 
   get prefetchSize(): number {
     return this.prefetch;
+  }
+
+  get maxPrefetchBytes(): number {
+    return this.maxBytes;
+  }
+
+  /** Bytes held now and the most held at once since the start (for tests and sizing). */
+  bytesHeld(): { held: number; peak: number } {
+    return { held: this.heldBytes, peak: this.peakHeldBytes };
+  }
+
+  /** Whether an entry was seen yet, so reads can be sized in bytes (before that a read probes with COUNT 1). */
+  entrySizeKnown(): boolean {
+    return this.entryBytesEstimate > 0;
+  }
+
+  /**
+   * Entries one read may fetch within the byte cap at the estimated entry size: what is left under
+   * the cap, and at most half of it per read (so a read is in flight while the previous one is
+   * handled, as with prefetch; and the reply's transient copies stay within half the cap).
+   */
+  entriesWithinByteCap(): number {
+    if (this.entryBytesEstimate === 0) return Number.POSITIVE_INFINITY;
+    const room = Math.min(this.maxBytes - this.heldBytes - this.reservedBytes, this.maxBytes / 2);
+    return room <= 0 ? 0 : Math.floor(room / this.entryBytesEstimate);
+  }
+
+  /** Entries in half the byte cap at the estimated size: a read this large is worth waiting for. */
+  entriesInHalfByteCap(): number {
+    return this.entryBytesEstimate === 0 ? Number.POSITIVE_INFINITY : Math.floor(this.maxBytes / 2 / this.entryBytesEstimate);
+  }
+
+  /** No entry held, no read nor claim in progress: a read may fetch one entry whatever its size. */
+  holdsNothing(): boolean {
+    return this.inFlightTotal === 0 && this.reserved === 0 && this.reservedBytes === 0;
+  }
+
+  /** Reserves `slots` for a read and the bytes they are expected to take; returns those bytes (for `unreserveRead`). */
+  reserveRead(slots: number): number {
+    const bytes = slots * this.entryBytesEstimate;
+    this.reserved += slots;
+    this.reservedBytes += bytes;
+    return bytes;
+  }
+
+  unreserveRead(slots: number, bytes: number): void {
+    this.reservedBytes -= bytes;
+    this.unreserve(slots);
   }
 
   /** False once stopAccepting() was called (closing). */
@@ -151,13 +207,18 @@ export class Dispatcher {
    */
   admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
     const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
+    let bytes = 0;
+    let admitted = 0;
     for (const incoming of entries) {
       if (held.has(incoming.id)) continue;
       const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming);
       held.set(incoming.id, entry);
       this.inFlightTotal++;
+      bytes += entry.size;
+      admitted++;
       binding.queue.push(entry);
     }
+    if (admitted > 0) this.holdBytes(bytes, admitted);
     this.pump();
   }
 
@@ -181,6 +242,7 @@ export class Dispatcher {
     if (held === undefined || held.get(entry.id) !== entry) return;
     held.delete(entry.id);
     this.inFlightTotal--;
+    this.heldBytes -= entry.size;
     if (entry.returning) {
       entry.returning = false;
       this.returning--;
@@ -210,6 +272,18 @@ export class Dispatcher {
   whenIdle(): Promise<void> {
     if (this.running === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /**
+   * Counts admitted bytes and updates the size estimate: it rises at once to a larger batch's
+   * average (so the next read is sized for it) and falls slowly (a few small entries do not
+   * let a read fetch many large ones).
+   */
+  private holdBytes(bytes: number, entries: number): void {
+    this.heldBytes += bytes;
+    if (this.heldBytes > this.peakHeldBytes) this.peakHeldBytes = this.heldBytes;
+    const average = Math.max(1, bytes / entries);
+    this.entryBytesEstimate = this.entryBytesEstimate === 0 ? average : Math.max(average, 0.75 * this.entryBytesEstimate + 0.25 * average);
   }
 
   /** Freed slots go to waiting claims first, reserved synchronously so no reader can take them in between. */

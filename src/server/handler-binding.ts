@@ -1,5 +1,5 @@
 import type { MessageHandler } from '@nestjs/microservices';
-import { streamKeyFor } from '../redis/keys.js';
+import { hashSlotOf, streamKeyFor } from '../redis/keys.js';
 import type { StreamBinding } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { resolveHandlerExtras, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
@@ -56,6 +56,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         minIdleTime: extras.minIdleTime,
         recovery: extras.recovery,
         retry: extras.retry,
+        idempotency: extras.idempotency,
         handler,
         isEventHandler: handler.isEventHandler === true,
         queue: [],
@@ -94,15 +95,18 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, isEventHandler };
+  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler } = binding;
+  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler };
 }
 
-/** Bindings that one blocking connection reads together: per group (per group + stream on a Cluster). */
-export function groupBindingsForReaders(bindings: readonly StreamBinding[], perStream: boolean): StreamBinding[][] {
+/**
+ * Bindings that one blocking connection reads together: per group; on a Cluster per group and hash
+ * slot (one XREADGROUP may only name keys of one slot; streams sharing a hash tag share a reader).
+ */
+export function groupBindingsForReaders(bindings: readonly StreamBinding[], perSlot: boolean): StreamBinding[][] {
   const byReader = new Map<string, StreamBinding[]>();
   for (const binding of bindings) {
-    const key = perStream ? binding.key : binding.group;
+    const key = perSlot ? `${binding.group}\n${hashSlotOf(binding.stream)}` : binding.group;
     const list = byReader.get(key);
     if (list) list.push(binding);
     else byReader.set(key, [binding]);

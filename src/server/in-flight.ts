@@ -11,7 +11,8 @@ export type StreamBinding = StreamBindingOf<InFlightEntry>;
 export interface IncomingEntry {
   readonly id: string;
   readonly fields?: StreamFields;
-  readonly flat?: readonly string[];
+  /** Buffers when read as bytes (a group with an `extras.raw: 'buffers'` handler, recovery claims). */
+  readonly flat?: readonly (string | Buffer)[];
   /** 1 for a fresh read (`>`); the count Redis reports for re-reads and claims. */
   readonly deliveryCount: number;
 }
@@ -22,6 +23,9 @@ export const EntryState = { Queued: 0, Running: 1, Finished: 2 } as const;
 export type EntryState = (typeof EntryState)[keyof typeof EntryState];
 
 const NO_FIELDS: readonly string[] = [];
+
+/** What an `extras.raw` handler gets: the map (`true`), text pairs (`'pairs'`) or byte pairs (`'buffers'`). */
+export type RawFields = StreamFields | [name: string, value: string][] | [name: Buffer, value: Buffer][];
 
 /**
  * An entry this consumer fetched and has not yet acked, nacked or handed back. The dispatcher
@@ -37,8 +41,12 @@ export class InFlightEntry {
   returning = false;
   /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
   handlerError: unknown = undefined;
+  /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */
+  readonly size: number;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
+  /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */
+  private readonly bytes: readonly Buffer[] | undefined;
 
   constructor(
     readonly binding: StreamBinding,
@@ -47,13 +55,36 @@ export class InFlightEntry {
     incoming: IncomingEntry,
   ) {
     this.map = incoming.fields;
-    this.flat = incoming.flat ?? NO_FIELDS;
+    const read = incoming.flat ?? NO_FIELDS;
+    if (read.length === 0 || typeof read[0] === 'string') this.flat = read as readonly string[];
+    else {
+      // Read as bytes (the reply of a byte read or a recovery claim): text for everyone else.
+      if (binding.raw === 'buffers') this.bytes = read as readonly Buffer[];
+      this.flat = read.map(String);
+    }
+    this.size = entryBytes(incoming);
   }
 
   /** The fields exactly as stored (null-prototype map), built on first use. */
   get fields(): StreamFields {
     this.map ??= fieldsFromArray(this.flat);
     return this.map;
+  }
+
+  /** What a raw handler gets, per `binding.raw`: the map, or `[name, value]` pairs in stream order (text or bytes). */
+  rawFields(): RawFields {
+    const { raw } = this.binding;
+    if (raw !== 'pairs' && raw !== 'buffers') return this.fields;
+    // An entry handed over as a map (internal API) has its map's order; a read one, the stream's.
+    const flat: readonly (string | Buffer)[] =
+      raw === 'buffers' && this.bytes !== undefined ? this.bytes : this.flat.length > 0 || this.map === undefined ? this.flat : Object.entries(this.map).flat();
+    const pairs: [string | Buffer, string | Buffer][] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      const name = flat[i] as string | Buffer;
+      const value = flat[i + 1] as string | Buffer;
+      pairs.push(raw === 'buffers' ? [asBuffer(name), asBuffer(value)] : [String(name), String(value)]);
+    }
+    return pairs as RawFields;
   }
 
   /** The `[f1, v1, …]` array as read, while no field map was built or given (undefined then). */
@@ -70,4 +101,25 @@ export class InFlightEntry {
     }
     return value;
   }
+}
+
+function asBuffer(value: string | Buffer): Buffer {
+  return typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+}
+
+/**
+ * The size of an entry as the reader holds it: the lengths of its id, field names and values
+ * (characters of a string, bytes of a Buffer), without any command. For ASCII/JSON payloads it is
+ * their byte size; the JS objects around them are the fixed per-entry overhead of docs/server.md.
+ */
+export function entryBytes(incoming: IncomingEntry): number {
+  let bytes = incoming.id.length;
+  const flat = incoming.flat;
+  if (flat !== undefined) {
+    for (let i = 0; i < flat.length; i++) bytes += (flat[i] as string).length;
+    return bytes;
+  }
+  const fields = incoming.fields;
+  if (fields !== undefined) for (const name in fields) bytes += name.length + (fields[name] as string).length;
+  return bytes;
 }

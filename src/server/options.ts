@@ -9,9 +9,18 @@ import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
+import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
+
+/**
+ * Work-queue mode (Redis 8.2+): acknowledge with XACKDEL, which deletes the entry too.
+ * - `keepref`: delete at once (KEEPREF); other groups' pending references dangle and their unread
+ *   copies are gone, so only for a stream that one group reads;
+ * - `acked`: delete once every group of the stream has read and acknowledged it (ACKED).
+ */
+export type WorkQueuePolicy = 'keepref' | 'acked';
 
 export interface RedisStreamsServerOptions {
   /**
@@ -37,14 +46,33 @@ export interface RedisStreamsServerOptions {
   startId?: string;
   /** Handlers running at once, over all streams. Default 50 (or `prefetch` when that is smaller). */
   concurrency?: number;
-  /** Entries fetched but not yet acked (or nacked), over all streams. Default max(2 × concurrency, 2 × readBatch) = 200. Must be ≥ concurrency. */
+  /**
+   * Entries fetched but not yet acked (or nacked), over all streams. Default: max(2 × concurrency,
+   * 2 × readBatch) = 200 per blocking reader (one per consumer group), or 10 per stream of that
+   * reader when more (200 streams of one group: 2000), summed over the readers; see docs/server.md
+   * "Sizing a worker". Must be ≥ concurrency.
+   */
   prefetch?: number;
+  /**
+   * Bytes of the entries fetched but not yet acked (lengths of ids, field names and values), over
+   * all streams: reads stop while they reach it. Default 64 MiB. An entry larger than it is still
+   * read, alone. See docs/server.md "Sizing a worker".
+   */
+  maxPrefetchBytes?: number;
   /** Largest COUNT of one XREADGROUP. Default 100. */
   readBatch?: number;
   /** BLOCK of the blocking XREADGROUP, in ms. Default 5000. */
   blockMs?: number;
   /** `auto`: ack when the handler succeeded. `manual`: the handler calls `ctx.ack()` / `ctx.nack()`. Default `auto`. */
   ackMode?: AckMode;
+  /**
+   * Work-queue mode (Redis 8.2+, capability `xackdel`): acknowledge with XACKDEL, so every handled
+   * entry leaves the stream and a stream used as a queue stays small without trimming. `true`:
+   * KEEPREF, or ACKED on a stream that several groups of this server read; `{ policy: 'acked' }`
+   * when other services' groups read the stream too. Dead-letter moves delete the same way.
+   * On a server without XACKDEL, `listen()` fails with `RedisStreamsCapabilityError`. Default off.
+   */
+  workQueue?: boolean | { policy?: WorkQueuePolicy };
   /** How long `close()` waits for running handlers, in ms. Default 10000. */
   shutdownTimeout?: number;
   /** Consumer that `close()` hands fetched-but-unstarted entries to (XCLAIM … IDLE huge JUSTID). Default `handoff`. */
@@ -82,10 +110,15 @@ export interface ResolvedServerOptions {
   readonly streamPrefix: string;
   readonly startId: string;
   readonly concurrency: number;
+  /** The given prefetch, or the default per reader (`prefetchGiven` false: scaled by flow-control.ts). */
   readonly prefetch: number;
+  readonly prefetchGiven: boolean;
+  readonly maxPrefetchBytes: number;
   readonly readBatch: number;
   readonly blockMs: number;
   readonly ackMode: AckMode;
+  /** `undefined`: off; `{ policy: undefined }`: KEEPREF, ACKED where several of this server's groups read a stream. */
+  readonly workQueue: { readonly policy: WorkQueuePolicy | undefined } | undefined;
   readonly shutdownTimeout: number;
   readonly handoffConsumer: string;
   readonly replyTtl: number;
@@ -100,8 +133,13 @@ export interface ResolvedServerOptions {
 export interface RedisStreamsHandlerExtras {
   /** Consumer group of this handler (default: the server's `group`). */
   group?: string;
-  /** Hand the handler the entry's field map exactly as stored, without decoding. */
-  raw?: boolean;
+  /**
+   * Hand the handler the entry's fields as stored, without decoding: `true` a `{ name: value }`
+   * map (integer-like names first, the last of duplicate names wins, text), `'pairs'`
+   * `[name, value][]` strings in stream order with every duplicate, `'buffers'` `[name, value][]`
+   * Buffers in stream order: the exact bytes (this handler's group is read as bytes).
+   */
+  raw?: RawMode;
   /** Ack mode of this handler (default: the server's `ackMode`). */
   ackMode?: AckMode;
   /** Start id when this handler's group is created (default: the server's `startId`). */
@@ -116,11 +154,21 @@ export interface RedisStreamsHandlerExtras {
   recovery?: boolean;
   /** Backoff between deliveries of a failed entry (default: the server's `recovery.retry`); `false`: none for this handler. */
   retry?: RetryPolicy | false;
+  /**
+   * Consumer-side idempotency (every Redis version): an entry whose key was recorded as processed
+   * is acknowledged without running the handler; the key is recorded (with a TTL) in the same
+   * script call as the acknowledgement. `true`: keyed by entry id, kept 24 h; or `{ key, ttl }`.
+   * See docs/server.md for the window that remains.
+   */
+  idempotency?: IdempotencyOption;
 }
+
+/** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
+export type RawMode = boolean | 'pairs' | 'buffers';
 
 export interface ResolvedHandlerExtras {
   readonly group: string;
-  readonly raw: boolean;
+  readonly raw: RawMode;
   readonly ackMode: AckMode;
   readonly startId: string;
   readonly concurrency: number;
@@ -131,10 +179,14 @@ export interface ResolvedHandlerExtras {
   readonly recovery: boolean | undefined;
   /** `extras.retry`: `false` when turned off for this handler, `undefined` when the server's policy applies. */
   readonly retry: ResolvedRetryPolicy | false | undefined;
+  /** `extras.idempotency`, resolved; `undefined` when off. */
+  readonly idempotency: ResolvedIdempotency | undefined;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
 export const DEFAULT_READ_BATCH = 100;
+/** 64 MiB: two entries per handler at the default concurrency up to 640 KB each; 64 entries of 1 MB (docs/server.md "Sizing a worker"). */
+export const DEFAULT_MAX_PREFETCH_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_BLOCK_MS = 5_000;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
 export const DEFAULT_STARTUP_TIMEOUT = 10_000;
@@ -144,8 +196,8 @@ export const DEFAULT_REPLY_MAXLEN = 100_000;
 const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
-  'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'readBatch', 'blockMs',
-  'ackMode', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
+  'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'maxPrefetchBytes', 'readBatch', 'blockMs',
+  'ackMode', 'workQueue', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
 
@@ -184,8 +236,10 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
       `must be at least concurrency (${concurrency}), got ${prefetch}: handlers could never all be busy`,
     );
   }
+  const maxPrefetchBytes = integerOption('maxPrefetchBytes', options.maxPrefetchBytes, DEFAULT_MAX_PREFETCH_BYTES, 1);
   const blockMs = timerMillisOption('blockMs', options.blockMs, DEFAULT_BLOCK_MS, 1);
   const ackMode = ackModeOption('ackMode', options.ackMode, 'auto');
+  const workQueue = workQueueOption(options.workQueue);
   const shutdownTimeout = timerMillisOption('shutdownTimeout', options.shutdownTimeout, DEFAULT_SHUTDOWN_TIMEOUT, 0);
   const handoffConsumer = nonEmptyStringOption('handoffConsumer', options.handoffConsumer, DEFAULT_HANDOFF_CONSUMER);
   if (handoffConsumer === consumer) {
@@ -215,9 +269,12 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     startId,
     concurrency,
     prefetch,
+    prefetchGiven: prefetchGiven > 0,
+    maxPrefetchBytes,
     readBatch,
     blockMs,
     ackMode,
+    workQueue,
     shutdownTimeout,
     handoffConsumer,
     replyTtl,
@@ -244,7 +301,7 @@ export function resolveHandlerExtras(
   }
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
-    raw: booleanOption(name('raw'), given.raw, false),
+    raw: rawOption(name('raw'), given.raw),
     ackMode: ackModeOption(name('ackMode'), given.ackMode, server.ackMode),
     startId: streamIdOption(name('startId'), given.startId, server.startId, START_ID_SPECIALS),
     concurrency: Math.min(integerOption(name('concurrency'), given.concurrency, server.concurrency, 1), server.concurrency),
@@ -253,7 +310,14 @@ export function resolveHandlerExtras(
     minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
     recovery,
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
+    idempotency: resolveIdempotency(name('idempotency'), given.idempotency),
   };
+}
+
+function rawOption(option: string, value: unknown): RawMode {
+  if (value === 'pairs' || value === 'buffers') return value;
+  if (value === undefined || typeof value === 'boolean') return value ?? false;
+  throw new RedisStreamsOptionError(option, `must be true, false, "pairs" or "buffers", got ${describe(value)}`);
 }
 
 function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMode {
@@ -272,6 +336,20 @@ function streamPrefixOption(options: RedisStreamsServerOptions): string {
     throw new RedisStreamsOptionError('prefix', `is the deprecated name of streamPrefix and disagrees with it ("${old}" vs "${current}"); give streamPrefix only`);
   }
   return old;
+}
+
+function workQueueOption(value: unknown): ResolvedServerOptions['workQueue'] {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return { policy: undefined };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError('workQueue', `must be true, false or { policy }, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'policy') throw new RedisStreamsOptionError(`workQueue.${key}`, 'is not a workQueue option (only policy)');
+  }
+  const policy = (value as { policy?: unknown }).policy;
+  if (policy === undefined || policy === 'keepref' || policy === 'acked') return { policy };
+  throw new RedisStreamsOptionError('workQueue.policy', `must be "keepref" or "acked", got ${describe(policy)}`);
 }
 
 function stringOption(option: string, value: unknown): string {

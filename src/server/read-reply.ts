@@ -2,8 +2,8 @@ import type { IncomingEntry } from './in-flight.js';
 
 export interface ReadEntry {
   readonly id: string;
-  /** `[f1, v1, …]` as read; `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
-  readonly flat: string[] | null;
+  /** `[f1, v1, …]` as read (Buffers for a byte read); `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
+  readonly flat: (string | Buffer)[] | null;
   readonly deliveryCount: number;
 }
 
@@ -30,7 +30,7 @@ function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
   const entries: ReadEntry[] = [];
   for (let i = 0; i < raw.length; i++) {
     // Index access, not destructuring: this runs once per entry read.
-    const item = raw[i] as [string, string[] | null];
+    const item = raw[i] as [string, (string | Buffer)[] | null];
     const flat = item[1];
     entries.push({ id: String(item[0]), flat: Array.isArray(flat) ? flat : null, deliveryCount });
   }

@@ -8,7 +8,7 @@ import {
 } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
-import { RedisStreamsDecodeError, RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsDecodeError } from '../errors.js';
 import {
   CapabilityWatch,
   describeCapabilities,
@@ -16,15 +16,19 @@ import {
   SERVER_COMMANDS,
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
-import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, describeConnection, isClusterConnectionOption, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
 import { whenReady } from '../redis/ready.js';
-import { Cluster } from 'ioredis';
 import { AckBatcher } from './ack-batcher.js';
+import { IdempotencyRecords } from './idempotency.js';
+import { ackDeletePolicies, serverRequirements, type AckDeletePolicy } from './ack-policy.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
 import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
 import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { Dispatcher } from './dispatcher.js';
+import { planPrefetch } from './flow-control.js';
 import { createGroup, errorMessage } from './groups.js';
 import { drain, stopReading } from './drain.js';
 import {
@@ -106,6 +110,8 @@ export class RedisStreamsServer
   private requests: RequestHost | undefined;
   private gauges: GroupGauges | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
+  private deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined;
+  private records: IdempotencyRecords | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -207,7 +213,7 @@ export class RedisStreamsServer
       consumer: this.options.consumer,
       state: this.state,
       blockMs: this.options.blockMs,
-      prefetch: this.options.prefetch,
+      prefetch: this.dispatcher?.prefetchSize ?? this.options.prefetch,
       commands: this.commands?.client,
       readers: this.readers,
       streams: this.bindings.map(({ stream, group }) => ({
@@ -222,6 +228,13 @@ export class RedisStreamsServer
   }
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts ----
+
+  /** @internal Bytes of the fetched-but-unacked entries, now and at most so far, and the caps (tests, sizing). */
+  prefetchUsage(): { heldBytes: number; peakHeldBytes: number; prefetch: number; maxPrefetchBytes: number } {
+    const bytes = this.dispatcher?.bytesHeld() ?? { held: 0, peak: 0 };
+    const prefetch = this.dispatcher?.prefetchSize ?? this.options.prefetch;
+    return { heldBytes: bytes.held, peakHeldBytes: bytes.peak, prefetch, maxPrefetchBytes: this.options.maxPrefetchBytes };
+  }
 
   /** @internal Prefetch slots free now (not held by entries nor reserved by a read or claim). */
   freePrefetchSlots(): number {
@@ -302,6 +315,12 @@ export class RedisStreamsServer
     const binding = this.bindingsByKey.get(bindingKey(stream, group));
     if (binding === undefined || this.dispatcher === undefined) return [];
     return this.dispatcher.unsettledIdsOf(binding);
+  }
+
+  /** @internal Work-queue mode: the XACKDEL policy of a stream + group (dead-letter moves delete the same way). */
+  deletePolicyFor(stream: string, group: string): AckDeletePolicy | undefined {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding === undefined ? undefined : this.deletePolicyOf(binding);
   }
 
   /** @internal The consumer `close()` hands unstarted entries to. */
@@ -390,20 +409,27 @@ export class RedisStreamsServer
     const options = this.options;
     // Validate every handler's extras before the first command.
     const bindings = bindHandlers(this.getHandlers(), options);
-    if (bindings.length > options.prefetch) {
-      throw new RedisStreamsOptionError(
-        'prefetch',
-        `must be at least the number of handled streams (${bindings.length}), got ${options.prefetch}`,
-      );
-    }
+    // Streams of one read must share a slot on a Cluster: one reader per group + hash slot there.
+    const perSlot = isClusterConnectionOption(options.connection);
+    const readerGroups = groupBindingsForReaders(bindings, perSlot);
+    const plan = planPrefetch(options, readerGroups);
     this.bindings = bindings;
     for (const binding of bindings) this.bindingsByKey.set(binding.key, binding);
+    // Keys one script touches together must share a slot: a named error now, not CROSSSLOT at the first dead letter.
+    const deadLetterKeys = deadLetterKeysOf(bindings.map((b) => b.stream), options.recovery.deadLetterKey ?? deadLetterKey, 'recovery.deadLetterKey');
+    checkSameSlot(deadLetterKeys, perSlot, (message) => this.logger.warn(message));
 
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
-    this.dispatcher = new Dispatcher(options.prefetch, options.concurrency, bindings, this.startEntry);
-    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error));
+    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes);
+    const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
+    // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
+    this.deletePolicyOf = (binding) => (this.capabilities?.xackdel === true ? deletePolicies.get(binding) : undefined);
+    this.records = new IdempotencyRecords(commands);
+    this.acker = new AckBatcher(commands, this.releaseEntry, (error) => this.emitError(error), undefined, this.deletePolicyOf, (binding) =>
+      this.recreateGroups([binding]), this.records,
+    );
     const dispatcher = this.dispatcher;
     const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: this.releaseEntry };
     this.retries = new RetryReleaser(commands, options.consumer, options.recovery, slots, (error) => this.emitError(error), this.logger);
@@ -411,10 +437,8 @@ export class RedisStreamsServer
     this.statusTracker.watch(commands);
     if (this.commands.owned) commands.on('error', this.onConnectionError);
 
-    const perStream = commands instanceof Cluster;
-    const readerGroups = groupBindingsForReaders(bindings, perStream);
     const host = this.readerHost(commands);
-    for (const group of readerGroups) {
+    for (const [index, group] of readerGroups.entries()) {
       const first = group[0] as StreamBinding;
       const opened = openConnection(
         options.connection,
@@ -424,26 +448,33 @@ export class RedisStreamsServer
           maxRetriesPerRequest: null,
           blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
           blockingTimeoutGrace: 5_000,
+          // A Cluster's ready check asks a random node: one more connection per reader for nothing.
+          ...(perSlot ? { enableReadyCheck: false } : {}),
         },
         true,
       );
       opened.client.on('error', this.onConnectionError);
       this.readerConnections.push(opened);
       this.statusTracker.watch(opened.client);
-      const share = Math.max(group.length, Math.floor((options.prefetch * group.length) / bindings.length));
-      this.readers.push(new StreamReader(first.group, group, opened.client, host, share));
+      this.readers.push(new StreamReader(first.group, group, opened.client, host, plan.shares[index] as number));
     }
     // Fail listen() within startupTimeout (at once on wrong credentials) rather than retry forever.
     // The readers use the same address and credentials; they connect on their first read.
     await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
-    // Before any group is created: a server lacking a command we need fails here, naming it.
     this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
       this.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
     );
-    requireCommands(await this.capabilityWatch.start(), SERVER_COMMANDS, 'RedisStreamsServer');
-    if (this.state !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
-    // One round trip for all groups (the commands are pipelined on one connection).
-    await Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
+    // The probe and the group creations go out together: listen() costs no extra round trip.
+    const probed = this.capabilityWatch.start();
+    const created = Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
+    const [capabilities] = await Promise.allSettled([probed, created]);
+    // A server lacking a command or a capability an option needs fails here, naming it (before a
+    // group error it may cause).
+    if (capabilities.status === 'fulfilled') {
+      requireCommands(capabilities.value, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities.value, serverRequirements(options));
+    }
+    await Promise.all([probed, created]);
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
   }
 
@@ -483,7 +514,7 @@ export class RedisStreamsServer
   private handleEntry(entry: InFlightEntry): void {
     const { binding } = entry;
     let decoded: DecodedEntry;
-    if (binding.raw) decoded = { data: entry.fields };
+    if (binding.raw) decoded = { data: entry.rawFields() };
     else if (this.defaultDecoder !== undefined) {
       try {
         // The default format reads its few fields straight from the reply: no field map per entry.
@@ -531,7 +562,7 @@ export class RedisStreamsServer
     this.runDecoded(entry, decoded);
   }
 
-  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry, checked = false): void {
     const { binding } = entry;
     const pattern = decoded.pattern ?? binding.pattern;
     const context = new RedisStreamsContext(entry, this.options.consumer, pattern, decoded.headers, this);
@@ -539,6 +570,10 @@ export class RedisStreamsServer
     // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
     if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
       void handleRequest(this.requests as RequestHost, entry, decoded as DecodedRequest, pattern, context);
+      return;
+    }
+    if (binding.idempotency !== undefined && !checked) {
+      this.runIfNotProcessed(entry, decoded, context);
       return;
     }
     let result: unknown;
@@ -556,6 +591,23 @@ export class RedisStreamsServer
       return;
     }
     this.eventReturned(entry, result);
+  }
+
+  /** `extras.idempotency`: an entry whose key is recorded is acknowledged (in any ack mode) without running the handler. */
+  private runIfNotProcessed(entry: InFlightEntry, decoded: DecodedEntry, context: RedisStreamsContext): void {
+    (this.records as IdempotencyRecords).processed(entry, decoded.data, context).then(
+      (processed) => {
+        if (!processed) return this.runDecoded(entry, decoded, true);
+        this.logger.debug?.(`entry ${entry.id} of "${entry.binding.stream}" was processed already (idempotency record): acknowledged without running the handler`);
+        this.dispatcher?.finished(entry);
+        this.telemetry?.finished(entry, true);
+        void this.ack(entry);
+      },
+      (error: unknown) => {
+        this.emitError(new Error(`idempotency check of entry ${entry.id} of "${entry.binding.stream}" failed; it stays pending: ${errorMessage(error)}`));
+        this.finish(entry, false);
+      },
+    );
   }
 
   private eventReturned(entry: InFlightEntry, value: unknown): void {
@@ -699,6 +751,7 @@ export class RedisStreamsServer
     if (this.state !== 'listening') return;
     try {
       requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities, serverRequirements(this.options));
     } catch (error) {
       this.emitError(error as Error);
     }

@@ -280,7 +280,8 @@ async function deadLetterHeaders(redis: RedisClient, key: string, id: string): P
     const rows = (await redis.xrange(key, id, id)) as Array<[string, string[]]>;
     const row = rows[0];
     const letter = row === undefined ? undefined : parseDeadLetter(row[0], row[1]);
-    const json = letter?.fields.headers;
+    const fields = letter?.fields;
+    const json = fields === undefined || Array.isArray(fields) ? undefined : fields.headers;
     if (json === undefined) return undefined;
     const headers = JSON.parse(json) as unknown;
     return headers !== null && typeof headers === 'object' ? (headers as Headers) : undefined;

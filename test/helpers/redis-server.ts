@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ConnectionOptions } from 'node:tls';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,19 @@ export interface RedisServerOptions {
   args?: string[];
   /** `requirepass`: clients must authenticate with this password (the start-up probe does). */
   password?: string;
+  /** Serve TLS only (`--port 0`, `--tls-port`): see `supportsTls()` first. */
+  tls?: RedisServerTls;
+}
+
+export interface RedisServerTls {
+  certFile: string;
+  keyFile: string;
+  /** CA that client certificates must chain to (redis-server wants one even without `authClients`). */
+  caFile: string;
+  /** `--tls-auth-clients yes`: clients must present a certificate (mutual TLS). Default false. */
+  authClients?: boolean;
+  /** What the start-up probe and `client()` present (a client certificate for mutual TLS). */
+  client?: ConnectionOptions;
 }
 
 const running = new Set<RedisServerProcess>();
@@ -60,16 +74,28 @@ export class RedisServerProcess {
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    return `${this.options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`;
+  }
+
+  /** ioredis `tls` option of the probe and `client()`: what `tls.client` presents, the server's certificate not checked. */
+  private get probeTls(): ConnectionOptions | undefined {
+    const { tls } = this.options;
+    return tls && { ...tls.client, rejectUnauthorized: false };
   }
 
   get pid(): number | undefined {
     return this.child?.pid;
   }
 
+  /** True while the process runs (killed or stopped: false). */
+  get alive(): boolean {
+    const child = this.child;
+    return child !== undefined && child.exitCode === null && child.signalCode === null;
+  }
+
   /** A new ioredis client for this server; the caller closes it. */
   client(options: { lazyConnect?: boolean } = {}): Redis {
-    return new Redis({ host: '127.0.0.1', port: this.port, password: this.options.password, maxRetriesPerRequest: 3, ...options });
+    return new Redis({ host: '127.0.0.1', port: this.port, password: this.options.password, tls: this.probeTls, maxRetriesPerRequest: 3, ...options });
   }
 
   /** SIGKILL: the process dies at once; without AOF its data is gone. */
@@ -127,8 +153,18 @@ export class RedisServerProcess {
   }
 
   private launch(): Promise<void> {
+    const { tls } = this.options;
     const args = [
-      '--port', String(this.port),
+      ...(tls === undefined
+        ? ['--port', String(this.port)]
+        : [
+            '--port', '0',
+            '--tls-port', String(this.port),
+            '--tls-cert-file', tls.certFile,
+            '--tls-key-file', tls.keyFile,
+            '--tls-ca-cert-file', tls.caFile,
+            '--tls-auth-clients', tls.authClients ? 'yes' : 'no',
+          ]),
       '--bind', '127.0.0.1',
       '--protected-mode', 'no',
       '--daemonize', 'no',
@@ -165,6 +201,7 @@ export class RedisServerProcess {
           host: '127.0.0.1',
           port: this.port,
           password: this.options.password,
+          tls: this.probeTls,
           lazyConnect: true,
           retryStrategy: () => null,
           maxRetriesPerRequest: 0,
@@ -189,6 +226,20 @@ export class RedisServerProcess {
 
 const HOW_TO_GET_REDIS_SERVER =
   'install redis-server (Debian/Ubuntu: sudo apt-get install -y redis-server) or set REDIS_SERVER_BIN to a redis-server binary';
+
+/**
+ * Whether the redis-server binary was built with TLS (Debian's is; the plain builds under
+ * /work/shared are not). Asked with certificate files that do not exist: a TLS build fails
+ * configuring TLS, another rejects `tls-port` or finds no TLS connection type.
+ */
+export function supportsTls(): boolean {
+  const run = spawnSync(
+    redisServerBinary(),
+    ['--port', '0', '--tls-port', '1', '--tls-cert-file', '/nonexistent', '--tls-key-file', '/nonexistent', '--save', ''],
+    { encoding: 'utf8', timeout: 10_000 },
+  );
+  return /Failed to configure TLS/.test(`${run.stdout}${run.stderr}`);
+}
 
 function redisServerBinary(): string {
   return process.env.REDIS_SERVER_BIN ?? 'redis-server';

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type { FieldEncoding, FieldsFormat } from '../../claim/claim.types.js';
 import type { DeadLetterSelection } from '../../recovery/dead-letter.service.js';
 import { integerArgument, parseIdList } from '../arguments.js';
 import { flagsOf, type CliContext } from '../context.js';
@@ -14,7 +15,12 @@ interface DlqFlags {
   deadLetterKey?: string;
 }
 
-interface ListFlags extends DlqFlags {
+interface FieldsFlags extends DlqFlags {
+  fieldsFormat?: string;
+  encoding?: string;
+}
+
+interface ListFlags extends FieldsFlags {
   start?: string;
   end?: string;
   count?: string;
@@ -26,15 +32,15 @@ interface SelectionFlags extends DlqFlags {
 }
 
 /**
- * `dlq list | redrive | purge`: the DeadLetterService on the command line. The service is a Nest
+ * `dlq list | inspect | redrive | purge`: the DeadLetterService on the command line. The service is a Nest
  * provider, so these commands (and only these) load @nestjs/common, when they run.
  */
 export function registerDlqCommand(program: Command, { io }: CliContext): void {
   const dlq = program
     .command('dlq')
-    .description("dead letters of a stream (default key {<key>}:dead): list, redrive back to the stream, purge");
+    .description("dead letters of a stream (default key {<key>}:dead): list, inspect, redrive back to the stream, purge");
 
-  addDlqOptions(
+  addFieldsOptions(
     dlq
       .command('list')
       .description('print one page of dead letters, oldest first (nextStart continues)')
@@ -44,12 +50,37 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
       .option('--count <n>', 'at most this many, 1..10000 (default 100)'),
   ).action(async (key: string, _options: unknown, command: Command) => {
     const flags = flagsOf<ListFlags>(command);
-    const options = { deadLetterKey: await deadLetterKeyOf(key, flags), start: flags.start, end: flags.end, count: integerArgument(flags.count) as number | undefined };
+    const options = {
+      deadLetterKey: await deadLetterKeyOf(key, flags),
+      start: flags.start,
+      end: flags.end,
+      count: integerArgument(flags.count) as number | undefined,
+      ...(await fieldsOptions(flags)),
+    };
     const { DeadLetterService, resolveListOptions } = await import('../../recovery/dead-letter.service.js');
     await validateKey(key, flags);
     resolveListOptions(options); // a bad option is reported before connecting
     const page = await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).list(key, options));
     printResult(io, flags, page, () => deadLetterPageView(key, page));
+  });
+
+  addFieldsOptions(
+    dlq
+      .command('inspect')
+      .description('print one dead letter of the stream (null when there is none with that id)')
+      .argument('<key>', 'source stream key')
+      .argument('<id>', 'dead-letter id'),
+  ).action(async (key: string, id: string, _options: unknown, command: Command) => {
+    const flags = flagsOf<FieldsFlags>(command);
+    const options = { deadLetterKey: await deadLetterKeyOf(key, flags), ...(await fieldsOptions(flags)) };
+    await validateKey(key, flags);
+    const [{ isStreamId }, { RedisStreamsOptionError }, { DeadLetterService }] = await Promise.all([
+      import('../../validation.js'),
+      import('../../errors.js'),
+      import('../../recovery/dead-letter.service.js'),
+    ]);
+    if (!isStreamId(id)) throw new RedisStreamsOptionError('deadLetterId', `must be a stream id, got "${id}"`);
+    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).inspect(key, id, options)));
   });
 
   addSelectionOptions(
@@ -92,6 +123,22 @@ async function deadLetterKeyOf(key: string, flags: DlqFlags): Promise<string | u
   if (flags.deadLetterKey === undefined) return undefined;
   const { fillTemplate } = await import('../../recovery/dead-letter-key-option.js');
   return fillTemplate(flags.deadLetterKey, key);
+}
+
+/** The claim's `--fields-format` and `--encoding`, same meaning. */
+function addFieldsOptions(command: Command): Command {
+  command
+    .option('--fields-format <format>', 'object ({name: value}; default) or pairs ([[name, value], ...] in stream order, duplicates kept)')
+    .option('--encoding <encoding>', 'utf8 (default) or base64 (names and values as base64 of their exact bytes)');
+  return addDlqOptions(command);
+}
+
+/** Validated before connecting: a bad value is a usage error naming the option. */
+async function fieldsOptions(flags: FieldsFlags): Promise<{ fieldsFormat?: FieldsFormat; encoding?: FieldEncoding }> {
+  const options = { fieldsFormat: flags.fieldsFormat as FieldsFormat | undefined, encoding: flags.encoding as FieldEncoding | undefined };
+  const { resolveFieldsShape } = await import('../../claim/claimed-fields.js');
+  resolveFieldsShape(options);
+  return options;
 }
 
 function addSelectionOptions(command: Command): Command {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../redis/connection.js';
 import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
 import { deadLetterKey } from '../../redis/keys.js';
@@ -40,7 +40,7 @@ export interface TopSample {
  * empty). Every command goes out at once on the one connection; the answers are read together.
  */
 export async function sampleStreams(
-  redis: Redis,
+  redis: RedisClient,
   keys: readonly string[],
   groups: readonly string[],
   deadLetterKeyOf: (stream: string) => string = deadLetterKey,
@@ -52,7 +52,7 @@ export async function sampleStreams(
 
 async function sampleStream(
   inspector: StreamInspector,
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   wanted: readonly string[],
   deadLetterKeyOf: (stream: string) => string,

@@ -1,3 +1,4 @@
+import type { ClaimedFields } from '../../claim/claim.types.js';
 import type { DeadLetterPage } from '../../recovery/dead-letter.service.js';
 import { formatInstant } from '../human-units.js';
 import { formatTable } from '../table.js';
@@ -5,7 +6,7 @@ import { formatTable } from '../table.js';
 const ERROR_WIDTH = 60;
 
 /** `dlq list` at a terminal: one row per dead letter, and how to get the next page. */
-export function deadLetterPageView(key: string, page: DeadLetterPage): string {
+export function deadLetterPageView(key: string, page: DeadLetterPage<ClaimedFields>): string {
   if (page.deadLetters.length === 0) return `no dead letters of ${key} in ${page.deadLetterKey} in this range\n`;
   let text = formatTable(
     [

@@ -7,7 +7,9 @@
 -- ARGV[4] minimum idle time in ms (0: no check)
 -- ARGV[5] reason (max_deliveries, decode_error, ...)
 -- ARGV[6] dead-letter MAXLEN ~ (0: no trimming)
--- ARGV[7] n, the number of ids; then n pairs: id, error text
+-- ARGV[7] '' to acknowledge with XACK; KEEPREF or ACKED to acknowledge and delete with XACKDEL
+--         (work-queue mode, Redis 8.2+)
+-- ARGV[8] n, the number of ids; then n pairs: id, error text
 --
 -- Per id: re-read the PEL row (the caller's view may be stale), validate, XADD to the dead-letter
 -- stream (the write that preserves the message) and XACK last (the destructive write). A failure
@@ -27,8 +29,8 @@ if redis.replicate_commands then redis.replicate_commands() end
 local source, dead = KEYS[1], KEYS[2]
 local group, expectedOwner = ARGV[1], ARGV[2]
 local minDeliveries, minIdle = tonumber(ARGV[3]), tonumber(ARGV[4])
-local reason, maxLen, n = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
-if n == nil or #ARGV ~= 7 + 2 * n then
+local reason, maxLen, deletePolicy, n = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+if n == nil or #ARGV ~= 8 + 2 * n then
   return redis.error_reply('ERR dead-letter script: expected ' .. tostring(n) .. ' id/error pairs')
 end
 
@@ -43,6 +45,14 @@ if sourceType ~= 'stream' and sourceType ~= 'none' then
   return redis.error_reply('WRONGTYPE stream key "' .. source .. '" holds a ' .. sourceType .. ', not a stream')
 end
 
+-- Work-queue mode needs XACKDEL: find out before any write (0-0 is never an entry id: nothing changes).
+if deletePolicy ~= '' then
+  local probe = redis.pcall('XACKDEL', source, group, deletePolicy, 'IDS', 1, '0-0')
+  if type(probe) == 'table' and probe['err'] then
+    return redis.error_reply('ERR dead-letter script: deleteEntry needs XACKDEL (Redis 8.2+): ' .. probe['err'] .. '; nothing was moved')
+  end
+end
+
 -- Most arguments one redis.call may get from unpack() (Lua 5.1 LUAI_MAXCSTACK is 8000), with margin.
 local MAX_XADD_ARGS = 7900
 
@@ -51,7 +61,7 @@ local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000
 
 local results = {}
 for i = 1, n do
-  local id, errorText = ARGV[6 + 2 * i], ARGV[7 + 2 * i]
+  local id, errorText = ARGV[7 + 2 * i], ARGV[8 + 2 * i]
   local row = nil
   if sourceType == 'stream' then
     local pending = redis.pcall('XPENDING', source, group, id, id, 1)
@@ -112,7 +122,12 @@ for i = 1, n do
           results[i] = { id, 'failed', deadId['err'], owner, deliveries }
           return results
         end
-        redis.call('XACK', source, group, id)
+        if deletePolicy ~= '' and status == 'moved' then
+          redis.call('XACKDEL', source, group, deletePolicy, 'IDS', 1, id)
+        else
+          -- A tombstone's entry is gone already: nothing to delete.
+          redis.call('XACK', source, group, id)
+        end
         results[i] = { id, status, deadId, owner, deliveries }
       end
     end

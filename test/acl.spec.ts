@@ -1,0 +1,197 @@
+import { Controller, Logger } from '@nestjs/common';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import type { DeadLetterNotice } from '../src/recovery/recovery-events.js';
+import type { RedisStreamsContext } from '../src/server/context.js';
+import { pendingCount, startServer, type RunningServer } from './fixtures/server-app.js';
+import { ensureCompiled } from './helpers/compiled.js';
+import { runCli } from './helpers/run-cli.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
+import { waitFor } from './helpers/wait.js';
+
+/**
+ * The least-privilege ACL rules of docs/security.md, exactly as documented there (keep in step).
+ * Streams of the sample: `orders` (events), `quotes` (requests), their dead-letter keys
+ * `{orders}:dead` / `{quotes}:dead`, and the clients' reply streams `nestjs-redis-streams:*`.
+ */
+const CONNECT = '+hello +auth +ping +info +client|setname';
+const RULES = {
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~nestjs-redis-streams:*`,
+  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time ~orders ~quotes ~nestjs-redis-streams:*`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists ~orders ~{orders}:dead`,
+};
+const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
+
+const handled: { data: unknown; id: string; deliveryCount: number }[] = [];
+
+@Controller()
+class AclController {
+  @EventPattern<string>('orders')
+  onOrder(@Payload() data: { poison?: boolean }, @Ctx() ctx: RedisStreamsContext): void {
+    handled.push({ data, id: ctx.getId(), deliveryCount: ctx.getDeliveryCount() });
+    if (data.poison) throw new Error('poison');
+  }
+
+  @MessagePattern('quotes')
+  quote(@Payload() numbers: number[]): number {
+    return numbers.reduce((a, b) => a + b, 0);
+  }
+}
+
+describe('ACL least privilege: the documented worker, producer and operator rules are enough', () => {
+  const redis = useRedisServer();
+  let running: (RunningServer & { errors: Error[]; deadLetters: DeadLetterNotice[] }) | undefined;
+  let client: RedisStreamsClient | undefined;
+
+  const url = (user: keyof typeof PASSWORDS) => `redis://${user}:${PASSWORDS[user]}@127.0.0.1:${redis.server.port}`;
+
+  beforeAll(async () => {
+    for (const user of Object.keys(RULES) as (keyof typeof RULES)[]) {
+      await redis.client.call('ACL', 'SETUSER', user, 'reset', 'on', `>${PASSWORDS[user]}`, ...RULES[user].split(' '));
+    }
+  });
+  beforeEach(async () => {
+    handled.length = 0;
+    await redis.client.call('ACL', 'LOG', 'RESET');
+    for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead']) await redis.client.del(key);
+  });
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+    await running?.app.close();
+    running = undefined;
+    await redis.client.call('ACL', 'SETUSER', 'worker', '+xack'); // restored for the next test
+  });
+
+  /** Every ACL denial Redis logged (none in a flow the rules are enough for). */
+  async function denials(): Promise<string[]> {
+    const log = (await redis.client.call('ACL', 'LOG')) as unknown[][];
+    return log.map((entry) => {
+      const fields = Object.fromEntries(Array.from({ length: entry.length / 2 }, (_, i) => [String(entry[2 * i]), String(entry[2 * i + 1])]));
+      return `${fields.username}: ${fields.reason} ${fields.object}`;
+    });
+  }
+
+  async function startWorker(options: object = {}): Promise<void> {
+    const errors: Error[] = [];
+    const deadLetters: DeadLetterNotice[] = [];
+    const started = await startServer(
+      {
+        connection: url('worker'),
+        group: 'g',
+        consumer: 'w1',
+        blockMs: 100,
+        recovery: { minIdleTime: 500, interval: 100, maxDeliveries: 2 },
+        ...options,
+      },
+      [AclController],
+      [],
+      (server) => {
+        server.on('error', (error: Error) => errors.push(error));
+        (server.on.bind(server) as (event: string, listener: (notice: DeadLetterNotice) => void) => void)('deadLetter', (notice) =>
+          deadLetters.push(notice),
+        );
+      },
+    );
+    running = { ...started, errors, deadLetters };
+  }
+
+  it('worker + producer: emit → handler, send → reply, a poison event recovered then dead-lettered', async () => {
+    Logger.overrideLogger(false);
+    await startWorker();
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000, trim: { maxAge: 'PT1H' } });
+    const ids = [await lastValueFrom(client.emit('orders', { n: 1 })), await lastValueFrom(client.emit('orders', { poison: true }))];
+    expect(await lastValueFrom(client.send('quotes', [1, 2, 3]))).toBe(6);
+    await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered by recovery', { timeout: 15_000 });
+    expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', group: 'g', id: ids[1], reason: 'max_deliveries' });
+    expect(handled.filter((h) => h.id === ids[1]).map((h) => h.deliveryCount)).toEqual([1, 2]);
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'nothing pending');
+    expect(await redis.client.xlen('{orders}:dead')).toBe(1);
+    expect(running!.errors).toEqual([]);
+    expect(await denials()).toEqual([]);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('a producer emitting to a key outside its rules gets NOPERM naming the stream', async () => {
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+    const error = await lastValueFrom(client.emit('invoices', { n: 1 })).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(/stream "invoices".*NOPERM/);
+    expect(await redis.client.exists('invoices')).toBe(0);
+  });
+
+  it('a worker without XACK keeps running and loses nothing: error events name xack and the stream, entries stay pending, all handled once restored', async () => {
+    Logger.overrideLogger(false);
+    await startWorker({ recovery: { minIdleTime: 500, interval: 100 } });
+    await redis.client.call('ACL', 'SETUSER', 'worker', '-xack');
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+    const ids: string[] = [];
+    for (let n = 0; n < 5; n++) ids.push((await lastValueFrom(client.emit('orders', { n }))) as string);
+
+    await waitFor(() => new Set(handled.map((h) => h.id)).size === 5, 'every entry handled once');
+    await waitFor(() => running!.errors.length > 0, 'the error event');
+    expect(running!.errors[0]!.message).toMatch(/XACK of \d+ entries on "orders" \(group "g"\) failed; they stay pending: NOPERM .*'xack'/);
+    expect(await pendingCount(redis.client, 'orders', 'g')).toBe(5);
+
+    await redis.client.call('ACL', 'SETUSER', 'worker', '+xack');
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'all acked once XACK is allowed again', { timeout: 15_000 });
+    expect([...new Set(handled.map((h) => h.id))].sort()).toEqual([...ids].sort());
+    const more = (await lastValueFrom(client.emit('orders', { n: 5 }))) as string;
+    await waitFor(() => handled.some((h) => h.id === more), 'a new entry after the restore');
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'and acked');
+    expect(await redis.client.xlen('{orders}:dead')).toBe(0);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('a worker that may not create its groups fails listen() with NOPERM naming the command', async () => {
+    Logger.overrideLogger(false);
+    await redis.client.call('ACL', 'SETUSER', 'worker', '-xgroup|create');
+    try {
+      const failure = await startWorker({ startupTimeout: 5_000 }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(String(failure)).toMatch(/NOPERM.*'xgroup\|create'/);
+    } finally {
+      await redis.client.call('ACL', 'SETUSER', 'worker', '+xgroup|create');
+      Logger.overrideLogger(true as never);
+    }
+  });
+
+  describe('operator: the CLI', () => {
+    beforeAll(ensureCompiled, 300_000);
+
+    it('info, pending, claim, ack and dlq list / redrive / purge run as the operator', async () => {
+      const cli = async (...args: string[]) => {
+        const run = await runCli([...args, '--url', url('operator')]);
+        expect(run.stderr).toBe('');
+        expect(run.code).toBe(0);
+        return JSON.parse(run.stdout) as Record<string, unknown>;
+      };
+      await redis.client.xgroup('CREATE', 'orders', 'g', '0', 'MKSTREAM');
+      const ids = [await redis.client.xadd('orders', '*', 'data', '1'), await redis.client.xadd('orders', '*', 'data', '2')];
+      await redis.client.xreadgroup('GROUP', 'g', 'gone', 'STREAMS', 'orders', '>');
+
+      expect(await cli('info', 'orders', '--group', 'g')).toMatchObject({ key: 'orders' });
+      expect(await cli('pending', 'orders', 'g', '--entries')).toMatchObject({ entries: [{ id: ids[0] }, { id: ids[1] }] });
+      expect(await cli('claim', 'orders', 'g', 'operator', '--min-idle-time', '1')).toMatchObject({ ids });
+      expect(await cli('ack', 'orders', 'g', ids[0]!)).toMatchObject({ acknowledged: 1 });
+
+      // A dead letter (written as the worker's recovery would), then the dlq commands.
+      await redis.client.xadd('{orders}:dead', '*', 'dlq:stream', 'orders', 'dlq:id', ids[1]!, 'dlq:group', 'g', 'dlq:consumer', 'operator',
+        'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '1', 'data', '2');
+      const list = await cli('dlq', 'list', 'orders');
+      expect(list.deadLetters).toHaveLength(1);
+      expect(await cli('dlq', 'redrive', 'orders', '--all')).toMatchObject({ redriven: [{}] });
+      expect(await redis.client.xlen('orders')).toBe(3);
+      await redis.client.xadd('{orders}:dead', '*', 'dlq:stream', 'orders', 'dlq:id', ids[1]!, 'dlq:group', 'g', 'dlq:consumer', 'operator',
+        'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '0');
+      expect(await cli('dlq', 'purge', 'orders', '--all')).toMatchObject({ purged: 1 });
+      expect(await denials()).toEqual([]);
+    }, 120_000); // nine CLI processes, each starting Node: slow on a loaded machine
+  });
+});
