@@ -173,7 +173,8 @@ describe('DeadLetterService (real redis-server)', () => {
     }
   });
 
-  describe('CLI dlq (compiled)', () => {
+  // A CLI run (a node process loading Nest) takes seconds under load, three in a row here.
+  describe('CLI dlq (compiled)', { timeout: 180_000 }, () => {
     beforeAll(async () => {
       await ensureCompiled();
       expect(existsSync(CLI)).toBe(true);

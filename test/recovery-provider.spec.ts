@@ -22,17 +22,16 @@ const handled: Array<{ stream: string; id: string; consumer: string; deliveryCou
 /** `kind: 'hang'` handlers wait for this, so a server with prefetch 1 reads nothing more. */
 let releaseHung: () => void = () => undefined;
 let hung = new Promise<void>((resolve) => (releaseHung = resolve));
-/** `kind: 'held'` handlers run until the test sets this (lease tests: the run outlasts whatever the test awaits). */
+/** `kind: 'held'` handlers run until the test sets this: the run outlasts whatever the test awaits. */
 let heldReleased = false;
 
 @Controller()
 class TasksController {
   @EventPattern<string>('tasks')
-  async onTask(@Payload() data: { kind?: string; ms?: number; extend?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+  async onTask(@Payload() data: { kind?: string; extend?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
     if (data?.kind === 'hang') return hung;
     handled.push({ stream: ctx.getStream(), id: ctx.getId(), consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
     if (data?.kind === 'throw') throw new Error('tasks always fail here');
-    if (data?.kind === 'slow') await sleep(data.ms ?? 1_000);
     if (data?.kind === 'held') {
       while (!heldReleased) {
         await sleep(50);
@@ -242,13 +241,17 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const prefix = freshPrefix();
     const stream = `${prefix}tasks`;
     await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
-    // A fetches a slow entry and a second one it never starts (concurrency 1); close() hands the second off.
+    // A fetches a held entry and a second one it never starts (concurrency 1); close() hands the second off.
     const a = await worker(prefix, 'A', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 1 }, { prefetch: 2, concurrency: 1 });
-    const slow = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'slow', ms: 300 }))) as string;
+    const held = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'held' }))) as string;
     const queued = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ n: 1 }))) as string;
-    await waitFor(async () => (await pendingRows(client, stream, 'g', 'A')).length === 2 && handled.length === 1, 'A holds both, runs the slow one');
+    await waitFor(async () => (await pendingRows(client, stream, 'g', 'A')).length === 2 && handled.length === 1, 'A holds both, runs the held one');
     servers.splice(servers.indexOf(a), 1);
-    await a.app.close();
+    // Released only once close() stopped A taking work (synchronously, in the call): the queued
+    // entry cannot start after the held one ends, however late the close comes.
+    const closing = a.app.close();
+    heldReleased = true;
+    await closing;
     expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id: queued, consumer: 'handoff', deliveries: 1 })]);
     // A second handed-off entry whose last delivery did run before (count 2 = one run + the unstarted fetch).
     const ranOnce = (await pendingFor(stream, 'B', [{ n: 2 }]))[0]!;
@@ -258,7 +261,7 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 1 });
     expect(await recovery.runOnce({ consumer: 'w1' })).toMatchObject({ claimed: 1, deadLettered: 1 });
     await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
-    expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual([[slow, 'A', 1], [queued, 'w1', 1]]);
+    expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual([[held, 'A', 1], [queued, 'w1', 1]]);
     expect(w.events.deadLetters).toEqual([expect.objectContaining({ id: ranOnce, reason: 'max_deliveries', deliveryCount: 2, consumer: 'handoff' })]);
   });
 

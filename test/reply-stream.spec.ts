@@ -43,8 +43,9 @@ describe('reply streams keep every reply until its requester read it', () => {
     // The request stream and the server's group exist before the server runs: it answers the whole backlog at once.
     await redis.client.xgroup('CREATE', 'double', 'doubler', '0', 'MKSTREAM');
     // Deadlines fit a loaded machine (a process start, 3000 requests and 3000 replies): waiting on a
-    // condition that comes costs nothing when it is fast. The request timeout outlasts the waits
-    // before SIGCONT: the requester's timers must not fire before it could read the replies.
+    // condition that comes costs nothing when it is fast. The request timeout and commandTimeout
+    // outlast the waits before SIGCONT: the stop may come before the requester read the replies
+    // to its last XADDs, and its expired timers run before it reads them.
     const requester = spawnRequester(redis.server.url, 'double', count, 180_000);
     let server: Awaited<ReturnType<typeof startServer>> | undefined;
     try {

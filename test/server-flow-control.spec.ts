@@ -53,10 +53,12 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
   });
 
   it('1 MB entries with a 4 MB cap: the bytes held never exceed the cap; every id handled once, nothing pending', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 30; i++) ids.push(await addBig(redis.client, 'big', MB));
     const cap = 4 * MB;
     running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c', maxPrefetchBytes: cap, blockMs: 200 }, [BigController]);
+    // The first entry gives the size: before it a read assumes 64 KiB entries (the documented first-read overshoot).
+    const ids = [await addBig(redis.client, 'big', MB)];
+    await waitFor(() => seen.big.length === 1, 'the first entry handled');
+    for (let i = 0; i < 29; i++) ids.push(await addBig(redis.client, 'big', MB));
     await waitFor(() => seen.big.length === ids.length, 'every big entry handled', { timeout: 30_000 });
     await waitFor(async () => (await pendingCount(redis.client, 'big', 'g')) === 0, 'nothing pending');
     expect(seen.big.map((entry) => entry.id).sort()).toEqual([...ids].sort());
@@ -70,8 +72,7 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
   });
 
   it('in a process of its own, 1 MB entries under a 4 MB cap: RSS grows by at most the cap plus the documented 80 MB of slack', async () => {
-    const ids: string[] = [];
-    for (let i = 0; i < 80; i++) ids.push(await addBig(redis.client, 'big', MB));
+    const ids = Array.from({ length: 80 });
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['--expose-gc', compiledPath('test/fixtures/byte-cap-worker.ts'), redis.server.url, String(4 * MB), String(ids.length)],
@@ -86,10 +87,11 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
   }, 150_000);
 
   it('a 5 MB entry with a 1 MB cap is handled alone, and the entries after it too', async () => {
+    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c', maxPrefetchBytes: MB, blockMs: 200 }, [BigController]);
     const ids = [await addBig(redis.client, 'big', 5 * MB)];
+    await waitFor(() => seen.big.length === 1, 'the first 5 MB entry handled');
     for (let i = 0; i < 5; i++) ids.push(await addBig(redis.client, 'big', 1_000));
     ids.push(await addBig(redis.client, 'big', 5 * MB));
-    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c', maxPrefetchBytes: MB, blockMs: 200 }, [BigController]);
     await waitFor(() => seen.big.length === ids.length, 'every entry handled', { timeout: 30_000 });
     await waitFor(async () => (await pendingCount(redis.client, 'big', 'g')) === 0, 'nothing pending');
     expect(seen.big.map((entry) => entry.id)).toEqual(ids);

@@ -122,7 +122,7 @@ export class StreamReader {
    * Reserves slots for one read over `streams` streams. XREADGROUP's COUNT applies per stream:
    * COUNT ≤ readBatch and COUNT × streams ≤ the free slots, so the pending bound holds; and
    * COUNT × streams × the estimated entry size ≤ the bytes left under `maxPrefetchBytes` (at most
-   * half of it per read). Before any entry was seen the size is unknown: COUNT is 1. When nothing
+   * half of it per read; before any entry was seen, entries of FIRST_READ_ENTRY_BYTES are assumed). When nothing
    * is held and one entry does not fit (an entry larger than the cap), COUNT is 1: it is handled
    * alone, never stuck. While acks are queued or in flight (slots come back within a round trip)
    * it waits until a read of at least half the prefetch (or half the byte cap, or a full
@@ -137,8 +137,7 @@ export class StreamReader {
       if (this.stopping) return { count: 0, bytes: 0 };
       const slotRoom = Math.min(this.slotShare, dispatcher.freeSlotsForReads());
       let count = Math.min(readBatch, Math.floor(Math.min(slotRoom, dispatcher.entriesWithinByteCap()) / streams));
-      if (!dispatcher.entrySizeKnown()) count = Math.min(count, 1);
-      else if (count === 0 && slotRoom >= streams && dispatcher.holdsNothing()) count = 1;
+      if (count === 0 && slotRoom >= streams && dispatcher.holdsNothing()) count = 1;
       const worthWaitingFor = Math.min(this.slotShare, dispatcher.prefetchSize / 2, dispatcher.entriesInHalfByteCap());
       const lowWater = Math.max(1, Math.min(readBatch, Math.floor(worthWaitingFor / streams)));
       if (count >= lowWater || (count > 0 && (!dispatcher.isAccepting || !this.host.slotsReturning()))) {

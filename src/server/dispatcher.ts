@@ -2,6 +2,13 @@ import type { StreamBinding } from './handler-binding.js';
 import { EntryState, InFlightEntry, type IncomingEntry } from './in-flight.js';
 
 /**
+ * The entry size assumed before any entry was seen. Large enough that the first read of small
+ * entries is a full one at the default cap (64 MiB / 2 / 64 KiB = 512 ≥ readBatch); a first read
+ * of larger entries overshoots the cap once, by COUNT × (size − 64 KiB) (docs/server.md).
+ */
+export const FIRST_READ_ENTRY_BYTES = 64 * 1024;
+
+/**
  * Prefetch and concurrency accounting. Every entry from any source enters through `admit` and
  * holds one prefetch slot and its bytes until `release` (acked, nacked, failed, handed back); it
  * holds one handler slot while its handler runs. Readers reserve slots (and the bytes they expect)
@@ -28,8 +35,9 @@ export class Dispatcher {
   private heldBytes = 0;
   private peakHeldBytes = 0;
   private reservedBytes = 0;
-  /** Expected size of the next entries read; 0 until the first entry was seen. */
-  private entryBytesEstimate = 0;
+  /** Expected size of the next entries read: a guess until the first entry was seen. */
+  private entryBytesEstimate = FIRST_READ_ENTRY_BYTES;
+  private sizeSeen = false;
 
   constructor(
     private readonly prefetch: number,
@@ -54,25 +62,19 @@ export class Dispatcher {
     return { held: this.heldBytes, peak: this.peakHeldBytes };
   }
 
-  /** Whether an entry was seen yet, so reads can be sized in bytes (before that a read probes with COUNT 1). */
-  entrySizeKnown(): boolean {
-    return this.entryBytesEstimate > 0;
-  }
-
   /**
    * Entries one read may fetch within the byte cap at the estimated entry size: what is left under
    * the cap, and at most half of it per read (so a read is in flight while the previous one is
    * handled, as with prefetch; and the reply's transient copies stay within half the cap).
    */
   entriesWithinByteCap(): number {
-    if (this.entryBytesEstimate === 0) return Number.POSITIVE_INFINITY;
     const room = Math.min(this.maxBytes - this.heldBytes - this.reservedBytes, this.maxBytes / 2);
     return room <= 0 ? 0 : Math.floor(room / this.entryBytesEstimate);
   }
 
   /** Entries in half the byte cap at the estimated size: a read this large is worth waiting for. */
   entriesInHalfByteCap(): number {
-    return this.entryBytesEstimate === 0 ? Number.POSITIVE_INFINITY : Math.floor(this.maxBytes / 2 / this.entryBytesEstimate);
+    return Math.floor(this.maxBytes / 2 / this.entryBytesEstimate);
   }
 
   /** No entry held, no read nor claim in progress: a read may fetch one entry whatever its size. */
@@ -283,7 +285,8 @@ export class Dispatcher {
     this.heldBytes += bytes;
     if (this.heldBytes > this.peakHeldBytes) this.peakHeldBytes = this.heldBytes;
     const average = Math.max(1, bytes / entries);
-    this.entryBytesEstimate = this.entryBytesEstimate === 0 ? average : Math.max(average, 0.75 * this.entryBytesEstimate + 0.25 * average);
+    this.entryBytesEstimate = this.sizeSeen ? Math.max(average, 0.75 * this.entryBytesEstimate + 0.25 * average) : average;
+    this.sizeSeen = true;
   }
 
   /** Freed slots go to waiting claims first, reserved synchronously so no reader can take them in between. */
