@@ -4,6 +4,7 @@ import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { pendingCount, startServer, type RunningServer } from './fixtures/server-app.js';
+import { capabilitiesOf } from './helpers/capabilities.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -81,8 +82,10 @@ describe('request/reply on a stream that event handlers of other groups also rea
     expect([...concurrent, ...sequential]).toEqual(inputs.map((n) => n * 2));
     await waitFor(() => audited.length >= inputs.length, 'the audit handler to see every request');
     expect([...audited].sort((a, b) => a - b)).toEqual(inputs);
-    // Exactly one reply per request: the audit group never writes to the reply stream.
-    expect(await entriesAdded(redis.client, client.replyStream)).toBe(inputs.length);
+    // Exactly one reply per request: the audit group never writes to the reply stream. Counting the
+    // replies written needs XINFO STREAM entries-added (the lagTracking capability, Redis 7.0+):
+    // the client removes replies it read, so XLEN cannot tell.
+    if ((await capabilitiesOf(redis.client)).lagTracking) expect(await entriesAdded(redis.client, client.replyStream)).toBe(inputs.length);
     await waitFor(
       async () => (await pendingCount(redis.client, 'calc', 'calc-svc')) + (await pendingCount(redis.client, 'calc', 'audit')) === 0,
       'both groups to ack every request',

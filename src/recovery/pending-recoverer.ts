@@ -118,7 +118,10 @@ export class PendingRecoverer {
         else (row.deliveryCount >= maxDeliveries ? poison : claimable).push({ row, index });
       }
       // Retry records: the wait of entries waiting for a retry, the last error of those dead-lettered.
-      const records = await readRetryRecords(this.services.redis, stream, group, [...waiting, ...poison].map((candidate) => candidate.row.id));
+      // Only read where retries happen: without a policy there is no record, and a worker's ACL
+      // need not allow the record keys.
+      const withRecords = this.target.retry === undefined ? waiting : [...waiting, ...poison];
+      const records = await readRetryRecords(this.services.redis, stream, group, withRecords.map((candidate) => candidate.row.id));
       const retryPoison: Candidate[] = [];
       for (const candidate of waiting) {
         const { row } = candidate;
