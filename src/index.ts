@@ -8,6 +8,7 @@ export type { Headers, StreamFields } from './codec/wire-format.js';
 export { RedisStreamsClient } from './client/redis-streams-client.js';
 export type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client/redis-streams-client.js';
 export type { RedisStreamsClientOptions } from './client/redis-streams-client.options.js';
+export type { IdempotenceOptions } from './client/idempotent-emit.js';
 export { RedisStreamsClientModule } from './client/redis-streams-client.module.js';
 export type {
   RedisStreamsClientAsyncRegistration,

@@ -4,10 +4,12 @@ import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import type { RedisStreamsCapabilityError } from '../errors.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { ONLY_ACKED_REQUIREMENT, type CompiledTrimming } from './trimming.js';
+import { IDMP_REQUIREMENT } from './idempotent-emit.js';
 
 /** What the client's options need from the server: checked at the first connect (and after each reconnect, per emit). */
 export function clientRequirements(config: ResolvedClientOptions): CapabilityRequirement[] {
   const needs: CapabilityRequirement[] = [];
+  if (config.idempotence !== undefined) needs.push({ option: 'idempotence', ...IDMP_REQUIREMENT });
   if (config.trim.onlyAcked) needs.push({ option: 'trim.onlyAcked', ...ONLY_ACKED_REQUIREMENT });
   for (const [pattern, trimming] of config.trimming) {
     if (trimming.onlyAcked) needs.push({ option: `trimming.${pattern}.onlyAcked`, ...ONLY_ACKED_REQUIREMENT });

@@ -4,6 +4,7 @@ import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { booleanOption, describe, timerMillisOption } from '../validation.js';
+import { newProducerId, resolveIdempotence, type IdempotenceOptions, type ResolvedIdempotence } from './idempotent-emit.js';
 import { compileTrimming, DEFAULT_TRIMMING, type CompiledTrimming, type StreamTrimming } from './trimming.js';
 
 export interface RedisStreamsClientOptions {
@@ -41,6 +42,13 @@ export interface RedisStreamsClientOptions {
    * first `connect()`. `false` turns them off. Default on.
    */
   telemetry?: boolean | TelemetryOptions;
+  /**
+   * Retry-safe emits (Redis 8.6+, capability `idmp`): every emit carries an idempotency key (its
+   * record's `idempotencyKey`, else `IDMPAUTO`) under this client's producer id, and a failed or
+   * timed-out emit is sent again with the same key. `true` for the defaults. On a server without
+   * IDMP the first connect fails with `RedisStreamsCapabilityError`. Default off (no retry).
+   */
+  idempotence?: boolean | IdempotenceOptions;
 }
 
 export interface ResolvedClientOptions {
@@ -55,6 +63,9 @@ export interface ResolvedClientOptions {
   readonly replyTtl: number;
   readonly clockRefreshInterval: number;
   readonly telemetry: ResolvedTelemetryOptions;
+  /** The IDMP producer id of this client (given, else random per instance). */
+  readonly producerId: string;
+  readonly idempotence: ResolvedIdempotence | undefined;
 }
 
 const KNOWN = new Set([
@@ -71,6 +82,7 @@ const KNOWN = new Set([
   'serializer',
   'deserializer',
   'telemetry',
+  'idempotence',
   // ClientsModule passes `name` through when it is written inside options; harmless.
   'name',
 ]);
@@ -104,6 +116,7 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     replyTtl: timerMillisOption('replyTtl', options.replyTtl, 60_000, 1_000),
     clockRefreshInterval: timerMillisOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
     telemetry: resolveTelemetryOptions(options.telemetry),
+    ...idempotenceOptions(options.idempotence),
   };
 }
 
@@ -111,4 +124,9 @@ function stringOption(option: string, value: unknown, fallback: string): string 
   if (value === undefined) return fallback;
   if (typeof value !== 'string') throw new RedisStreamsOptionError(option, `must be a string, got ${describe(value)}`);
   return value;
+}
+
+function idempotenceOptions(value: unknown): { producerId: string; idempotence: ResolvedIdempotence | undefined } {
+  const { producerId, idempotence } = resolveIdempotence(value);
+  return { producerId: producerId ?? newProducerId(), idempotence };
 }

@@ -41,6 +41,7 @@ import { ReplyListener } from './reply-listener.js';
 import { ServerClock } from './server-clock.js';
 import { compileTrimming, minIdArgs, type CompiledTrimming } from './trimming.js';
 import { clientRequirements, trimmingUnsupported } from './capability-needs.js';
+import { carriesIdmp, idmpArgs, sendWithRetries } from './idempotent-emit.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
 import { RedisStreamsConnectionError, RedisStreamsOptionError } from '../errors.js';
 import { withTimeout } from '../timeout.js';
@@ -226,7 +227,8 @@ export class RedisStreamsClient
       const data = record ? record.data : packet.data;
       const pattern = this.normalizePattern(packet.pattern);
       const trimming = this.trimmingFor(pattern, options);
-      const args = this.xaddHead(pattern, trimming, options.noMkStream ?? this.config.noMkStream);
+      const idmp = idmpArgs(this.config.producerId, this.config.idempotence, options.idempotencyKey, this.capabilities);
+      const args = this.xaddHead(pattern, trimming, options.noMkStream ?? this.config.noMkStream, idmp);
       if (args === undefined) return this.clockReady().then(() => this.writeEvent<T>(packet, trace));
       if (options.raw) {
         if (options.headers !== undefined) {
@@ -331,9 +333,10 @@ export class RedisStreamsClient
    * `[stream, NOMKSTREAM?, MAXLEN|MINID ~ n, '*']`, the start of an XADD; `undefined` while the
    * server clock that `maxAge` trimming needs is not known yet (only before the first TIME reply).
    */
-  private xaddHead(pattern: string, trimming: CompiledTrimming, noMkStream: boolean): Args | undefined {
+  private xaddHead(pattern: string, trimming: CompiledTrimming, noMkStream: boolean, idmp: readonly string[] = []): Args | undefined {
     const args: Args = [streamKeyFor(pattern, this.config.streamPrefix)];
     if (noMkStream) args.push('NOMKSTREAM');
+    if (idmp.length > 0) args.push(...idmp);
     if (trimming.kind === 'maxLen') {
       args.push(trimming.args[0] as string, trimming.args[1] as string, trimming.args[2] as string);
       if (trimming.onlyAcked) {
@@ -354,7 +357,11 @@ export class RedisStreamsClient
 
   private sendXAdd(args: Args): Promise<string | null> {
     const xadd = this.xadd;
-    return xadd ? xadd(args) : Promise.reject(new Error('Connection closed'));
+    if (!xadd) return Promise.reject(new Error('Connection closed'));
+    // With an idempotency key (IDMP, only sent when the server has it) a retry cannot duplicate the entry.
+    const idempotence = this.config.idempotence;
+    if (idempotence === undefined || idempotence.retries === 0 || !carriesIdmp(args)) return xadd(args);
+    return sendWithRetries(() => (this.xadd ?? xadd)(args), idempotence.retries, idempotence.retryDelayMs);
   }
 
   /** Failures name the stream; option errors stay as they are. */

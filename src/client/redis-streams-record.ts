@@ -16,6 +16,13 @@ export interface RedisStreamsRecordOptions {
   noMkStream?: boolean;
   /** Requests only: reply timeout of this call in ms, instead of the client's `timeout`. */
   timeout?: number;
+  /**
+   * Events only (Redis 8.6+, capability `idmp`): `XADD … IDMP <producerId> <idempotencyKey>`. Redis
+   * writes one entry per key and producer: a repeated emit with the same key returns the first
+   * entry's id and adds nothing, so the client may retry it (`idempotence.retries`). On a server
+   * without IDMP the emit fails with `RedisStreamsCapabilityError`.
+   */
+  idempotencyKey?: string;
 }
 
 /**
@@ -59,6 +66,10 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setNoMkStream(noMkStream = true): this {
     return this.setOptions({ noMkStream });
+  }
+
+  setIdempotencyKey(idempotencyKey: string): this {
+    return this.setOptions({ idempotencyKey });
   }
 
   setTimeout(timeout: number): this {

@@ -1,13 +1,24 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Headers, StreamFields } from '../codec/wire-format.js';
 import { RECORD_HANDLER_ERROR } from './handler-error-capture.js';
-import type { InFlightEntry } from './in-flight.js';
+
+/**
+ * What a context reads of its entry: the server's `InFlightEntry`, described by shape so that this
+ * file (which option types name) does not import in-flight.ts and its binding types.
+ */
+export interface ContextEntry {
+  readonly binding: { readonly stream: string; readonly group: string };
+  readonly id: string;
+  readonly deliveryCount: number;
+  readonly fields: StreamFields;
+  handlerError: unknown;
+}
 
 /** What the server does for a context's `ack()`, `nack()` and `extendLease()`. */
 export interface EntrySettler {
-  ack(entry: InFlightEntry): Promise<void>;
-  nack(entry: InFlightEntry): void;
-  extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void>;
+  ack(entry: ContextEntry): Promise<void>;
+  nack(entry: ContextEntry): void;
+  extendLease(entry: ContextEntry, ms: number | undefined): Promise<void>;
 }
 
 /** The message a context describes; `getArgs()[0]`. */
@@ -36,7 +47,7 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   private message: RedisStreamsMessage | undefined;
 
   constructor(
-    private readonly entry: InFlightEntry,
+    private readonly entry: ContextEntry,
     private readonly consumer: string,
     private readonly pattern: string,
     private readonly headers: Headers | undefined,

@@ -5,10 +5,8 @@ import {
   type CustomTransportStrategy,
   type MessageHandler,
   type MsPattern,
-  type OutgoingResponse,
 } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
-import { NO_MESSAGE_HANDLER, type ReplyPacket } from '../codec/reply.js';
 import { JsonStreamDeserializer, type DecodedEntry, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import { RedisStreamsDecodeError } from '../errors.js';
 import {
@@ -32,7 +30,7 @@ import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { Dispatcher } from './dispatcher.js';
 import { planPrefetch } from './flow-control.js';
 import { createGroup, errorMessage } from './groups.js';
-import { handOffEntries } from './handoff.js';
+import { drain, stopReading } from './drain.js';
 import {
   bindHandlers,
   bindingKey,
@@ -45,9 +43,9 @@ import {
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { ReplyWriter } from './reply-writer.js';
+import { handleRequest, serializeWith, type DecodedRequest, type RequestHost } from './request-handling.js';
 import { RetryReleaser } from './retry-releaser.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
-import { withTimeout } from '../timeout.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { Redactor } from '../redaction.js';
 import { RedactingLogger } from '../redacting-logger.js';
@@ -72,10 +70,6 @@ export interface RedisStreamsConnections {
 
 /** Renews the lease of an in-flight entry; installed by a recovery provider. @internal */
 export type LeaseExtender = (entry: { stream: string; group: string; id: string }, ms: number | undefined) => Promise<void>;
-
-const READER_STOP_GRACE_MS = 2_000;
-/** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
-const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
 /**
  * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
@@ -112,6 +106,8 @@ export class RedisStreamsServer
   private recovery: RecoveryScheduler | undefined;
   /** Set at listen() only when OpenTelemetry is there and on: every per-entry hook tests this one reference. */
   private telemetry: Telemetry | undefined;
+  /** Built at listen(), once telemetry is known. */
+  private requests: RequestHost | undefined;
   private gauges: GroupGauges | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
   private deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined;
@@ -376,6 +372,7 @@ export class RedisStreamsServer
     this.state = 'starting';
     try {
       this.telemetry = await Telemetry.load(this.options.telemetry);
+      this.requests = this.requestHost();
       await this.open();
     } catch (error) {
       // close() during start-up ends the connections, which fails the wait for them: say why.
@@ -572,7 +569,7 @@ export class RedisStreamsServer
     // Only a message binding answers. To an event binding (another group reading the same stream,
     // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
     if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
-      void this.handleRequestEntry(entry, decoded as DecodedEntry & { id: string; replyTo: string }, pattern, context);
+      void handleRequest(this.requests as RequestHost, entry, decoded as DecodedRequest, pattern, context);
       return;
     }
     if (binding.idempotency !== undefined && !checked) {
@@ -635,63 +632,23 @@ export class RedisStreamsServer
     } else this.finish(entry, false);
   }
 
-  private async handleRequestEntry(
-    entry: InFlightEntry,
-    decoded: DecodedEntry & { id: string; replyTo: string },
-    pattern: string,
-    context: RedisStreamsContext,
-  ): Promise<void> {
-    const { binding } = entry;
-    const handler = pattern === binding.pattern ? binding.handler : this.getHandlerByPattern(pattern);
-    let packet: ReplyPacket;
-    let handled = false;
-    let failed = false;
-    if (handler === null || handler.isEventHandler) {
-      packet = { err: NO_MESSAGE_HANDLER, isDisposed: true };
-    } else {
-      handled = true;
-      try {
-        // Nest's RPC proxy (guards, interceptors, pipes, filters) is inside `handler`; a promise or
-        // a plain value needs no Observable around it.
-        let response: unknown = handler(decoded.data, context);
-        if (response instanceof Promise) response = await response;
-        if (isObservable(response)) response = await lastValueFrom(response, { defaultValue: undefined });
-        packet = { response, isDisposed: true };
-      } catch (error) {
-        failed = true;
-        // The requester gets what Nest's filters made of the error; a dead letter (manual mode, or a
-        // reply that could not be written) records the handler's own.
-        const own = entry.handlerError ?? error;
-        this.telemetry?.failed(entry, own);
-        this.recovery?.recordHandlerError(binding.stream, binding.group, entry.id, own);
-        packet = { err: error, isDisposed: true };
-      }
-    }
-    const replyTrace = this.telemetry?.startReply(entry, decoded.replyTo, decoded.id);
-    try {
-      // The correlation id travels in the reply's own `id` field, not inside the packet.
-      let outgoing = this.serializer.serialize(packet as OutgoingResponse) as ReplyPacket | Promise<ReplyPacket>;
-      if (outgoing instanceof Promise) outgoing = await outgoing;
-      await this.replies.write(decoded.replyTo, decoded.id, outgoing);
-      replyTrace?.end({});
-    } catch (error) {
-      replyTrace?.end({ error });
-      this.emitError(
-        new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),
-      );
-      this.finish(entry, false);
-      return;
-    }
-    if (!handled && !entry.settled) {
-      // Nothing here can ever answer it: ack in any ack mode.
-      this.dispatcher?.finished(entry);
-      this.telemetry?.finished(entry, true);
-      void this.ack(entry);
-      return;
-    }
-    // Auto mode acks a request answered with its error; manual mode never acks by itself, so a
-    // failed request is released and stays pending, as a failed event (else it holds its slot forever).
-    this.finish(entry, !(failed && entry.binding.ackMode === 'manual'));
+  /** What request handling (request-handling.ts) uses of this server. */
+  private requestHost(): RequestHost {
+    const host: RequestHost = {
+      replies: this.replies,
+      telemetry: this.telemetry,
+      handlerFor: (pattern) => this.getHandlerByPattern(pattern),
+      serialize: serializeWith(this.serializer),
+      recordHandlerError: (entry, error) => this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error),
+      emitError: (error) => this.emitError(error),
+      finish: (entry, succeeded) => this.finish(entry, succeeded),
+      ackUnanswerable: (entry) => {
+        this.dispatcher?.finished(entry);
+        this.telemetry?.finished(entry, true);
+        void this.ack(entry);
+      },
+    };
+    return host;
   }
 
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
@@ -768,52 +725,22 @@ export class RedisStreamsServer
   // ---- shutdown ----
 
   private async stopReading(): Promise<void> {
-    (this.dispatcher as Dispatcher).stopAccepting();
-    await Promise.all(this.readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+    await stopReading(this.dispatcher as Dispatcher, this.readers);
   }
 
   private async drain(): Promise<void> {
-    const dispatcher = this.dispatcher as Dispatcher;
-    const queued = dispatcher.takeQueued();
-    // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
-    // find them owned by the handoff consumer and report a lost lease).
-    for (const entry of queued) entry.settled = true;
-    if (queued.length > 0) {
-      try {
-        const moved = await withTimeout(
-          handOffEntries(this.commandConnection(), queued, this.options.consumer, this.options.handoffConsumer),
-          CLOSE_STEP_TIMEOUT_MS,
-          'handoff',
-        );
-        this.logger.log(`handed ${moved} fetched but unstarted entries to consumer "${this.options.handoffConsumer}"`);
-        this.emit('handoff', { count: moved, consumer: this.options.handoffConsumer });
-      } catch (error) {
-        this.emitError(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
-      } finally {
-        for (const entry of queued) dispatcher.release(entry);
-      }
-    }
-    await this.waitForRunningHandlers(dispatcher);
-    try {
-      await withTimeout(Promise.all([this.acker?.drain(), this.retries?.drain()]), CLOSE_STEP_TIMEOUT_MS, 'final acks');
-    } catch (error) {
-      // Unacked entries stay pending and come back later: a duplicate, never a loss.
-      this.emitError(new Error(`${errorMessage(error)}; those entries stay pending`));
-    }
-  }
-
-  private async waitForRunningHandlers(dispatcher: Dispatcher): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), this.options.shutdownTimeout);
+    const { options } = this;
+    await drain({
+      dispatcher: this.dispatcher as Dispatcher,
+      commands: this.commandConnection(),
+      consumer: options.consumer,
+      handoffConsumer: options.handoffConsumer,
+      shutdownTimeout: options.shutdownTimeout,
+      acker: this.acker,
+      retries: this.retries,
+      logger: this.logger,
+      events: this.events,
     });
-    const late = await Promise.race([dispatcher.whenIdle().then(() => false), timedOut]);
-    clearTimeout(timer);
-    if (late) {
-      this.logger.warn(
-        `${dispatcher.runningCount()} handlers still ran after shutdownTimeout (${this.options.shutdownTimeout} ms); their entries stay pending`,
-      );
-    }
   }
 
   // ---- events ----

@@ -1,0 +1,80 @@
+import type { Logger } from '@nestjs/common';
+import type { RedisClient } from '../redis/connection.js';
+import { withTimeout } from '../timeout.js';
+import type { AckBatcher } from './ack-batcher.js';
+import type { StreamReader } from './consumer-loop.js';
+import type { Dispatcher } from './dispatcher.js';
+import { errorMessage } from './groups.js';
+import { handOffEntries } from './handoff.js';
+import type { RetryReleaser } from './retry-releaser.js';
+import type { ServerEventEmitter } from './server-events.js';
+
+const READER_STOP_GRACE_MS = 2_000;
+/** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
+const CLOSE_STEP_TIMEOUT_MS = 5_000;
+
+/** What `close()` drains: the running server's parts. */
+export interface DrainTarget {
+  readonly dispatcher: Dispatcher;
+  readonly commands: RedisClient;
+  readonly consumer: string;
+  readonly handoffConsumer: string;
+  readonly shutdownTimeout: number;
+  readonly acker: AckBatcher | undefined;
+  readonly retries: RetryReleaser | undefined;
+  readonly logger: Logger;
+  readonly events: ServerEventEmitter;
+}
+
+/** No handler starts any more; the readers stop (a blocked read is given a grace period). */
+export async function stopReading(dispatcher: Dispatcher, readers: readonly StreamReader[]): Promise<void> {
+  dispatcher.stopAccepting();
+  await Promise.all(readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+}
+
+/**
+ * The shutdown after the readers stopped: fetched but unstarted entries are handed to the handoff
+ * consumer, running handlers get `shutdownTimeout`, then the last acks (and retry releases) go out.
+ * Every Redis step is bounded; what fails stays pending (a duplicate later, never a loss).
+ */
+export async function drain(target: DrainTarget): Promise<void> {
+  const { dispatcher, events } = target;
+  const queued = dispatcher.takeQueued();
+  // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
+  // find them owned by the handoff consumer and report a lost lease).
+  for (const entry of queued) entry.settled = true;
+  if (queued.length > 0) {
+    try {
+      const moved = await withTimeout(
+        handOffEntries(target.commands, queued, target.consumer, target.handoffConsumer),
+        CLOSE_STEP_TIMEOUT_MS,
+        'handoff',
+      );
+      target.logger.log(`handed ${moved} fetched but unstarted entries to consumer "${target.handoffConsumer}"`);
+      events.emit('handoff', { count: moved, consumer: target.handoffConsumer });
+    } catch (error) {
+      events.error(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
+    } finally {
+      for (const entry of queued) dispatcher.release(entry);
+    }
+  }
+  await waitForRunningHandlers(target);
+  try {
+    await withTimeout(Promise.all([target.acker?.drain(), target.retries?.drain()]), CLOSE_STEP_TIMEOUT_MS, 'final acks');
+  } catch (error) {
+    // Unacked entries stay pending and come back later: a duplicate, never a loss.
+    events.error(new Error(`${errorMessage(error)}; those entries stay pending`));
+  }
+}
+
+async function waitForRunningHandlers({ dispatcher, shutdownTimeout, logger }: DrainTarget): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(true), shutdownTimeout);
+  });
+  const late = await Promise.race([dispatcher.whenIdle().then(() => false), timedOut]);
+  clearTimeout(timer);
+  if (late) {
+    logger.warn(`${dispatcher.runningCount()} handlers still ran after shutdownTimeout (${shutdownTimeout} ms); their entries stay pending`);
+  }
+}
