@@ -29,6 +29,7 @@ import { StreamReader, type ReaderHost } from './consumer-loop.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { Dispatcher } from './dispatcher.js';
 import { planPrefetch } from './flow-control.js';
+import { pendingDeliveriesOf } from './redelivery-check.js';
 import { createGroup, errorMessage } from './groups.js';
 import { drain, stopReading } from './drain.js';
 import {
@@ -422,7 +423,7 @@ export class RedisStreamsServer
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
-    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes);
+    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes, this.readmitIfPending);
     const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
     // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
     this.deletePolicyOf = (binding) => (this.capabilities?.xackdel === true ? deletePolicies.get(binding) : undefined);
@@ -504,6 +505,17 @@ export class RedisStreamsServer
 
   private readonly releaseEntry = (entry: InFlightEntry): void => {
     this.dispatcher?.release(entry);
+  };
+
+  /** A delivery read while its twin's ack was in flight: handled if that ack did not cover it. */
+  private readonly readmitIfPending = (binding: StreamBinding, incoming: IncomingEntry): void => {
+    if (this.state !== 'listening') return; // still pending in Redis: recovery brings it back
+    pendingDeliveriesOf(this.commandConnection(), binding.stream, binding.group, incoming.id, this.consumer).then(
+      (deliveryCount) => {
+        if (deliveryCount !== undefined && this.state === 'listening') this.admitRead(binding, [{ ...incoming, deliveryCount }]);
+      },
+      (error: unknown) => this.emitError(new Error(`could not check entry ${incoming.id} of "${binding.stream}" read again during its ack; it stays pending: ${errorMessage(error)}`)),
+    );
   };
 
   /**
