@@ -58,6 +58,8 @@ const FAIL_FAST = {
   connectTimeout: CONNECT_TIMEOUT_MS,
   maxRetriesPerRequest: 1,
   retryStrategy: () => null,
+  // Through sentinels (redis+sentinel://): one pass over them, not a retry loop that never answers.
+  sentinelRetryStrategy: () => null,
   enableOfflineQueue: false,
   enableReadyCheck: true,
 };
