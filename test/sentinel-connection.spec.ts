@@ -104,6 +104,8 @@ describe('the Sentinel URL: redis+sentinel://[[user]:password@]host[:port],…/p
       password: 'pw',
       sentinelPassword: 'spw',
       connectionName: 'nestjs-redis-streams:test',
+      // Follows +switch-master at once (test/sentinel-failover.spec.ts shows why).
+      failoverDetector: true,
     });
     opened.client.disconnect();
   });
@@ -133,6 +135,15 @@ describe('the ioredis Sentinel options ({ sentinels, name, ... }) checked in the
     const plain = openConnection({ sentinels, name: 'm' }, 'test').client as Redis;
     expect(plain.options.enableTLSForSentinelMode).toBe(false);
     for (const client of [withTls, explicit, plain]) client.disconnect();
+  });
+
+  it('the failover detector is on unless turned off', () => {
+    const sentinels = [{ host: '127.0.0.1', port: 26390 }];
+    const byDefault = openConnection({ sentinels, name: 'm' }, 'test').client as Redis;
+    const off = openConnection({ sentinels, name: 'm', failoverDetector: false }, 'test').client as Redis;
+    const standalone = openConnection({ host: '127.0.0.1', port: 6390 }, 'test').client as Redis;
+    expect([byDefault.options.failoverDetector, off.options.failoverDetector, standalone.options.failoverDetector]).toEqual([true, false, false]);
+    for (const client of [byDefault, off, standalone]) client.disconnect();
   });
 
   it('describes the connection by primary name and sentinels, without passwords', () => {

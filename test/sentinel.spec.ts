@@ -50,6 +50,21 @@ async function transportConnections(port: number): Promise<Record<string, number
   }
 }
 
+/** Clients connected to the sentinels, summed (without the connection that asks). */
+async function sentinelClients(): Promise<number> {
+  let sum = 0;
+  for (const sentinel of harness.set.sentinels) {
+    const redis = sentinel.client();
+    try {
+      await redis.connect();
+      sum += Number(/connected_clients:(\d+)/.exec(await redis.info('clients'))?.[1]) - 1;
+    } finally {
+      redis.disconnect();
+    }
+  }
+  return sum;
+}
+
 describe('through sentinels: server, client and module services', () => {
   it('URL form and ioredis options form: events, requests and a dead letter round trip on the primary only', async () => {
     const set = harness.set;
@@ -60,6 +75,8 @@ describe('through sentinels: server, client and module services', () => {
       strategy: new RedisStreamsServer({ connection: url, group: 'snt', blockMs: 100, shutdownTimeout: 500, recovery: { minIdleTime: 200, interval: 100 } }),
     });
     const client = new RedisStreamsClient({ connection: options, commandTimeout: 5_000 });
+    // The sentinels talk to each other; what the transport adds comes on top.
+    const baseline = await sentinelClients();
     try {
       await app.listen();
       const sent = Array.from({ length: 20 }, (_, i) => i);
@@ -80,6 +97,8 @@ describe('through sentinels: server, client and module services', () => {
         'nestjs-redis-streams:module': 1,
       });
       expect(await transportConnections(set.replica.port)).toEqual({});
+      // One failover-detector subscription per connection and sentinel: (server 2 + client 2 + module 1) × 3.
+      await waitFor(async () => (await sentinelClients()) === baseline + 15, 'one subscriber connection per transport connection on every sentinel');
     } finally {
       await client.close();
       await app.close();

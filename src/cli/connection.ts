@@ -60,6 +60,8 @@ const FAIL_FAST = {
   retryStrategy: () => null,
   // Through sentinels (redis+sentinel://): one pass over them, not a retry loop that never answers.
   sentinelRetryStrategy: () => null,
+  // A run lasts a moment: no subscriber connection to every sentinel.
+  failoverDetector: false,
   enableOfflineQueue: false,
   enableReadyCheck: true,
 };

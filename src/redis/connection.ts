@@ -2,7 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
 import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
-import { isSentinelUrl, sentinelUrlOptions, withSentinelTls } from './sentinel-connection.js';
+import { isSentinelUrl, sentinelUrlOptions, withSentinelDefaults } from './sentinel-connection.js';
 
 /**
  * Where to connect: a URL (`redis://`, `rediss://`, Sentinel: `redis+sentinel://`), ioredis
@@ -46,11 +46,11 @@ export function openConnection(
   if (typeof connection === 'string') {
     // A Sentinel URL was checked by connectionOption(); parsed here into ioredis' options.
     const client = isSentinelUrl(connection)
-      ? new Redis({ ...sentinelUrlOptions('connection', connection, 'keyPrefix is not supported'), ...options })
+      ? new Redis({ ...withSentinelDefaults(sentinelUrlOptions('connection', connection, 'keyPrefix is not supported')), ...options })
       : new Redis(connection, options);
     return { client, owned: true };
   }
-  return { client: new Redis({ ...withSentinelTls(connection ?? {}), ...options }), owned: true };
+  return { client: new Redis({ ...withSentinelDefaults(connection ?? {}), ...options }), owned: true };
 }
 
 function duplicateCluster(cluster: Cluster, overrides: RedisOptions, connectionName: string): Cluster {

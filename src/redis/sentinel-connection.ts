@@ -136,11 +136,21 @@ export function sentinelConnectionOption(option: string, value: Record<string, u
 }
 
 /**
- * Sentinel options as users expect them: `tls` set means TLS to the primary and replicas too
- * (ioredis applies `tls` only to them when `enableTLSForSentinelMode` is on, and otherwise
- * silently connects in clear text). An explicit `enableTLSForSentinelMode` wins.
+ * Sentinel options as users expect them (an explicit value always wins):
+ * - `tls` set means TLS to the primary and replicas too (ioredis applies `tls` to them only when
+ *   `enableTLSForSentinelMode` is on, and otherwise silently connects in clear text);
+ * - `failoverDetector` on: each connection listens for the sentinels' `+switch-master` and
+ *   reconnects to the new primary at once. Without it, a connection to a primary that was
+ *   failed over while alive (`SENTINEL FAILOVER`, a partition) keeps writing to it until the
+ *   sentinels demote it, 8 to 20 s later, and every write of that time is thrown away.
  */
-export function withSentinelTls(options: RedisOptions): RedisOptions {
-  if (options.sentinels == null || options.tls === undefined || options.enableTLSForSentinelMode !== undefined) return options;
-  return { ...options, enableTLSForSentinelMode: true };
+export function withSentinelDefaults(options: RedisOptions): RedisOptions {
+  if (options.sentinels == null) return options;
+  const defaults: RedisOptions = { failoverDetector: true };
+  if (options.tls !== undefined) defaults.enableTLSForSentinelMode = true;
+  return { ...defaults, ...withoutUndefined(options) };
+}
+
+function withoutUndefined(options: RedisOptions): RedisOptions {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as RedisOptions;
 }
