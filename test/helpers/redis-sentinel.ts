@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { freePort, RedisServerProcess } from './redis-server.js';
+import { freePort, RedisServerProcess, type RedisServerTls } from './redis-server.js';
 import { waitFor } from './wait.js';
 
 /** How long the harness' sentinels wait before they call a silent primary down. */
@@ -18,6 +18,11 @@ export interface RedisSentinelOptions {
   password?: string;
   /** `requirepass` of the sentinels. */
   sentinelPassword?: string;
+  /**
+   * TLS only, everywhere: data nodes and sentinels serve TLS (`port 0`), replication and the
+   * sentinels' own links use it (`tls-replication yes`). See `supportsTls()` first.
+   */
+  tls?: RedisServerTls;
 }
 
 const running = new Set<SentinelProcess>();
@@ -33,11 +38,12 @@ export class SentinelProcess {
   private constructor(
     readonly port: number,
     private readonly password: string | undefined,
+    private readonly tls: boolean,
   ) {}
 
   static async start(primaryPort: number, options: Required<Pick<RedisSentinelOptions, 'name'>> & RedisSentinelOptions): Promise<SentinelProcess> {
     for (let attempt = 0; ; attempt++) {
-      const sentinel = new SentinelProcess(await freePort(), options.sentinelPassword);
+      const sentinel = new SentinelProcess(await freePort(), options.sentinelPassword, options.tls !== undefined);
       try {
         await sentinel.launch(primaryPort, options);
         return sentinel;
@@ -57,7 +63,15 @@ export class SentinelProcess {
 
   /** A plain connection to this sentinel (SENTINEL commands); the caller closes it. */
   client(): Redis {
-    const redis = new Redis({ host: '127.0.0.1', port: this.port, password: this.password, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const redis = new Redis({
+      host: '127.0.0.1',
+      port: this.port,
+      password: this.password,
+      tls: this.tls ? { rejectUnauthorized: false } : undefined,
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     redis.on('error', () => undefined);
     return redis;
   }
@@ -87,7 +101,17 @@ export class SentinelProcess {
     writeFileSync(
       config,
       [
-        `port ${this.port}`,
+        ...(options.tls === undefined
+          ? [`port ${this.port}`]
+          : [
+              'port 0',
+              `tls-port ${this.port}`,
+              `tls-cert-file ${options.tls.certFile}`,
+              `tls-key-file ${options.tls.keyFile}`,
+              `tls-ca-cert-file ${options.tls.caFile}`,
+              'tls-auth-clients no',
+              'tls-replication yes',
+            ]),
         'bind 127.0.0.1',
         'protected-mode no',
         'daemonize no',
@@ -151,12 +175,16 @@ export class RedisSentinelSet {
 
   static async start(given: RedisSentinelOptions = {}): Promise<RedisSentinelSet> {
     const options = { name: 'mymaster', ...given };
-    const auth = options.password === undefined ? [] : ['--masterauth', options.password];
+    const auth = [
+      ...(options.password === undefined ? [] : ['--masterauth', options.password]),
+      ...(options.tls === undefined ? [] : ['--tls-replication', 'yes']),
+    ];
+    const tls = options.tls;
     const started: { stop(): Promise<void> }[] = [];
     try {
-      const primary = await RedisServerProcess.start({ password: options.password, args: auth });
+      const primary = await RedisServerProcess.start({ password: options.password, tls, args: auth });
       started.push(primary);
-      const replica = await RedisServerProcess.start({ password: options.password, args: [...auth, '--replicaof', '127.0.0.1', String(primary.port)] });
+      const replica = await RedisServerProcess.start({ password: options.password, tls, args: [...auth, '--replicaof', '127.0.0.1', String(primary.port)] });
       started.push(replica);
       await waitFor(async () => /master_link_status:up/.test(await info(replica, 'replication')), 'the replica to sync with the primary', { timeout: 15_000, interval: 50 });
       const sentinels = await Promise.all([0, 1, 2].map(() => SentinelProcess.start(primary.port, options)));
@@ -179,12 +207,12 @@ export class RedisSentinelSet {
     return this.sentinels.map((sentinel) => ({ host: '127.0.0.1', port: sentinel.port }));
   }
 
-  /** `redis+sentinel://[:password@]127.0.0.1:p1,…/name[?sentinelPassword=…]`. */
+  /** `redis+sentinel://[:password@]127.0.0.1:p1,…/name[?sentinelPassword=…]` (`rediss+sentinel` with TLS). */
   get url(): string {
-    const { password, sentinelPassword } = this.options;
+    const { password, sentinelPassword, tls } = this.options;
     const userinfo = password === undefined ? '' : `:${encodeURIComponent(password)}@`;
     const query = sentinelPassword === undefined ? '' : `?sentinelPassword=${encodeURIComponent(sentinelPassword)}`;
-    return `redis+sentinel://${userinfo}${this.addresses.map(({ host, port }) => `${host}:${port}`).join(',')}/${this.name}${query}`;
+    return `${tls ? 'rediss' : 'redis'}+sentinel://${userinfo}${this.addresses.map(({ host, port }) => `${host}:${port}`).join(',')}/${this.name}${query}`;
   }
 
   /** The data node (primary or replica) listening on `port`. */
