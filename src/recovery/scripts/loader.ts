@@ -35,7 +35,8 @@ export interface RecoveryScriptCommands {
   nrsReapConsumers(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
   nrsRedrive(deadLetter: string, source: string, ...args: (string | number)[]): Promise<Row[]>;
   nrsReleaseForRetry(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
-  nrsClaimRetry(stream: string, ...args: (string | number)[]): Promise<(string | string[])[][]>;
+  /** The Buffer variant `defineCommand` adds: the claimed fields come back as the exact bytes. */
+  nrsClaimRetryBuffer(stream: string, ...args: (string | number)[]): Promise<(Buffer | Buffer[])[][]>;
 }
 
 /** Upper bound on ids (or consumers) in one script call: a script blocks Redis while it runs. */
