@@ -1,6 +1,7 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
+import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';
 import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
 import { isSentinelUrl, sentinelUrlOptions, withSentinelDefaults } from './sentinel-connection.js';
 
@@ -24,9 +25,21 @@ export function isRedisClient(value: unknown): value is RedisClient {
 
 /**
  * Opens a connection for one role. `dedicated` forces a connection of our own even when the user
- * passed a client (blocking reads must not share a socket with other commands).
+ * passed a client (blocking reads must not share a socket with other commands). On a client we
+ * create, a `commandTimeout` is judged only after pending replies were read (./command-timeout.ts).
  */
 export function openConnection(
+  connection: RedisConnection | undefined,
+  role: string,
+  overrides: RedisOptions = {},
+  dedicated = false,
+): OpenedConnection {
+  const opened = createConnection(connection, role, overrides, dedicated);
+  if (opened.owned) judgeCommandTimeoutsAfterReads(opened.client);
+  return opened;
+}
+
+function createConnection(
   connection: RedisConnection | undefined,
   role: string,
   overrides: RedisOptions = {},
