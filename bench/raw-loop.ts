@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 
-type StreamReply = [key: string, entries: [id: string, fields: string[]][]][] | null;
+export type StreamReply = [key: string, entries: [id: string, fields: string[]][]][] | null;
 
 /** XGROUP CREATE at `0` with MKSTREAM; an existing group is fine. */
 export async function ensureGroup(redis: Redis, key: string, group: string): Promise<void> {
@@ -57,7 +57,7 @@ export class RawConsumerLoop {
   }
 }
 
-function dataField(fields: string[]): string {
+export function dataField(fields: string[]): string {
   for (let i = 0; i + 1 < fields.length; i += 2) {
     if (fields[i] === 'data') return fields[i + 1] as string;
   }

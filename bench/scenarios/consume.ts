@@ -14,6 +14,7 @@ export const consumeScenario: Scenario = {
   reference: 'raw',
   contenders: (ctx) => [
     workerContender(ctx, 'raw', 'raw XREADGROUP COUNT 100 + XACK loop', 'raw-worker'),
+    workerContender(ctx, 'raw-nest-handler', 'raw XREADGROUP/XACK loop → Nest @EventPattern pipeline', 'nest-raw-loop-worker'),
     {
       ...workerContender(ctx, 'streams', 'RedisStreamsServer', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
