@@ -26,6 +26,8 @@ export class RawConsumerLoop {
     private readonly consumer: string,
     private readonly handle: (payload: unknown) => void,
     private readonly count = 100,
+    /** Acknowledge with `XACKDEL … KEEPREF` (Redis 8.2+): the entries leave the stream too. */
+    private readonly ackDelete = false,
   ) {}
 
   start(): void {
@@ -52,7 +54,8 @@ export class RawConsumerLoop {
         ids.push(id);
         this.handle(JSON.parse(dataField(fields)));
       }
-      await redis.xack(key, group, ...ids);
+      if (this.ackDelete) await redis.call('XACKDEL', key, group, 'KEEPREF', 'IDS', ids.length, ...ids);
+      else await redis.xack(key, group, ...ids);
     }
   }
 }
