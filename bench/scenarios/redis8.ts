@@ -42,13 +42,16 @@ export const workQueueConsumeScenario: Scenario = {
 /** Every emit must have written its own entry (the payloads differ, so IDMPAUTO dedups nothing). */
 async function timedEmit(ctx: BenchContext, key: string, sendOne: () => Promise<unknown>): Promise<RunResult> {
   const total = ctx.config.emitMessages;
+  const cpu = process.cpuUsage();
   const start = nowNs();
   await sendInFlight(total, ctx.config.inFlight, sendOne);
   const elapsedNs = nowNs() - start;
+  const { user, system } = process.cpuUsage(cpu);
   const length = await ctx.admin.xlen(key);
   await ctx.admin.del(key);
   if (length !== total) throw new Error(`stream has ${length} entries, expected ${total}`);
-  return { msgsPerSec: total / (elapsedNs / 1e9) };
+  // The producer's CPU (this process): what the client spends, beside Redis' CPU (redisCpuMs).
+  return { msgsPerSec: total / (elapsedNs / 1e9), extra: { clientCpuMs: (user + system) / 1000 } };
 }
 
 /** The raw producer of the emit scenario, with `idmp` words before the trim spec. */
@@ -102,15 +105,17 @@ function consumeContender(ctx: BenchContext, impl: string, label: string, script
       await fillStream(ctx.admin, key, total);
       const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false, options });
       try {
+        const before = await worker.stats();
         const reached = worker.waitFor(total, 120_000);
         const startedAt = await worker.go();
         const reachedAt = await reached;
         const ackedAt = await waitAcked(ctx.admin, key, group);
+        const { cpuMs } = await worker.stats();
         const left = await ctx.admin.xlen(key);
         if (left !== (deletes ? 0 : total)) throw new Error(`${left} entries left in the stream, expected ${deletes ? 0 : total}`);
         return {
           msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
-          extra: { ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9) },
+          extra: { ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9), workerCpuMs: cpuMs - before.cpuMs },
         };
       } finally {
         await worker.stop();
