@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { describeCapabilities, probeCapabilities } from '../src/redis/capabilities.js';
 import { RedisServerProcess } from '../test/helpers/redis-server.js';
 import { benchConfig } from './config.js';
 import { describeMachine, readLoadAverage } from './machine.js';
@@ -16,13 +17,16 @@ import { emitScenario } from './scenarios/emit.js';
 import { endToEndScenario } from './scenarios/end-to-end.js';
 import { largePayloadScenario } from './scenarios/large-payload.js';
 import { lightLoadScenario } from './scenarios/light-load.js';
+import { idmpEmitScenario, workQueueConsumeScenario } from './scenarios/redis8.js';
 import { requestReplyScenario } from './scenarios/request-reply.js';
 import { shapeScenario } from './scenarios/shape.js';
 import { evaluateTargets } from './targets.js';
 
 const SCENARIOS: readonly Scenario[] = [
   emitScenario,
+  idmpEmitScenario,
   consumeScenario,
+  workQueueConsumeScenario,
   endToEndScenario,
   lightLoadScenario,
   requestReplyScenario(1),
@@ -51,10 +55,17 @@ let failed = false;
 try {
   const machine = await describeMachine(admin);
   log(`machine: ${JSON.stringify(machine)}`);
-  const ctx: BenchContext = { config, server, admin, log };
+  const capabilities = await probeCapabilities(admin);
+  log(describeCapabilities(capabilities));
+  const ctx: BenchContext = { config, server, admin, capabilities, log };
   for (const scenario of selected) {
     const started = Date.now();
     log(`\n${scenario.id}: ${scenario.title} (load ${readLoadAverage()})`);
+    const skipped = scenario.skip?.(ctx);
+    if (skipped !== undefined) {
+      log(`  skipped: ${skipped}`);
+      continue;
+    }
     await admin.flushall();
     try {
       results.push(...(await runScenario(scenario, ctx)));

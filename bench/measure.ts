@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { RedisStreamsCapabilities } from '../src/redis/capabilities.js';
 import type { RedisServerProcess } from '../test/helpers/redis-server.js';
 import type { BenchConfig } from './config.js';
 import { median } from './stats.js';
@@ -24,6 +25,8 @@ export interface BenchContext {
   server: RedisServerProcess;
   /** Admin connection for setup, checks and cleanup (never the connection under test). */
   admin: Redis;
+  /** What the bench's redis-server supports (probed once, as the transport probes it). */
+  capabilities: RedisStreamsCapabilities;
   log: (line: string) => void;
 }
 
@@ -61,6 +64,8 @@ export interface Scenario {
   /** Shared setup and teardown (fill a stream once for every contender...). */
   setup?(ctx: BenchContext): Promise<void>;
   teardown?(ctx: BenchContext): Promise<void>;
+  /** Why this scenario cannot run on this server (a missing capability): printed, and not a failure. */
+  skip?(ctx: BenchContext): string | undefined;
   /** Overrides of the global run counts (the 1M backlog is too costly to repeat 4 times). */
   runs?: (config: BenchConfig) => { warmups: number; runs: number };
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 
-type StreamReply = [key: string, entries: [id: string, fields: string[]][]][] | null;
+export type StreamReply = [key: string, entries: [id: string, fields: string[]][]][] | null;
 
 /** XGROUP CREATE at `0` with MKSTREAM; an existing group is fine. */
 export async function ensureGroup(redis: Redis, key: string, group: string): Promise<void> {
@@ -26,6 +26,8 @@ export class RawConsumerLoop {
     private readonly consumer: string,
     private readonly handle: (payload: unknown) => void,
     private readonly count = 100,
+    /** Acknowledge with `XACKDEL … KEEPREF` (Redis 8.2+): the entries leave the stream too. */
+    private readonly ackDelete = false,
   ) {}
 
   start(): void {
@@ -52,12 +54,13 @@ export class RawConsumerLoop {
         ids.push(id);
         this.handle(JSON.parse(dataField(fields)));
       }
-      await redis.xack(key, group, ...ids);
+      if (this.ackDelete) await redis.call('XACKDEL', key, group, 'KEEPREF', 'IDS', ids.length, ...ids);
+      else await redis.xack(key, group, ...ids);
     }
   }
 }
 
-function dataField(fields: string[]): string {
+export function dataField(fields: string[]): string {
   for (let i = 0; i + 1 < fields.length; i += 2) {
     if (fields[i] === 'data') return fields[i + 1] as string;
   }

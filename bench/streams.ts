@@ -1,5 +1,5 @@
 import { lastValueFrom } from 'rxjs';
-import { RedisStreamsClient } from '../src/index.js';
+import { RedisStreamsClient, RedisStreamsRecord } from '../src/index.js';
 import { makePayload } from './payload.js';
 
 /**
@@ -31,6 +31,24 @@ export function streamsEmitter(url: string): StreamsEmitter {
       await client.connect();
     },
     emit: (key) => lastValueFrom(client.emit(key, makePayload())),
+    send: (pattern) => lastValueFrom(client.send(pattern, makePayload())),
+    close: () => client.close(),
+  };
+}
+
+/**
+ * A `RedisStreamsClient` with `idempotence` on (Redis 8.6+): `auto` emits carry `IDMPAUTO <producer>`
+ * (Redis hashes the fields); `keyed` emits carry `IDMP <producer> <key>` with a fresh key per emit.
+ */
+export function idempotentEmitter(url: string, mode: 'auto' | 'keyed'): StreamsEmitter {
+  const client = new RedisStreamsClient({ connection: url, idempotence: { producerId: `bench-${mode}` } });
+  let next = 0;
+  const record = mode === 'keyed' ? () => new RedisStreamsRecord(makePayload(), { idempotencyKey: `k${next++}` }) : () => makePayload();
+  return {
+    open: async () => {
+      await client.connect();
+    },
+    emit: (key) => lastValueFrom(client.emit(key, record())),
     send: (pattern) => lastValueFrom(client.send(pattern, makePayload())),
     close: () => client.close(),
   };

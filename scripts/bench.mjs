@@ -21,6 +21,8 @@ if (!args.includes('--no-compile')) {
     }
     console.error('type-check failed; running anyway (BENCH_ALLOW_TYPE_ERRORS=1)');
   }
+  // The Lua scripts next to their loaders: without them a worker's close (handoff) and recovery fail with ENOENT.
+  if (run(process.execPath, ['scripts/copy-assets.mjs', 'build/src']) !== 0) process.exit(1);
 }
 if (!existsSync('build/bench/main.js')) {
   console.error('build/bench/main.js missing: did tsc emit?');

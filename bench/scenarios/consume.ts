@@ -14,6 +14,7 @@ export const consumeScenario: Scenario = {
   reference: 'raw',
   contenders: (ctx) => [
     workerContender(ctx, 'raw', 'raw XREADGROUP COUNT 100 + XACK loop', 'raw-worker'),
+    workerContender(ctx, 'raw-nest-handler', 'raw XREADGROUP/XACK loop → Nest @EventPattern pipeline', 'nest-raw-loop-worker'),
     {
       ...workerContender(ctx, 'streams', 'RedisStreamsServer', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
@@ -33,14 +34,17 @@ function workerContender(ctx: BenchContext, impl: string, label: string, script:
       await fillStream(ctx.admin, key, total);
       const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false });
       try {
+        const before = await worker.stats();
         const reached = worker.waitFor(total, 120_000);
         const startedAt = await worker.go();
         const reachedAt = await reached;
         const ackedAt = await waitAcked(ctx.admin, key, group);
-        const { firstAt } = await worker.stats();
+        const { firstAt, cpuMs } = await worker.stats();
         return {
           msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
           extra: {
+            // The worker's CPU for the run: a shared host slows the clock, not this.
+            workerCpuMs: cpuMs - before.cpuMs,
             ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),
             firstEntryMs: (firstAt - startedAt) / 1e6,
             firstToLastMsgsPerSec: (total - 1) / ((reachedAt - firstAt) / 1e9),
