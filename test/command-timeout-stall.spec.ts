@@ -1,9 +1,12 @@
+import { spawn } from 'node:child_process';
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { withTimeout } from '../src/timeout.js';
+import { compiledPath, ensureCompiled } from './helpers/compiled.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
+import { waitFor } from './helpers/wait.js';
 
 type Sink = { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void };
 
@@ -38,8 +41,9 @@ describe('a timeout is judged after a stalled event loop read the reply that cam
   const clients: RedisStreamsClient[] = [];
 
   beforeAll(async () => {
+    await ensureCompiled();
     server = await RedisServerProcess.start();
-  });
+  }, 120_000);
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.close()));
     await server.stop();
@@ -79,4 +83,36 @@ describe('a timeout is judged after a stalled event loop read the reply that cam
       redis.disconnect();
     }
   });
+
+  it('a send whose reply arrived during a stall of 2x its timeout resolves with the reply', async () => {
+    const responder = spawn(process.execPath, [compiledPath('test/fixtures/echo-responder.ts'), server.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the responder did not start within 30 s')), 30_000);
+        responder.stdout.on('data', (chunk: Buffer) => {
+          if (chunk.toString().includes('ready')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+      });
+      const client = new RedisStreamsClient({ connection: server.url, timeout: 300 });
+      clients.push(client);
+      await client.connect();
+      expect(await lastValueFrom(client.send('echo', { n: 0 }))).toEqual({ n: 0 }); // the reply listener is up
+      // … and blocked in its XREAD again, so the reply reaches its socket during the stall.
+      const admin = server.client();
+      try {
+        const blockedInXread = (line: string) => /\bflags=\w*b/.test(line) && /\bcmd=xread\b/.test(line);
+        await waitFor(async () => String(await admin.client('LIST')).split('\n').some(blockedInXread), 'the reply listener to block in XREAD');
+      } finally {
+        admin.disconnect();
+      }
+      // The responder (another process) answers during the stall; the reply waits in the socket.
+      stallAfterNextWrite(client.unwrap<Redis>(), 600);
+      expect(await lastValueFrom(client.send('echo', { n: 1 }))).toEqual({ n: 1 });
+    } finally {
+      responder.kill('SIGKILL');
+    }
+  }, 60_000);
 });

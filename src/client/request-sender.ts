@@ -5,6 +5,7 @@ import type { StreamFields } from '../codec/wire-format.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
+import { startTimeoutVerdict } from '../timeout.js';
 import { timerMillisOption } from '../validation.js';
 import { pushEntryFields, validateHeaders } from './entry-fields.js';
 import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsTimeoutError } from './errors.js';
@@ -69,7 +70,7 @@ export class RequestSender {
     const teardown = () => {
       settled = true;
       trace?.end({});
-      clearTimeout(timer);
+      cancelTimeout();
       host.routingMap.delete(id);
     };
     const deliver = (reply: WritePacket) => {
@@ -83,7 +84,8 @@ export class RequestSender {
       if (reply.isDisposed) teardown();
       callback(reply);
     };
-    const timer = setTimeout(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
+    // Judged after replies already in the socket were read: a stalled event loop is not a late reply.
+    const cancelTimeout = startTimeoutVerdict(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
     host.routingMap.set(id, deliver);
 
     const write = (serialized: unknown, replyTo: string): Promise<string | null> => {
