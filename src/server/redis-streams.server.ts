@@ -54,6 +54,7 @@ import { GroupGauges } from '../telemetry/group-gauges.js';
 import { deadLetterKey } from '../redis/keys.js';
 import { captureHandlerErrors } from './handler-error-capture.js';
 import { ServerEventEmitter, type RedisStreamsServerEvents } from './server-events.js';
+import { runBatch, type BatchHost } from './batch/batch-runner.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -112,6 +113,7 @@ export class RedisStreamsServer
   private capabilityWatch: CapabilityWatch | undefined;
   private deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined;
   private records: IdempotencyRecords | undefined;
+  private batches: BatchHost | undefined;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -422,7 +424,7 @@ export class RedisStreamsServer
     // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
     this.commands = openConnection(options.connection, 'server');
     const commands = this.commands.client;
-    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes);
+    this.dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, this.startEntry, options.maxPrefetchBytes, this.startBatch);
     const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
     // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
     this.deletePolicyOf = (binding) => (this.capabilities?.xackdel === true ? deletePolicies.get(binding) : undefined);
@@ -501,6 +503,35 @@ export class RedisStreamsServer
   private readonly startEntry = (entry: InFlightEntry): void => {
     void this.handleEntry(entry);
   };
+
+  /** A batch binding's batch (`extras.batch`): batch/batch-runner.ts runs and settles it. */
+  private readonly startBatch = (entries: InFlightEntry[]): void => {
+    this.batches ??= this.batchHost();
+    runBatch(this.batches, entries);
+  };
+
+  /** What batch handlers use of this server: the single-entry paths' decode, ack, failure and lease steps. */
+  private batchHost(): BatchHost {
+    return {
+      consumer: this.options.consumer,
+      decoder: this.decoder,
+      defaultDecoder: this.defaultDecoder,
+      logger: this.logger,
+      undecodable: async (entry, error) => {
+        this.reportDecodeError(entry, error);
+        await this.recovery?.deadLetterUndecodable(entry.binding.stream, entry.binding.group, entry.id, error);
+        this.nack(entry);
+      },
+      finished: (entries) => this.dispatcher?.batchFinished(entries),
+      succeeded: (entry) => (this.state === 'closed' ? this.nack(entry) : void this.ack(entry)),
+      failed: (entry, error) => {
+        this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error);
+        // With a retry policy the entry goes to the retry consumer for its backoff, as a single entry would.
+        if (this.state === 'closed' || !this.retries?.release(entry, error)) this.nack(entry);
+      },
+      extendLease: (entry) => this.extendLease(entry, undefined),
+    };
+  }
 
   private readonly releaseEntry = (entry: InFlightEntry): void => {
     this.dispatcher?.release(entry);
