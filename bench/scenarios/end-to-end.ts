@@ -19,6 +19,7 @@ export const endToEndScenario: Scenario = {
   contenders: (ctx) => [
     rawContender(ctx),
     streamsContender(ctx),
+    streamsContender(ctx, 'streams-batch', 'RedisStreamsClient → RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     streamsContender(ctx, 'streams-otel', 'RedisStreamsClient → RedisStreamsServer, OpenTelemetry SDK in the worker', 'streams-otel-worker'),
     nestRedisContender(ctx),
     bullmqContender(ctx),
