@@ -48,6 +48,8 @@ export class Dispatcher {
     private readonly bindings: readonly StreamBinding[],
     private readonly start: (entry: InFlightEntry) => void,
     private readonly maxBytes = Number.POSITIVE_INFINITY,
+    /** A delivery that arrived while its twin's ack was under way, handed on once that ack is done. */
+    private readonly redelivered: (binding: StreamBinding, incoming: IncomingEntry) => void = () => undefined,
     /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
     private readonly startBatch: (entries: InFlightEntry[]) => void = () => undefined,
   ) {
@@ -211,14 +213,19 @@ export class Dispatcher {
 
   /**
    * Registers entries of one binding and starts handlers as slots allow. An entry already in
-   * flight (same stream, group, id) is skipped: it is the same delivery, already being handled.
+   * flight (same stream, group, id) is skipped: it is the same delivery, already being handled;
+   * unless its ack is under way, then the new delivery is kept aside until that ack is done.
    */
   admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
     const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
     let bytes = 0;
     let admitted = 0;
     for (const incoming of entries) {
-      if (held.has(incoming.id)) continue;
+      const twin = held.get(incoming.id);
+      if (twin !== undefined) {
+        if (twin.returning) twin.redelivery = incoming;
+        continue;
+      }
       const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming);
       held.set(incoming.id, entry);
       this.inFlightTotal++;
@@ -271,6 +278,7 @@ export class Dispatcher {
       this.returning--;
     }
     this.wakeSlotWaiters();
+    if (entry.redelivery !== undefined) this.redelivered(entry.binding, entry.redelivery);
   }
 
   /** Stop starting handlers; slot waiters wake so readers can see they must stop; waiting claims get nothing. */

@@ -39,6 +39,11 @@ export class InFlightEntry {
   acked: Promise<void> | undefined;
   /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
   returning = false;
+  /**
+   * The same id read again while its ack was under way (a group recreated at 0 delivers it anew):
+   * the ack may not cover that delivery, so it is checked once the ack is done (`Dispatcher.release`).
+   */
+  redelivery: IncomingEntry | undefined = undefined;
   /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
   handlerError: unknown = undefined;
   /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */

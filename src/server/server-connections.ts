@@ -1,0 +1,141 @@
+import type { Logger } from '@nestjs/common';
+import {
+  CapabilityWatch,
+  describeCapabilities,
+  requireCommands,
+  SERVER_COMMANDS,
+  type RedisStreamsCapabilities,
+} from '../redis/capabilities.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
+import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { whenReady } from '../redis/ready.js';
+import { MAX_TIMER_MS } from '../validation.js';
+import { serverRequirements } from './ack-policy.js';
+import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
+import { createGroup, errorMessage } from './groups.js';
+import type { StreamBinding } from './in-flight.js';
+import type { ResolvedServerOptions } from './options.js';
+
+/** What the connections report to the server. */
+export interface ServerConnectionsHost {
+  readonly options: ResolvedServerOptions;
+  readonly logger: Logger;
+  /** The folded status of every connection (the server's `status`). */
+  reportStatus(status: RedisStreamsStatus): void;
+  /** Capabilities are checked again after a reconnect only while listening. */
+  isListening(): boolean;
+  emitError(error: Error): void;
+}
+
+/**
+ * The server's Redis connections: one for commands (acks, replies, groups, handoff) and one
+ * blocking reader per reader group, with their folded status and the capability watch (probed at
+ * `listen()` and after every reconnect).
+ */
+export class ServerConnections {
+  private opened: OpenedConnection | undefined;
+  private readonly readerConnections: OpenedConnection[] = [];
+  private statusTracker: ConnectionStatusTracker | undefined;
+  private capabilityWatch: CapabilityWatch | undefined;
+
+  constructor(private readonly host: ServerConnectionsHost) {}
+
+  /** What the Redis server supports; `undefined` before the first probe. */
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.capabilityWatch?.capabilities;
+  }
+
+  /** The command connection's client; `undefined` before `listen()`. */
+  get commands(): RedisClient | undefined {
+    return this.opened?.client;
+  }
+
+  get readers(): RedisClient[] {
+    return this.readerConnections.map((opened) => opened.client);
+  }
+
+  /** Opens the command connection (it connects in the background; `ready()` waits for it). */
+  openCommands(): RedisClient {
+    // Not auto-pipelined: ioredis would send pipelined commands after direct ones of the same turn.
+    const opened = openConnection(this.host.options.connection, 'server');
+    this.opened = opened;
+    this.statusTracker = new ConnectionStatusTracker((status) => this.host.reportStatus(status));
+    this.statusTracker.watch(opened.client);
+    if (opened.owned) opened.client.on('error', this.onConnectionError);
+    return opened.client;
+  }
+
+  /** Opens the blocking connection of one reader; it connects on its first read. */
+  openReader(group: string, perSlot: boolean): RedisClient {
+    const { options } = this.host;
+    const opened = openConnection(
+      options.connection,
+      `server-reader:${group}`,
+      {
+        // A read waits for the reconnect instead of failing; the watchdog frees a read Redis never answers.
+        maxRetriesPerRequest: null,
+        blockingTimeout: Math.min(MAX_TIMER_MS, options.blockMs + 10_000),
+        blockingTimeoutGrace: 5_000,
+        // A Cluster's ready check asks a random node: one more connection per reader for nothing.
+        ...(perSlot ? { enableReadyCheck: false } : {}),
+      },
+      true,
+    );
+    opened.client.on('error', this.onConnectionError);
+    this.readerConnections.push(opened);
+    this.statusTracker?.watch(opened.client);
+    return opened.client;
+  }
+
+  /**
+   * Waits for the command connection, probes the capabilities and creates the groups. Fails
+   * within `startupTimeout` (at once on wrong credentials) rather than retry forever, and names a
+   * command or a capability an option needs that the server lacks.
+   */
+  async ready(bindings: readonly StreamBinding[]): Promise<void> {
+    const { options } = this.host;
+    const commands = this.opened?.client as RedisClient;
+    // The readers use the same address and credentials; they connect on their first read.
+    await whenReady(commands, options.startupTimeout, describeConnection(options.connection));
+    this.capabilityWatch = new CapabilityWatch(commands, this.onCapabilities, (error) =>
+      this.host.logger.debug?.(`capability probe after a reconnect failed: ${errorMessage(error)}`),
+    );
+    // The probe and the group creations go out together: listen() costs no extra round trip.
+    const probed = this.capabilityWatch.start();
+    const created = Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
+    const [capabilities] = await Promise.allSettled([probed, created]);
+    // A server lacking a command or a capability an option needs fails here, naming it (before a
+    // group error it may cause).
+    if (capabilities.status === 'fulfilled') {
+      requireCommands(capabilities.value, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities.value, serverRequirements(options));
+    }
+    await Promise.all([probed, created]);
+  }
+
+  /** Stops watching and closes every connection (also those of a failed start). */
+  async close(): Promise<void> {
+    this.statusTracker?.stop();
+    this.capabilityWatch?.stop();
+    await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
+    await closeConnection(this.opened);
+  }
+
+  /** Logged once per distinct result; a reconnect to a server lacking a command we need is an error. */
+  private readonly onCapabilities = (capabilities: RedisStreamsCapabilities): void => {
+    const { host } = this;
+    host.logger.debug?.(describeCapabilities(capabilities));
+    if (!host.isListening()) return;
+    try {
+      requireCommands(capabilities, SERVER_COMMANDS, 'RedisStreamsServer');
+      requireCapabilities(capabilities, serverRequirements(host.options));
+    } catch (error) {
+      host.emitError(error as Error);
+    }
+  };
+
+  private readonly onConnectionError = (error: Error): void => {
+    // ioredis reports every failed reconnect; the status events tell the story, so log at debug.
+    this.host.logger.debug?.(`connection error: ${error.message}`);
+  };
+}
