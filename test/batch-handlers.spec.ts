@@ -8,6 +8,7 @@ import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { RedisStreamsBatchContext } from '../src/server/batch/batch-context.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { ourClients, pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import { capabilitiesOf } from './helpers/capabilities.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
@@ -58,6 +59,13 @@ class PartialController {
   onPartial(@Payload() payloads: Array<{ n: number }>, @Ctx() ctx: RedisStreamsBatchContext): void {
     recordCall('partial', payloads, ctx);
     // One by index, one by id.
+    ctx.fail(2, new BatchFailure('entry 2 is bad'));
+    ctx.fail(ctx.entries[7]!.id, new BatchFailure('entry 7 is bad'));
+  }
+
+  @EventPattern<string>('queued', { batch: { size: 10, waitMs: 200 }, recovery: false })
+  onQueued(@Payload() payloads: Array<{ n: number }>, @Ctx() ctx: RedisStreamsBatchContext): void {
+    recordCall('queued', payloads, ctx);
     ctx.fail(2, new BatchFailure('entry 2 is bad'));
     ctx.fail(ctx.entries[7]!.id, new BatchFailure('entry 7 is bad'));
   }
@@ -174,6 +182,18 @@ describe('batch handlers (extras.batch, real redis-server)', () => {
     const pending = await pendingRows(redis.client, 'partial', 'g');
     expect(pending.map((row) => row.id)).toEqual([ids[2], ids[7]]);
     expect(pending.every((row) => row.consumer === 'batcher' && row.deliveries === 1)).toBe(true);
+  });
+
+  it('work-queue mode (XACKDEL, Redis 8.2+): a partial batch leaves exactly the marked entries, in the stream and pending', async (test) => {
+    if (!(await capabilitiesOf(redis.client)).xackdel) test.skip();
+    await createGroup(redis.client, 'queued');
+    const ids = await addEntries(redis.client, 'queued', 10);
+    await start([PartialController], { workQueue: true });
+    await waitFor(() => (calls.queued ?? []).length === 1, 'the batch ran');
+    await waitFor(async () => (await redis.client.xlen('queued')) === 2, 'the acked entries deleted');
+    const left = (await redis.client.xrange('queued', '-', '+')).map(([id]) => id);
+    expect(left).toEqual([ids[2], ids[7]]);
+    expect((await pendingRows(redis.client, 'queued', 'g')).map((row) => row.id)).toEqual([ids[2], ids[7]]);
   });
 
   it('a handler that throws: every entry of the batch stays pending', async () => {
