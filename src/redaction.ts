@@ -22,11 +22,11 @@ export function redactUrl(url: string): string {
   return redactPatterns(url);
 }
 
-/** The password(s) a URL carries (userinfo and `?password=`), raw and decoded, for masking. */
+/** The password(s) a URL carries (userinfo, `?password=`, `?sentinelPassword=`), raw and decoded, for masking. */
 export function urlSecrets(url: string): string[] {
   const parsed = parseAnyUrl(url);
   if (parsed === undefined) return [];
-  const raw = [parsed.password, parsed.searchParams.get('password') ?? ''].filter((s) => s.length > 0);
+  const raw = [parsed.password, parsed.searchParams.get('password') ?? '', parsed.searchParams.get('sentinelPassword') ?? ''].filter((s) => s.length > 0);
   const decoded = raw.flatMap((secret) => {
     try {
       return [decodeURIComponent(secret)];
@@ -160,18 +160,25 @@ function redactPatterns(text: string): string {
   return text
     .replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*):[^\s@/]*@/gi, `$1:${MASK}@`)
     .replace(/(^|[\s"'`(<=,[/])([^\s:@/"'`]*):(?!\/\/)[^\s@/"'`]+@(?=[^\s@/]+)/g, `$1$2:${MASK}@`)
-    .replace(/([?&;]password=)[^&#\s"']*/gi, `$1${MASK}`)
+    .replace(/([?&;](?:sentinel)?password=)[^&#\s"']*/gi, `$1${MASK}`)
     .replace(/(\b(?:sentinel)?password["']?\s*[:=]\s*)(["'])(?:\\.|(?!\2).)*\2/gi, `$1$2${MASK}$2`);
 }
 
-/** `new URL` of a URL given with or without a scheme (`:pw@host:port` is parsed as `redis://:pw@host:port`). */
+/**
+ * `new URL` of a URL given with or without a scheme (`:pw@host:port` is parsed as
+ * `redis://:pw@host:port`). A host list (`redis+sentinel://:pw@h1:26379,h2:26379/name`), which
+ * `new URL` refuses, is parsed with its hosts replaced by one: only the secrets are wanted here.
+ */
 function parseAnyUrl(url: string): URL | undefined {
   const candidate = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : url.startsWith('//') ? `redis:${url}` : `redis://${url}`;
-  try {
-    return new URL(candidate);
-  } catch {
-    return undefined;
+  for (const attempt of [candidate, candidate.replace(/^([a-z][a-z0-9+.-]*:\/\/(?:[^/?#]*@)?)[^/?#@]*/i, '$1host')]) {
+    try {
+      return new URL(attempt);
+    } catch {
+      // next attempt
+    }
   }
+  return undefined;
 }
 
 function isCommand(value: unknown): value is { name: string; args: unknown[] } {

@@ -1,8 +1,10 @@
 import { Controller, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { probeCapabilities } from '../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../src/server/context.js';
 import { pendingCount, startServer, type RunningServer } from './fixtures/server-app.js';
@@ -164,6 +166,25 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     } finally {
       await redis.client.call('ACL', 'SETUSER', 'worker', '+xgroup|create');
       Logger.overrideLogger(true as never);
+    }
+  });
+
+  it('a worker whose ACL forbids COMMAND learns the same capabilities (commands called bare) and writes nothing', async () => {
+    const rules = RULES.worker.split(' ').filter((rule) => rule !== '+command|info');
+    await redis.client.call('ACL', 'SETUSER', 'nocommand', 'reset', 'on', '>nocommand-pw', ...rules);
+    await redis.client.call('ACL', 'SETUSER', 'nocommand', '+client|setinfo').catch(() => undefined);
+    const limited = new Redis(`redis://nocommand:nocommand-pw@127.0.0.1:${redis.server.port}`);
+    try {
+      await expect(limited.call('COMMAND', 'INFO', 'XADD')).rejects.toThrow(/NOPERM/);
+      const keysBefore = (await redis.client.keys('*')).sort();
+      const learned = await probeCapabilities(limited);
+      expect(learned).toEqual(await probeCapabilities(redis.client));
+      expect(learned.unprobed).toEqual([]);
+      expect(learned.xautoclaim).toBe(true);
+      expect((await redis.client.keys('*')).sort()).toEqual(keysBefore);
+    } finally {
+      limited.disconnect();
+      await redis.client.call('ACL', 'DELUSER', 'nocommand');
     }
   });
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { Controller, type Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
-import type { Redis } from 'ioredis';
+import { Redis as RedisClass, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamClaimService } from '../src/claim/claim.service.js';
@@ -145,6 +145,18 @@ describe('a server without XAUTOCLAIM (renamed away)', () => {
     expect(cli.stderr).toMatch(/^error: Redis does not know the command XAUTOCLAIM, which the claim service needs: it needs Redis 6\.2 or later/);
     // Nothing was claimed: c1 still holds all three.
     expect(await redis.client.xpending('cap', 'g')).toEqual([3, '1-1', '1-3', [['c1', '3']]]);
+  });
+
+  it('a user whose ACL forbids COMMAND sees it missing too (a bare call answers "unknown command")', async () => {
+    await redis.client.call('ACL', 'SETUSER', 'nocommand', 'reset', 'on', '>pw', '+@all', '-command', '~*');
+    const limited = new RedisClass(`redis://nocommand:pw@127.0.0.1:${redis.server.port}`);
+    try {
+      await expect(limited.call('COMMAND', 'INFO', 'XADD')).rejects.toThrow(/NOPERM/);
+      expect(await probeCapabilities(limited)).toMatchObject({ xautoclaim: false, missingCommands: ['XAUTOCLAIM'], unprobed: [] });
+    } finally {
+      limited.disconnect();
+      await redis.client.call('ACL', 'DELUSER', 'nocommand');
+    }
   });
 
   it('a server, which does not need it, listens and reports it missing', async () => {

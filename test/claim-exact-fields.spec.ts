@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { StreamClaimer } from '../src/claim/stream-claimer.js';
 import { deliver, makeIdle } from './claim-fixtures.js';
-import { compiledPath, ensureCompiled } from './helpers/compiled.js';
+import { ensureCompiled } from './helpers/compiled.js';
+import { runCli } from './helpers/run-cli.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
 /** Bytes that are not UTF-8 (a lone 0xff, a NUL, a lone continuation byte). */
@@ -92,25 +92,7 @@ describe('claim output is byte-exact: stream order, duplicates and binary values
     afterAll(() => undefined);
 
     it('prints the fields in stream order with exact bytes', async () => {
-      const output = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(
-          process.execPath,
-          [compiledPath('src/cli/main.ts'), 'claim', key, 'g', 'r', '--min-idle-time', 'PT10M', '--fields-format', 'pairs', '--encoding', 'base64', '--url', redis.server.url],
-          { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] },
-        );
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-        const timer = setTimeout(() => {
-          child.kill('SIGKILL');
-          reject(new Error('CLI did not finish within 20 s'));
-        }, 20_000);
-        child.on('close', (code) => {
-          clearTimeout(timer);
-          resolve({ code, stdout, stderr });
-        });
-      });
+      const output = await runCli(['claim', key, 'g', 'r', '--min-idle-time', 'PT10M', '--fields-format', 'pairs', '--encoding', 'base64', '--url', redis.server.url]);
       expect(output.stderr).toBe('');
       expect(output.code).toBe(0);
       const result = JSON.parse(output.stdout) as { messages: { fields: [string, string][] }[] };

@@ -1,5 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,61 +6,21 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { StreamClaimService } from '../src/claim/claim.service.js';
 import { StreamInspectionService } from '../src/claim/inspection.service.js';
+import { releaseForRetry } from '../src/recovery/retry-release.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
+import { ensureCompiled } from './helpers/compiled.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
 import { freePort, RedisServerProcess } from './helpers/redis-server.js';
 import { makeIdle } from './claim-fixtures.js';
 
-const CLI = 'build/src/cli/main.js';
 /**
  * A CLI process takes well under a second on an idle machine, several seconds under load: the
  * deadline of one run, and the test timeout (tests run up to five in a row), fit the latter.
  */
 const CLI_DEADLINE_MS = 60_000;
 
-/** The CLI runs from the tsc output; compile when it is missing or older than any source. */
-function ensureCompiled(): void {
-  if (existsSync(CLI) && statSync(CLI).mtimeMs >= newestSource('src')) return;
-  // tsc emits even when another file has a type error; the CLI file is what matters here.
-  spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { stdio: 'ignore' });
-  if (!existsSync(CLI)) throw new Error(`${CLI} was not produced by tsc`);
-}
-
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function cli(args: string[], env: NodeJS.ProcessEnv = {}, stdin?: string): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`CLI did not finish within ${CLI_DEADLINE_MS / 1000} s: ${args.join(' ')}`));
-    }, CLI_DEADLINE_MS);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(stdin ?? '');
-  });
+  return runCli(args, env, { timeoutMs: CLI_DEADLINE_MS, ...(stdin === undefined ? {} : { stdin }) });
 }
 
 /** A failure: non-zero exit, nothing on stdout, exactly one line on stderr. */
@@ -78,7 +37,7 @@ describe('CLI nestjs-redis-streams', { timeout: 180_000 }, () => {
   let closedUrl: string;
 
   beforeAll(async () => {
-    ensureCompiled();
+    await ensureCompiled();
     server = await RedisServerProcess.start();
     closedUrl = `redis://127.0.0.1:${await freePort()}`;
   }, 240_000);
@@ -275,6 +234,34 @@ describe('CLI nestjs-redis-streams', { timeout: 180_000 }, () => {
       } finally {
         client.disconnect();
       }
+    });
+
+    it('pending --entries --retry-consumer: entries of that retry consumer show their next retry time and last error', async () => {
+      await redis.xgroup('CREATE', 'jobs', 'g', '0', 'MKSTREAM');
+      const failed = (await redis.xadd('jobs', '*', 'n', '1')) as string;
+      const running = (await redis.xadd('jobs', '*', 'n', '2')) as string;
+      await redis.xreadgroup('GROUP', 'g', 'w1', 'STREAMS', 'jobs', '>');
+      // As a server with `recovery.retryConsumer: 'backoff'` leaves a failed entry.
+      const entries = [{ id: failed, deliveryCount: 1, delayMs: 600_000, error: 'Error: downstream 503' }];
+      await releaseForRetry(redis, { stream: 'jobs', group: 'g', consumer: 'w1', retryConsumer: 'backoff', entries });
+      const [seconds] = await redis.time();
+      const list = async (...extra: string[]) => {
+        const run = await cli(['pending', 'jobs', 'g', '--entries', ...extra, '--url', server.url]);
+        expect(run.stderr).toBe('');
+        return (JSON.parse(run.stdout) as { entries: { id: string; consumer: string; retry?: Record<string, unknown> }[] }).entries;
+      };
+
+      const named = await list('--retry-consumer', 'backoff');
+      expect(named.map((entry) => [entry.id, entry.consumer, entry.retry])).toEqual([
+        [failed, 'backoff', { nextRetryAt: named[0]!.retry!.nextRetryAt, delayMs: 600_000, failedBy: 'w1', lastError: 'Error: downstream 503' }],
+        [running, 'w1', undefined],
+      ]);
+      // Released after we read the clock: the next retry is 10 minutes after that, on Redis' clock.
+      expect(named[0]!.retry!.nextRetryAt).toBeGreaterThanOrEqual(Number(seconds) * 1000 + 600_000);
+      expect(named[0]!.retry!.nextRetryAt).toBeLessThan(Number(seconds) * 1000 + 660_000);
+      // Without the flag the default retry consumer (`retry`) is looked for: plain rows.
+      expect((await list()).map((entry) => [entry.consumer, entry.retry])).toEqual([['backoff', undefined], ['w1', undefined]]);
+      expect(expectOneLineFailure(await cli(['pending', 'jobs', 'g', '--entries', '--retry-consumer', '', '--url', closedUrl]), 2)).toContain('--retry-consumer');
     });
   });
 });

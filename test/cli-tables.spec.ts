@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { moveToDeadLetter } from '../src/recovery/dead-letter-move.js';
+import { releaseForRetry } from '../src/recovery/retry-release.js';
 import type { CliIo } from '../src/cli/io.js';
 import { runCli } from '../src/cli/run.js';
 import { formatDuration } from '../src/cli/human-units.js';
@@ -71,6 +72,15 @@ describe('CLI output at a terminal: aligned tables; JSON otherwise', () => {
     expect(entries[0]).toMatch(/^ID {15}CONSUMER {2,}IDLE {2}DELIVERIES$/);
     expect(entries[1]).toMatch(/^1700000000001-0  w1 +\d+(ms|\.\ds) +1$/);
     expect(entries[2]).toMatch(/^1700000000002-0  w1 +\d+(ms|\.\ds) +1$/);
+  });
+
+  it('pending --entries: an entry waiting for its retry adds its next retry time and last error', async () => {
+    const entries = [{ id: '1700000000001-0', deliveryCount: 1, delayMs: 60_000, error: 'Error: downstream\n503' }];
+    await releaseForRetry(redis.client, { stream: 'orders', group: 'billing', consumer: 'w1', retryConsumer: 'backoff', entries });
+    const lines = (await run(['pending', 'orders', 'billing', '--entries', '--retry-consumer', 'backoff'])).trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID {15}CONSUMER {2,}IDLE {2}DELIVERIES {2}NEXT RETRY {16}LAST ERROR$/);
+    expect(lines[1]).toMatch(/^1700000000001-0  backoff +\d+(ms|\.\ds) +1  \d{4}-\d\d-\d\dT[\d:.]+Z  Error: downstream 503$/);
+    expect(lines[2]).toMatch(/^1700000000002-0  w1 +\d+(ms|\.\ds) +1$/);
   });
 
   it('dlq list: one row per dead letter', async () => {

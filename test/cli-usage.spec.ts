@@ -1,12 +1,11 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledPath, ensureCompiled } from './helpers/compiled.js';
+import { ensureCompiled } from './helpers/compiled.js';
+import { runCli, type CliRun } from './helpers/run-cli.js';
 import { freePort } from './helpers/redis-server.js';
 
-const CLI = compiledPath('src/cli/main.ts');
 /**
  * A CLI process takes well under a second on an idle machine, several seconds under load: the
  * deadline of one run, and the test timeout (tests run up to six in a row), fit the latter.
@@ -14,29 +13,8 @@ const CLI = compiledPath('src/cli/main.ts');
 const CLI_DEADLINE_MS = 60_000;
 const VERSION = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
-interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 function cli(args: string[], nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`CLI did not finish within ${CLI_DEADLINE_MS / 1000} s: ${args.join(' ')}`));
-    }, CLI_DEADLINE_MS);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runCli(args, env, { timeoutMs: CLI_DEADLINE_MS, nodeArgs });
 }
 
 describe('CLI usage: version, help, global options', { timeout: 180_000 }, () => {

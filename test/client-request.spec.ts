@@ -253,6 +253,7 @@ function routing(client: RedisStreamsClient): Map<string, unknown> {
 
 /** A crashed process runs no timers: stop the client's renewal so only Redis' TTL is left. */
 function stopRenewal(client: RedisStreamsClient): void {
-  const replies = (client as unknown as { replies?: { listener: { keepAlive?: NodeJS.Timeout } } }).replies;
-  clearInterval(replies?.listener.keepAlive);
+  const replies = (client as unknown as { requests: { replies?: { listener: { keepAlive?: NodeJS.Timeout } } } }).requests.replies;
+  if (replies?.listener.keepAlive === undefined) throw new Error('the client has no reply stream renewal to stop');
+  clearInterval(replies.listener.keepAlive);
 }

@@ -7,6 +7,7 @@ import { RedisStreamsConnectionError } from '../src/errors.js';
 import { RedisStreamsModule } from '../src/module/redis-streams.module.js';
 import type { RedisConnection } from '../src/redis/connection.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
+import { optionError } from './helpers/option-errors.js';
 import { freePort } from './helpers/redis-server.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
@@ -17,15 +18,6 @@ const BUILDERS: [string, Build][] = [
   ['client', (connection) => new RedisStreamsClient({ connection: connection as RedisConnection })],
   ['module', (connection) => RedisStreamsModule.forRoot({ connection: connection as RedisConnection })],
 ];
-
-function optionError(build: () => unknown): { option?: string; message?: string; name?: string } {
-  try {
-    build();
-  } catch (error) {
-    return error as Error & { option: string };
-  }
-  return {};
-}
 
 describe.each(BUILDERS)('connection checked in the constructor: %s', (_, build) => {
   it.each([

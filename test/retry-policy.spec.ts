@@ -147,7 +147,7 @@ describe('retry policy: backoff between deliveries of failed entries (real redis
     const notYet = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 5_000 }, { id: b, dueMs: 0 }] });
     expect(notYet).toEqual({ claimed: [], skipped: [{ id: a, status: 'not_due' }, { id: b, status: 'not_owner' }] });
     const due = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 0 }] });
-    expect(due.claimed.map((entry) => [entry.id, entry.flat])).toEqual([[a, ['k', 'a']]]);
+    expect(due.claimed.map((entry) => [entry.id, entry.flat])).toEqual([[a, [Buffer.from('k'), Buffer.from('a')]]]);
     expect(await pendingRows(client, key, 'g')).toMatchObject([{ id: a, consumer: 'w3', deliveries: 2 }, { id: b, consumer: 'w2' }]);
     // Taken: a second claimer gets nothing, even with no wait at all.
     const again = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w4', entries: [{ id: a, dueMs: 0 }] });

@@ -8,20 +8,10 @@ import { resolveServerOptions, type RedisStreamsServerOptions } from '../src/ser
 import { planPrefetch } from '../src/server/flow-control.js';
 import type { StreamBinding } from '../src/server/handler-binding.js';
 import { ourClients } from './fixtures/server-app.js';
+import { optionError, UNCONTACTED_SERVER } from './helpers/option-errors.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
-function optionError(build: () => unknown): RedisStreamsOptionError {
-  try {
-    build();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RedisStreamsOptionError);
-    return error as RedisStreamsOptionError;
-  }
-  throw new Error('expected a RedisStreamsOptionError');
-}
-
-// Never contacted: construction must fail before any connection is opened.
-const base: RedisStreamsServerOptions = { connection: 'redis://127.0.0.1:1', group: 'g' };
+const base = UNCONTACTED_SERVER;
 
 describe('RedisStreamsServer options are validated in the constructor', () => {
   const cases: Array<[string, Partial<Record<keyof RedisStreamsServerOptions, unknown>>, string]> = [

@@ -44,6 +44,13 @@ class RawController {
     record('as-bytes', data, ctx);
   }
 
+  /** Fails its first delivery: the retry (claim-retry script) must bring the same bytes back. */
+  @EventPattern<string>('retry-bytes', { raw: 'buffers', retry: { type: 'fixed', delay: 50 } })
+  onRetryBytes(@Payload() data: unknown, @Ctx() ctx: RedisStreamsContext): void {
+    record('retry-bytes', data, ctx);
+    if (ctx.getDeliveryCount() === 1) throw new Error('first delivery fails');
+  }
+
   /** Same group as the byte handler, so read by the same (byte) reads: the JSON must decode as text. */
   @EventPattern<string>('decoded')
   onDecoded(@Payload() data: unknown, @Ctx() ctx: RedisStreamsContext): void {
@@ -105,6 +112,17 @@ describe("raw handlers: extras.raw 'pairs' (stream order, duplicates) and 'buffe
     running = await start();
     await waitFor(() => seen['as-bytes']?.length === 1, 'the re-read entry');
     expect(seen['as-bytes']![0]).toEqual({ data: asBuffers, id, deliveryCount: 2 });
+  });
+
+  it('an entry retried by the retry policy (claim-retry script) reaches the byte handler byte for byte', async () => {
+    running = await start();
+    const id = (await redis.client.xadd('retry-bytes', '*', ...STORED.flat())) as string;
+    await waitFor(() => seen['retry-bytes']?.length === 2, 'the retried delivery');
+    expect(seen['retry-bytes']).toEqual([
+      { data: asBuffers, id, deliveryCount: 1 },
+      { data: asBuffers, id, deliveryCount: 2 },
+    ]);
+    await waitFor(async () => (await pendingCount(redis.client, 'retry-bytes', 'g')) === 0, 'acked');
   });
 
   it("rejects another extras.raw, naming it", async () => {

@@ -6,24 +6,14 @@ import { RedisStreamsOptionError } from '../src/errors.js';
 import { resolveRecoveryOptions } from '../src/recovery/recovery-options.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import type { RedisStreamsServerOptions } from '../src/server/options.js';
+import { optionError, UNCONTACTED_SERVER } from './helpers/option-errors.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
 /** Node.js timers take at most 2^31 - 1 ms; a longer delay fires after ~1 ms. */
 const LONGEST = 2 ** 31 - 1;
 const TOO_LONG = 2 ** 31;
 
-function optionError(build: () => unknown): RedisStreamsOptionError {
-  try {
-    build();
-  } catch (error) {
-    expect(error).toBeInstanceOf(RedisStreamsOptionError);
-    return error as RedisStreamsOptionError;
-  }
-  throw new Error('expected a RedisStreamsOptionError');
-}
-
-// Never contacted: construction must fail before any connection is opened.
-const serverBase: RedisStreamsServerOptions = { connection: 'redis://127.0.0.1:1', group: 'g' };
+const serverBase = UNCONTACTED_SERVER;
 
 describe('durations that end in a timer are bounded by the longest Node.js timer', () => {
   const serverCases: Array<[string, Partial<RedisStreamsServerOptions>]> = [

@@ -58,6 +58,10 @@ const FAIL_FAST = {
   connectTimeout: CONNECT_TIMEOUT_MS,
   maxRetriesPerRequest: 1,
   retryStrategy: () => null,
+  // Through sentinels (redis+sentinel://): one pass over them, not a retry loop that never answers.
+  sentinelRetryStrategy: () => null,
+  // A run lasts a moment: no subscriber connection to every sentinel.
+  failoverDetector: false,
   enableOfflineQueue: false,
   enableReadyCheck: true,
 };

@@ -18,7 +18,7 @@ export interface GlobalFlags {
 
 export function addGlobalOptions(program: Command): Command {
   return program
-    .option('--url <url>', 'Redis URL (redis:// or rediss://); default $REDIS_URL, else redis://127.0.0.1:6379')
+    .option('--url <url>', 'Redis URL (redis://, rediss://, or redis+sentinel://host:port,host:port/primaryName); default $REDIS_URL, else redis://127.0.0.1:6379')
     .option('--cluster', 'the URL names one node of a Redis Cluster (found by itself when the node says cluster_enabled:1)')
     .option('--json', 'print JSON even at a terminal (it is always JSON when stdout is a pipe or a file)');
 }

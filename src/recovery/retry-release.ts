@@ -71,9 +71,8 @@ export interface DueRetry {
 export type RetryClaimStatus = 'not_owner' | 'not_due' | 'not_pending' | 'deleted';
 
 export interface RetryClaimResult {
-  /** Entries now held by `consumer`, delivery count raised by one. */
-  /** `[f1, v1, …]` of each claimed entry, as the script returned them. */
-  claimed: { id: string; flat: string[] }[];
+  /** Entries now held by `consumer`, delivery count raised by one, with `[f1, v1, …]` as Buffers. */
+  claimed: { id: string; flat: Buffer[] }[];
   /** Ids left where they are, and why (`deleted`: the entry is gone from the stream). */
   skipped: { id: string; status: RetryClaimStatus }[];
 }
@@ -89,11 +88,16 @@ export async function claimDueRetries(
   for (const batch of batches(request.entries, MAX_SCRIPT_BATCH)) {
     const args: (string | number)[] = [group, retryConsumer, consumer, batch.length];
     for (const entry of batch) args.push(entry.id, entry.dueMs);
-    const rows = await scripts.nrsClaimRetry(stream, ...args);
-    for (const [id, status, fields] of rows as [string, string, string[] | string][]) {
-      if (status === 'claimed' && Array.isArray(fields)) result.claimed.push({ id: String(id), flat: fields.map(String) });
+    // Read as Buffers, like recovery's own XCLAIM: a handler with `extras.raw: 'buffers'` must get
+    // the exact bytes (text decoding would turn non-UTF-8 bytes into U+FFFD); the server decodes
+    // them for every other handler.
+    const rows = await scripts.nrsClaimRetryBuffer(stream, ...args);
+    for (const [idBytes, statusBytes, fields] of rows as [Buffer, Buffer, Buffer[] | Buffer][]) {
+      const id = idBytes.toString();
+      const status = statusBytes.toString();
+      if (status === 'claimed' && Array.isArray(fields)) result.claimed.push({ id, flat: fields });
       else if (status === 'not_owner' || status === 'not_due' || status === 'not_pending' || status === 'deleted') {
-        result.skipped.push({ id: String(id), status });
+        result.skipped.push({ id, status });
       } else {
         throw new Error(`claim-retry script returned an unknown status "${status}" for ${id}`);
       }

@@ -31,8 +31,9 @@ export interface RedisStreamsCapabilities {
   /** Commands the transport uses that the server does not know (too old, or renamed away), e.g. `['XAUTOCLAIM']`. */
   readonly missingCommands: readonly RedisCommandName[];
   /**
-   * Capabilities whose probe the server refused for another reason (e.g. NOPERM under an ACL that
-   * does not allow COMMAND); they read `false` (and `missingCommands` lists nothing unprobed).
+   * Capabilities whose probe the server answered with neither yes nor no (e.g. NOPERM on the probe
+   * key for the argument probes); they read `false` (and `missingCommands` lists nothing unprobed).
+   * An ACL without COMMAND is no such case: the commands are then asked one by one.
    */
   readonly unprobed: readonly (keyof RedisStreamsCapabilities)[];
 }
@@ -68,6 +69,13 @@ export type RedisCommandName = keyof typeof COMMAND_SINCE;
 /** Commands only some servers have: their absence is a capability, not a missing command. */
 const OPTIONAL_COMMANDS: ReadonlySet<RedisCommandName> = new Set(['XACKDEL', 'XDELEX', 'XCFGSET']);
 const PROBED_COMMANDS = Object.keys(COMMAND_SINCE) as RedisCommandName[];
+/** Capabilities that are one command each. */
+const COMMAND_CAPABILITIES: readonly [keyof RedisStreamsCapabilities, RedisCommandName][] = [
+  ['xautoclaim', 'XAUTOCLAIM'],
+  ['xackdel', 'XACKDEL'],
+  ['xdelex', 'XDELEX'],
+  ['xcfgset', 'XCFGSET'],
+];
 
 /** Commands a `RedisStreamsServer` (reading, acking, recovery, dead letters, handoff, replies) cannot work without. */
 export const SERVER_COMMANDS: readonly RedisCommandName[] = [
@@ -79,7 +87,8 @@ export const CLIENT_COMMANDS: readonly RedisCommandName[] = ['XADD', 'XREAD', 'X
 /**
  * Probes the server in one pipelined round trip: COMMAND INFO for every command the transport may
  * send, and argument probes on a fresh key that does not exist (so nothing is written: XSETID of
- * a missing key fails, XADD … NOMKSTREAM of a missing key adds nothing).
+ * a missing key fails, XADD … NOMKSTREAM of a missing key adds nothing). Where COMMAND INFO is
+ * refused, a second round trip calls the commands bare instead (`probeCommandsBare`).
  */
 export async function probeCapabilities(redis: RedisClient): Promise<RedisStreamsCapabilities> {
   // One hash slot for every keyed probe, so a Cluster pipeline stays on one node.
@@ -98,15 +107,18 @@ export async function probeCapabilities(redis: RedisClient): Promise<RedisStream
 
   const known = new Set<RedisCommandName>();
   const missing: RedisCommandName[] = [];
-  if (commandInfo !== undefined && commandInfo.error === undefined && Array.isArray(commandInfo.reply)) {
-    PROBED_COMMANDS.forEach((command, index) => {
-      if ((commandInfo.reply as unknown[])[index] === null || (commandInfo.reply as unknown[])[index] === undefined) {
-        if (!OPTIONAL_COMMANDS.has(command)) missing.push(command);
-      } else known.add(command);
-    });
-  } else {
-    unprobed.push('xautoclaim', 'xackdel', 'xdelex', 'xcfgset', 'missingCommands');
-  }
+  // COMMAND INFO refused (an ACL without `command|info`): ask each command itself instead.
+  const presence =
+    commandInfo !== undefined && commandInfo.error === undefined && Array.isArray(commandInfo.reply)
+      ? PROBED_COMMANDS.map((_, index) => (commandInfo.reply as unknown[])[index] !== null && (commandInfo.reply as unknown[])[index] !== undefined)
+      : await probeCommandsBare(redis);
+  PROBED_COMMANDS.forEach((command, index) => {
+    if (presence[index] === true) known.add(command);
+    else if (presence[index] === false && !OPTIONAL_COMMANDS.has(command)) missing.push(command);
+  });
+  const unanswered = PROBED_COMMANDS.filter((_, index) => presence[index] === undefined);
+  for (const [capability, command] of COMMAND_CAPABILITIES) if (unanswered.includes(command)) unprobed.push(capability);
+  if (unanswered.some((command) => !OPTIONAL_COMMANDS.has(command))) unprobed.push('missingCommands');
 
   const lagTracking = argumentProbe(setId, (_reply, error) => error?.startsWith('ERR no such key') === true);
   const deletionPolicies = argumentProbe(keepRef, (reply, error) => error === undefined && reply === null);
@@ -126,6 +138,29 @@ export async function probeCapabilities(redis: RedisClient): Promise<RedisStream
     missingCommands: missing,
     unprobed,
   };
+}
+
+/**
+ * Whether the server has each probed command, from calling it with no arguments, in one pipelined
+ * round trip. Redis (and Valkey) look a command up, then check its arity, and only then its ACL:
+ * a bare call answers "unknown command" when the command is absent and "wrong number of arguments"
+ * when it is there, runs nothing and needs no permission (TIME, which takes none, just runs).
+ * `undefined` where the reply says neither.
+ */
+async function probeCommandsBare(redis: RedisClient): Promise<(boolean | undefined)[]> {
+  const pipeline = redis.pipeline();
+  for (const command of PROBED_COMMANDS) pipeline.call(command, []);
+  const results = (await pipeline.exec()) ?? [];
+  const failure = results.find(([error]) => error !== null && error !== undefined && error.name !== 'ReplyError')?.[0];
+  if (failure) throw failure;
+  return PROBED_COMMANDS.map((_, index) => {
+    const error = results[index]?.[0];
+    if (results[index] === undefined) return undefined;
+    if (error === null || error === undefined) return true;
+    if (/^ERR unknown command/i.test(error.message)) return false;
+    if (/wrong number of arguments|^NOPERM/i.test(error.message)) return true;
+    return undefined;
+  });
 }
 
 /**

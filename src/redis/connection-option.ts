@@ -2,9 +2,10 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
 import { clusterConnectionOption } from './cluster-connection.js';
 import { isRedisClient, type RedisConnection } from './connection.js';
+import { isSentinelOptions, isSentinelUrl, sentinelConnectionOption, sentinelUrlOptions } from './sentinel-connection.js';
 
 const ACCEPTED =
-  'must be a redis:// or rediss:// URL, a unix:///path/to/redis.sock URL, ioredis options ({ host, port }, { path } or { sentinels, name }), { cluster: { nodes, options } } or a Redis/Cluster client';
+  'must be a redis:// or rediss:// URL, a unix:///path/to/redis.sock URL, a redis+sentinel://host:port,host:port/primaryName URL, ioredis options ({ host, port }, { path } or { sentinels, name }), { cluster: { nodes, options } } or a Redis/Cluster client';
 
 /**
  * Why `keyPrefix` is refused: ioredis prefixes the keys it sends but not the stream names in
@@ -17,7 +18,8 @@ const KEY_PREFIX =
 /**
  * Checks a connection option in a constructor, before anything connects: the accepted forms are
  * `redis://` and `rediss://` URLs, `unix:///path` (turned into the socket path ioredis takes),
- * ioredis options, and a Redis/Cluster client. Anything else (`http://…`, `not a url`, a bare
+ * `redis+sentinel://` / `rediss+sentinel://` URLs (see sentinel-connection.ts), ioredis options
+ * (Sentinel ones checked too), and a Redis/Cluster client. Anything else (`http://…`, `not a url`, a bare
  * host, which ioredis would silently take for a socket path or a host name) throws
  * `RedisStreamsOptionError` naming `option`. `keyPrefix` is refused in every form.
  */
@@ -35,6 +37,7 @@ export function connectionOption(option: string, value: unknown): RedisConnectio
   const options = value as Record<string, unknown>;
   if ('cluster' in options) return clusterConnectionOption(option, options, KEY_PREFIX);
   if (hasKeyPrefix(options)) throw new RedisStreamsOptionError(`${option}.keyPrefix`, KEY_PREFIX);
+  if (isSentinelOptions(options)) sentinelConnectionOption(option, options);
   if (options.host !== undefined && (typeof options.host !== 'string' || options.host.length === 0)) {
     throw new RedisStreamsOptionError(`${option}.host`, 'must be a non-empty string');
   }
@@ -58,6 +61,11 @@ function urlOption(option: string, value: string): string {
     if (/[?&]keyPrefix=/i.test(path)) throw new RedisStreamsOptionError(`${option}.keyPrefix`, KEY_PREFIX);
     // ioredis takes a string starting with "/" as a socket path (its query as options).
     return path;
+  }
+  if (isSentinelUrl(value)) {
+    // Checked now, parsed again when a connection opens: the URL stays what the user wrote (and what logs show, masked).
+    sentinelUrlOptions(option, value, KEY_PREFIX);
+    return value;
   }
   if (scheme !== 'redis' && scheme !== 'rediss') throw new RedisStreamsOptionError(option, `${ACCEPTED}; got ${shown}`);
   let url: URL;

@@ -1,11 +1,13 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
+import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';
 import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
+import { isSentinelUrl, sentinelUrlOptions, withSentinelDefaults } from './sentinel-connection.js';
 
 /**
- * Where to connect: a URL (`redis://`, `rediss://`), ioredis options (Sentinel: `sentinels` +
- * `name`), a Cluster's node URLs and options (`{ cluster: { nodes, options } }`), or an existing client.
+ * Where to connect: a URL (`redis://`, `rediss://`, Sentinel: `redis+sentinel://`), ioredis
+ * options (Sentinel: `sentinels` + `name`), a Cluster's node URLs and options (`{ cluster: { nodes, options } }`), or an existing client.
  */
 export type RedisConnection = string | RedisOptions | RedisClusterConnection | Redis | Cluster;
 
@@ -23,9 +25,21 @@ export function isRedisClient(value: unknown): value is RedisClient {
 
 /**
  * Opens a connection for one role. `dedicated` forces a connection of our own even when the user
- * passed a client (blocking reads must not share a socket with other commands).
+ * passed a client (blocking reads must not share a socket with other commands). On a client we
+ * create, a `commandTimeout` is judged only after pending replies were read (./command-timeout.ts).
  */
 export function openConnection(
+  connection: RedisConnection | undefined,
+  role: string,
+  overrides: RedisOptions = {},
+  dedicated = false,
+): OpenedConnection {
+  const opened = createConnection(connection, role, overrides, dedicated);
+  if (opened.owned) judgeCommandTimeoutsAfterReads(opened.client);
+  return opened;
+}
+
+function createConnection(
   connection: RedisConnection | undefined,
   role: string,
   overrides: RedisOptions = {},
@@ -42,9 +56,14 @@ export function openConnection(
   }
   if (isClusterConnection(connection)) return { client: createCluster(connection, overrides, connectionName), owned: true };
   const options = { lazyConnect: true, ...overrides, connectionName };
-  const client =
-    typeof connection === 'string' ? new Redis(connection, options) : new Redis({ ...connection, ...options });
-  return { client, owned: true };
+  if (typeof connection === 'string') {
+    // A Sentinel URL was checked by connectionOption(); parsed here into ioredis' options.
+    const client = isSentinelUrl(connection)
+      ? new Redis({ ...withSentinelDefaults(sentinelUrlOptions('connection', connection, 'keyPrefix is not supported')), ...options })
+      : new Redis(connection, options);
+    return { client, owned: true };
+  }
+  return { client: new Redis({ ...withSentinelDefaults(connection ?? {}), ...options }), owned: true };
 }
 
 function duplicateCluster(cluster: Cluster, overrides: RedisOptions, connectionName: string): Cluster {
@@ -81,7 +100,10 @@ export function describeConnection(connection: RedisConnection | undefined): str
   if (typeof connection === 'string') return redactUrl(connection);
   if (isRedisClient(connection)) return connection instanceof Cluster ? 'a Redis Cluster client' : 'a Redis client';
   if (isClusterConnection(connection)) return `the Redis Cluster of ${connection.cluster.nodes.map(redactUrl).join(', ')}`;
-  if (connection.sentinels !== undefined) return `the Sentinel primary "${connection.name ?? 'mymaster'}"`;
+  if (connection.sentinels != null) {
+    const sentinels = connection.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(', ');
+    return `the primary "${connection.name ?? ''}" of the sentinels ${sentinels}`;
+  }
   const host = connection.host ?? '127.0.0.1';
   const port = connection.port ?? 6379;
   return connection.path ? `unix:${connection.path}` : `${host}:${port}`;

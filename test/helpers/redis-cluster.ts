@@ -99,6 +99,47 @@ export class RedisClusterProcess {
     return [...ports].map((port) => this.node(port));
   }
 
+  /**
+   * Moves `slot` from its master to `target` the way `redis-cli --cluster reshard` does, one step
+   * at a time so a test can let traffic run in each state: `target` IMPORTING, the owner
+   * MIGRATING (keys still on the owner; new keys ASK-redirected), `MIGRATE` of every key (the
+   * owner ASK-redirects them all), then `SETSLOT NODE` on the target, the owner and every other
+   * master (MOVED from then on). `between(step)` runs after each of the first three steps.
+   */
+  async moveSlot(slot: number, target: RedisServerProcess, between: (step: 'migrating' | 'migrated') => Promise<void> = async () => undefined): Promise<void> {
+    const source = await this.masterOf(slot);
+    if (source === target) throw new Error(`slot ${slot} is already served by port ${target.port}`);
+    const withNode = async <T>(node: RedisServerProcess, work: (redis: Redis) => Promise<T>): Promise<T> => {
+      const redis = node.client({ lazyConnect: true });
+      redis.on('error', () => undefined);
+      try {
+        return await work(redis);
+      } finally {
+        redis.disconnect();
+      }
+    };
+    const idOf = (node: RedisServerProcess) => withNode(node, async (redis) => (await redis.cluster('MYID')) as string);
+    const [sourceId, targetId] = [await idOf(source), await idOf(target)];
+    await withNode(target, (redis) => redis.cluster('SETSLOT', slot, 'IMPORTING', sourceId));
+    await withNode(source, (redis) => redis.cluster('SETSLOT', slot, 'MIGRATING', targetId));
+    await between('migrating');
+    await withNode(source, async (redis) => {
+      for (;;) {
+        const keys = (await redis.cluster('GETKEYSINSLOT', slot, 100)) as string[];
+        if (keys.length === 0) return;
+        const auth = this.options.password === undefined ? [] : ['AUTH', this.options.password];
+        await redis.call('MIGRATE', '127.0.0.1', String(target.port), '', '0', '10000', ...auth, 'KEYS', ...keys);
+      }
+    });
+    await between('migrated');
+    await withNode(target, (redis) => redis.cluster('SETSLOT', slot, 'NODE', targetId));
+    await withNode(source, (redis) => redis.cluster('SETSLOT', slot, 'NODE', targetId));
+    for (const master of await this.masters()) {
+      if (master !== source && master !== target) await withNode(master, (redis) => redis.cluster('SETSLOT', slot, 'NODE', targetId));
+    }
+    await this.waitUntilHealthy();
+  }
+
   /** Resolves once every live node says `cluster_state:ok` and agrees on who serves every slot. */
   async waitUntilHealthy(timeout = 30_000): Promise<void> {
     await waitFor(

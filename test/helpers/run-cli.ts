@@ -7,12 +7,25 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs the compiled CLI (call `ensureCompiled()` first) with `args`; killed after `timeoutMs`. */
-export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 20_000): Promise<CliRun> {
+export interface CliRunOptions {
+  /** Killed (and the run rejected) after this long; default 20 s. */
+  timeoutMs?: number;
+  /** Written to the CLI's stdin, which is then closed; default: an empty stdin. */
+  stdin?: string;
+  /** Arguments for node itself, before the script (`--import ./hook.mjs`). */
+  nodeArgs?: readonly string[];
+}
+
+/**
+ * Runs the compiled CLI (call `ensureCompiled()` first) with `args`, the environment holding only
+ * PATH and `env`.
+ */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, options: CliRunOptions = {}): Promise<CliRun> {
+  const { timeoutMs = 20_000, stdin, nodeArgs = [] } = options;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [compiledPath('src/cli/main.ts'), ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, compiledPath('src/cli/main.ts'), ...args], {
       env: { PATH: process.env.PATH, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
@@ -27,5 +40,8 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, tim
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    // A CLI that exits without reading stdin makes the write fail (EPIPE): not the test's concern.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(stdin ?? '');
   });
 }

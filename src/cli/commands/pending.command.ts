@@ -13,6 +13,7 @@ interface PendingFlags {
   count?: string;
   consumer?: string;
   minIdleTime?: string;
+  retryConsumer?: string;
 }
 
 export function registerPendingCommand(program: Command, { io }: CliContext): void {
@@ -27,6 +28,10 @@ export function registerPendingCommand(program: Command, { io }: CliContext): vo
     .option('--count <n>', 'with --entries: at most this many, 1..10000 (default 100)')
     .option('--consumer <name>', "with --entries: only this consumer's entries")
     .option('--min-idle-time <duration>', 'with --entries: only entries idle at least this long (ms or ISO-8601)')
+    .option(
+      '--retry-consumer <name>',
+      "with --entries: the servers' recovery.retryConsumer (default retry); its entries, failed and waiting for a retry, show their next retry time and last error",
+    )
     .action(async (key: string, group: string, _options: unknown, command: Command) => {
       const flags = flagsOf<PendingFlags>(command);
       const range: PendingRangeOptions = {
@@ -35,6 +40,7 @@ export function registerPendingCommand(program: Command, { io }: CliContext): vo
         count: integerArgument(flags.count) as number | undefined,
         consumer: flags.consumer,
         minIdleTime: flags.minIdleTime,
+        retryConsumer: flags.retryConsumer,
       };
       const { resolvePendingRangeOptions, StreamInspector } = await import('../../claim/stream-inspector.js');
       resolvePendingRangeOptions(key, group, range); // a bad option is reported before connecting

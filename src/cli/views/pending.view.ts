@@ -1,6 +1,6 @@
 import type { PendingEntry, PendingSummary } from '../../claim/inspection.types.js';
-import { formatDuration } from '../human-units.js';
-import { formatTable } from '../table.js';
+import { formatDuration, formatInstant } from '../human-units.js';
+import { formatTable, type Cell, type Column } from '../table.js';
 
 /** `pending` at a terminal: the count and id range, then pending entries per consumer. */
 export function pendingSummaryView(summary: PendingSummary): string {
@@ -15,11 +15,18 @@ export function pendingSummaryView(summary: PendingSummary): string {
   return text;
 }
 
-/** `pending --entries` at a terminal: one row per entry. */
+/** `pending --entries` at a terminal: one row per entry; entries waiting for a retry add when and why. */
 export function pendingEntriesView(output: { key: string; group: string; entries: PendingEntry[] }): string {
   if (output.entries.length === 0) return `group ${output.group} of ${output.key}: no pending entries in this range\n`;
-  return formatTable(
-    [{ header: 'ID' }, { header: 'CONSUMER' }, { header: 'IDLE', align: 'right' }, { header: 'DELIVERIES', align: 'right' }],
-    output.entries.map((entry) => [entry.id, entry.consumer, formatDuration(entry.idleMs), entry.deliveryCount]),
-  );
+  const columns: Column[] = [{ header: 'ID' }, { header: 'CONSUMER' }, { header: 'IDLE', align: 'right' }, { header: 'DELIVERIES', align: 'right' }];
+  const rows: Cell[][] = output.entries.map((entry) => [entry.id, entry.consumer, formatDuration(entry.idleMs), entry.deliveryCount]);
+  if (output.entries.some((entry) => entry.retry !== undefined)) {
+    columns.push({ header: 'NEXT RETRY' }, { header: 'LAST ERROR' });
+    output.entries.forEach(({ retry }, i) => {
+      // '' for an entry not waiting for a retry; '-' (null) where its retry record expired.
+      if (retry === undefined) rows[i]!.push('', '');
+      else rows[i]!.push(retry.nextRetryAt === null ? null : formatInstant(retry.nextRetryAt), retry.lastError);
+    });
+  }
+  return formatTable(columns, rows);
 }

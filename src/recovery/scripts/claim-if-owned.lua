@@ -19,26 +19,13 @@ local group, owner, target, idle, n = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumb
 if n == nil or #ARGV ~= 5 + n then
   return redis.error_reply('ERR claim-if-owned script: expected ' .. tostring(n) .. ' ids')
 end
-if redis.call('TYPE', stream)['ok'] ~= 'stream' then
-  local results = {}
-  for i = 1, n do results[i] = { ARGV[5 + i], 'not_pending', '' } end
-  return results
-end
-
 local results = {}
 for i = 1, n do
   local id = ARGV[5 + i]
-  local pending = redis.pcall('XPENDING', stream, group, id, id, 1)
-  local row = nil
-  if pending['err'] then
-    if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
-  else
-    row = pending[1]
-  end
-  if row == nil then
-    results[i] = { id, 'not_pending', '' }
-  elseif row[2] ~= owner then
-    results[i] = { id, 'not_owner', row[2] }
+  local refused, failure = refuseUnlessOwned(stream, group, id, owner)
+  if failure then return failure end
+  if refused then
+    results[i] = refused
   else
     local claimed = redis.call('XCLAIM', stream, group, target, 0, id, 'IDLE', idle, 'JUSTID')
     if #claimed == 1 then

@@ -19,28 +19,13 @@ local group, retry, claimer, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 if n == nil or #ARGV ~= 4 + 2 * n then
   return redis.error_reply('ERR claim-retry script: expected ' .. tostring(n) .. ' ids')
 end
-if redis.call('TYPE', stream)['ok'] ~= 'stream' then
-  local results = {}
-  for i = 1, n do results[i] = { ARGV[3 + 2 * i], 'not_pending', '' } end
-  return results
-end
-
 local results = {}
 for i = 1, n do
   local id, due = ARGV[3 + 2 * i], tonumber(ARGV[4 + 2 * i])
-  local pending = redis.pcall('XPENDING', stream, group, id, id, 1)
-  local row = nil
-  if pending['err'] then
-    if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
-  else
-    row = pending[1]
-  end
-  if row == nil then
-    results[i] = { id, 'not_pending', '' }
-  elseif row[2] ~= retry then
-    results[i] = { id, 'not_owner', row[2] }
-  elseif tonumber(row[3]) < due then
-    results[i] = { id, 'not_due', '' }
+  local refused, failure = refuseUnlessOwned(stream, group, id, retry, due)
+  if failure then return failure end
+  if refused then
+    results[i] = refused
   else
     local claimed = redis.call('XCLAIM', stream, group, claimer, 0, id)
     local entry = claimed[1]

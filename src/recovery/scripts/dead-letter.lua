@@ -62,16 +62,9 @@ local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000
 local results = {}
 for i = 1, n do
   local id, errorText = ARGV[7 + 2 * i], ARGV[8 + 2 * i]
-  local row = nil
-  if sourceType == 'stream' then
-    local pending = redis.pcall('XPENDING', source, group, id, id, 1)
-    if pending['err'] then
-      -- No group: nothing can be pending. Anything else is a real error.
-      if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
-    else
-      row = pending[1]
-    end
-  end
+  local row, failure = nil, nil
+  if sourceType == 'stream' then row, failure = pendingRow(source, group, id) end
+  if failure then return failure end
 
   if row == nil then
     results[i] = { id, 'not_pending', '', '', 0 }

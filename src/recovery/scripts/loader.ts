@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../../redis/connection.js';
 
 /**
- * The recovery Lua scripts, each in its own `.lua` file next to this loader. They are registered
+ * The recovery Lua scripts, each in its own `.lua` file next to this loader, each preceded by the
+ * shared prelude `pending-checks.lua` (the owner and idle checks). They are registered
  * on a client with ioredis `defineCommand` (EVALSHA, falling back to EVAL on NOSCRIPT), once per
  * client. Every key a script touches is passed in KEYS.
  *
@@ -35,19 +36,27 @@ export interface RecoveryScriptCommands {
   nrsReapConsumers(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
   nrsRedrive(deadLetter: string, source: string, ...args: (string | number)[]): Promise<Row[]>;
   nrsReleaseForRetry(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
-  nrsClaimRetry(stream: string, ...args: (string | number)[]): Promise<(string | string[])[][]>;
+  /** The Buffer variant `defineCommand` adds: the claimed fields come back as the exact bytes. */
+  nrsClaimRetryBuffer(stream: string, ...args: (string | number)[]): Promise<(Buffer | Buffer[])[][]>;
 }
 
 /** Upper bound on ids (or consumers) in one script call: a script blocks Redis while it runs. */
 export const MAX_SCRIPT_BATCH = 1000;
 
+/** Lua put in front of every script: the pending-entry checks they share. */
+const PRELUDE = 'pending-checks.lua';
+
 const sources = new Map<ScriptName, string>();
 const registered = new WeakSet<object>();
+
+function readLua(file: string): string {
+  return readFileSync(new URL(`./${file}`, import.meta.url), 'utf8');
+}
 
 function scriptSource(name: ScriptName): string {
   let lua = sources.get(name);
   if (lua === undefined) {
-    lua = readFileSync(new URL(`./${SCRIPTS[name].file}`, import.meta.url), 'utf8');
+    lua = `${readLua(PRELUDE)}\n${readLua(SCRIPTS[name].file)}`;
     sources.set(name, lua);
   }
   return lua;

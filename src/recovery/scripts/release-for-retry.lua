@@ -18,26 +18,13 @@ local group, owner, target, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 if n == nil or #ARGV ~= 4 + 3 * n or #KEYS ~= 1 + n then
   return redis.error_reply('ERR release-for-retry script: expected ' .. tostring(n) .. ' ids, records and keys')
 end
-if redis.call('TYPE', stream)['ok'] ~= 'stream' then
-  local results = {}
-  for i = 1, n do results[i] = { ARGV[2 + 3 * i], 'not_pending', '' } end
-  return results
-end
-
 local results = {}
 for i = 1, n do
   local id, record, ttl = ARGV[2 + 3 * i], ARGV[3 + 3 * i], ARGV[4 + 3 * i]
-  local pending = redis.pcall('XPENDING', stream, group, id, id, 1)
-  local row = nil
-  if pending['err'] then
-    if not string.find(pending['err'], 'NOGROUP', 1, true) then return pending end
-  else
-    row = pending[1]
-  end
-  if row == nil then
-    results[i] = { id, 'not_pending', '' }
-  elseif row[2] ~= owner then
-    results[i] = { id, 'not_owner', row[2] }
+  local refused, failure = refuseUnlessOwned(stream, group, id, owner)
+  if failure then return failure end
+  if refused then
+    results[i] = refused
   else
     local claimed = redis.call('XCLAIM', stream, group, target, 0, id, 'JUSTID')
     if #claimed == 1 then

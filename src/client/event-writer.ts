@@ -1,0 +1,80 @@
+import type { ReadPacket } from '@nestjs/microservices';
+import { RedisStreamsOptionError } from '../errors.js';
+import { streamKeyFor } from '../redis/keys.js';
+import type { ProducerTrace } from '../telemetry/telemetry.js';
+import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
+import { idmpArgs } from './idempotent-emit.js';
+import { EMPTY_OPTIONS, isThenable, serializedPacket } from './outgoing-packet.js';
+import type { ProducerConnection } from './producer-connection.js';
+import type { ResolvedClientOptions } from './redis-streams-client.options.js';
+import { RedisStreamsRecord } from './redis-streams-record.js';
+import type { XAddWriter } from './xadd-writer.js';
+
+/** What writing an event takes from the client. */
+export interface EventWriterHost {
+  readonly config: ResolvedClientOptions;
+  readonly producer: ProducerConnection;
+  readonly xadds: XAddWriter;
+  /** No custom serializer: the packet is encoded straight into the XADD arguments. */
+  readonly identitySerializer: boolean;
+  /** Nest's serializer (only called when it is not the identity). */
+  serialize(packet: OutgoingPacket): unknown;
+  /** Nest's `normalizePattern`. */
+  normalize(pattern: unknown): string;
+}
+
+/** The emit path: one event, one XADD (raw or in the default format), in a producer span when telemetry is on. */
+export class EventWriter {
+  constructor(private readonly host: EventWriterHost) {}
+
+  /** The XADD of an event. Rejections are raw ioredis errors; `emit` wraps them (off the hot path). */
+  dispatch<T>(packet: ReadPacket): Promise<T> {
+    const { telemetry } = this.host.producer;
+    if (telemetry === undefined) return this.write<T>(packet, undefined);
+    const trace = telemetry.startSend(streamKeyFor(this.host.normalize(packet.pattern), this.host.config.streamPrefix));
+    const written = this.write<T>(packet, trace);
+    written.then(
+      (id) => trace.end({ id: id as string | null }),
+      (error: unknown) => trace.end({ error }),
+    );
+    return written;
+  }
+
+  /** `trace`: the producer span whose context goes into the entry's headers. */
+  private write<T>(packet: ReadPacket, trace: ProducerTrace | undefined): Promise<T> {
+    const { config, xadds } = this.host;
+    try {
+      const record = packet.data instanceof RedisStreamsRecord ? (packet.data as RedisStreamsRecord) : undefined;
+      const options = record ? record.options : EMPTY_OPTIONS;
+      const data = record ? record.data : packet.data;
+      const pattern = this.host.normalize(packet.pattern);
+      const trimming = xadds.trimmingFor(pattern, options);
+      const idmp = idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, this.host.producer.capabilities);
+      const args = xadds.head(pattern, trimming, options.noMkStream ?? config.noMkStream, idmp);
+      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, trace));
+      if (options.raw) {
+        if (options.headers !== undefined) {
+          throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
+        }
+        pushRawFields(args, data);
+        return xadds.send(args) as Promise<T>;
+      }
+      const given = options.headers === undefined ? undefined : validateHeaders(options.headers);
+      const headers = trace === undefined ? given : { ...trace.headers, ...given };
+      if (this.host.identitySerializer) {
+        pushEntryFields(args, pattern, data, packet.metadata, headers);
+        return xadds.send(args) as Promise<T>;
+      }
+      const outgoing: OutgoingPacket = { pattern, data, metadata: packet.metadata };
+      const serialized = this.host.serialize(outgoing);
+      const write = (value: unknown) => {
+        const final = serializedPacket(outgoing, value);
+        pushEntryFields(args, final.pattern, final.data, final.metadata, headers);
+        return xadds.send(args);
+      };
+      return (isThenable(serialized) ? serialized.then(write) : write(serialized)) as Promise<T>;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+}

@@ -1,0 +1,206 @@
+import type { Logger } from '@nestjs/common';
+import { RedisStreamsConnectionError } from '../errors.js';
+import { CapabilityWatch, CLIENT_COMMANDS, describeCapabilities, requireCommands, type RedisStreamsCapabilities } from '../redis/capabilities.js';
+import { requireCapabilities } from '../redis/capability-requirements.js';
+import { describeConnection, isClusterConnectionOption, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { untilReady } from '../redis/ready.js';
+import { batchThisTick } from '../redis/tick-batching.js';
+import type { Redactor } from '../redaction.js';
+import { Telemetry } from '../telemetry/telemetry.js';
+import { withTimeout } from '../timeout.js';
+import { MAX_TIMER_MS } from '../validation.js';
+import { clientRequirements } from './capability-needs.js';
+import type { ResolvedClientOptions } from './redis-streams-client.options.js';
+import { ServerClock } from './server-clock.js';
+
+export type RedisStreamsClientStatus = 'connected' | 'disconnected' | 'reconnecting';
+
+/** ioredis events of the client's producer connection, passed through by `on()`. */
+export type RedisStreamsClientEvents = {
+  connect: () => void;
+  ready: () => void;
+  error: (error: Error) => void;
+  close: () => void;
+  reconnecting: (delayMs: number) => void;
+  end: () => void;
+};
+
+export type XAddArgs = (string | Buffer)[];
+/** ioredis flattens array arguments: passing the list whole saves a copy per XADD. */
+export type XAdd = (args: XAddArgs) => Promise<string | null>;
+
+/** What the producer connection takes from the client. */
+export interface ProducerHost {
+  readonly config: ResolvedClientOptions;
+  readonly logger: Logger;
+  readonly redactor: Redactor;
+  reportStatus(status: RedisStreamsClientStatus): void;
+}
+
+/**
+ * The client's producer connection (XADDs, and the reply stream's upkeep): opened once on the
+ * first `connect()`, checked for the commands the client needs, with the server clock that
+ * `maxAge` trimming reads and the user's ioredis listeners kept across reconnects.
+ */
+export class ProducerConnection {
+  /** The XADD of the open connection (the XADDs of one tick share one socket write); undefined while closed. */
+  xadd: XAdd | undefined;
+  /** Set at connect() only when OpenTelemetry is there and on: emits test this one reference. */
+  telemetry: Telemetry | undefined;
+  clock: ServerClock | undefined;
+  private opened: OpenedConnection | undefined;
+  private connecting: Promise<RedisClient> | undefined;
+  private generation = 0;
+  private capabilityWatch: CapabilityWatch | undefined;
+  private readonly eventListeners: { event: string; callback: (...args: unknown[]) => void }[] = [];
+
+  constructor(private readonly host: ProducerHost) {}
+
+  /** What the Redis server supports, probed on the first connect and after every reconnect; `undefined` before. */
+  get capabilities(): RedisStreamsCapabilities | undefined {
+    return this.capabilityWatch?.capabilities;
+  }
+
+  /** The open connection's ioredis client, or undefined. */
+  get client(): RedisClient | undefined {
+    return this.opened?.client;
+  }
+
+  /** Opens the connection (idempotent; a failed attempt is retried by the next call). */
+  connect(): Promise<RedisClient> {
+    this.connecting ??= this.open().catch((error: unknown) => {
+      this.connecting = undefined;
+      throw error;
+    });
+    return this.connecting;
+  }
+
+  /** Listens to an ioredis event of the connection, now and after every reconnect. */
+  addListener(event: string, callback: (...args: unknown[]) => void): void {
+    this.eventListeners.push({ event, callback });
+    this.opened?.client.on(event, callback);
+  }
+
+  /** Resolves once the server clock is known (connecting first if need be). */
+  clockReady(): Promise<void> {
+    const clock = this.clock;
+    if (!clock) return this.connect().then(() => this.clockReady());
+    clock.start();
+    return clock.ready();
+  }
+
+  /**
+   * Forgets the connection (an `open()` under way fails with "Connection closed") and stops its
+   * clock and capability watch; returns it, for the caller to close once the reply stream is gone.
+   */
+  detach(): OpenedConnection | undefined {
+    this.generation++;
+    const opened = this.opened;
+    this.opened = undefined;
+    this.xadd = undefined;
+    this.connecting = undefined;
+    this.clock?.stop();
+    this.clock = undefined;
+    this.capabilityWatch?.stop();
+    return opened;
+  }
+
+  private async open(): Promise<RedisClient> {
+    const generation = ++this.generation;
+    const { config, redactor, logger } = this.host;
+    const { commandTimeout } = config;
+    const cluster = isClusterConnectionOption(config.connection);
+    const opened = openConnection(
+      config.connection,
+      'client',
+      // Many emits in flight share socket writes: per tick (batchThisTick) on one connection,
+      // through ioredis' auto-pipelining on a Cluster. commandTimeout bounds every XADD.
+      { enableAutoPipelining: cluster, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true },
+      true,
+    );
+    const client = opened.client;
+    this.watchStatus(client);
+    for (const { event, callback } of this.eventListeners) client.on(event, callback);
+    // ioredis rejects connect() with "Connection is closed."; the reason is in the error event.
+    let lastError: Error | undefined;
+    const remember = (error: Error): void => {
+      lastError = error;
+    };
+    client.on('error', remember);
+    try {
+      // Whatever its state (lazy, connecting, ready): emits issued meanwhile wait here, bounded.
+      await withTimeout(untilReady(client), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
+    } catch (error) {
+      client.disconnect();
+      const cause = lastError ?? error;
+      throw redactor.error(
+        new RedisStreamsConnectionError(`Cannot connect to Redis at ${describeConnection(config.connection)}: ${(cause as Error).message}`, { cause }),
+      );
+    } finally {
+      client.off('error', remember);
+    }
+    // Resolved once per connect: loads @opentelemetry/api if it is installed (an optional peer).
+    const telemetry = await Telemetry.load(config.telemetry);
+    // A server lacking a command we need fails the first connect, naming the command.
+    const watch = new CapabilityWatch(client, (capabilities) => logger.debug?.(describeCapabilities(capabilities)), (error) =>
+      logger.debug?.(`capability probe after a reconnect failed: ${(error as Error).message}`),
+    );
+    try {
+      const capabilities = await withTimeout(watch.start(), commandTimeout, 'capability probe');
+      requireCommands(capabilities, CLIENT_COMMANDS, 'RedisStreamsClient');
+      requireCapabilities(capabilities, clientRequirements(config));
+    } catch (error) {
+      watch.stop();
+      client.disconnect();
+      throw error;
+    }
+    if (generation !== this.generation) {
+      watch.stop();
+      client.disconnect();
+      throw new Error('Connection closed');
+    }
+    this.capabilityWatch = watch;
+    // From now on a command sent while the connection is down fails at once instead of
+    // waiting in ioredis' offline queue (and being written later, after we reported failure).
+    client.options.enableOfflineQueue = false;
+    this.opened = opened;
+    this.telemetry = telemetry;
+    const xadd = client.xadd.bind(client) as unknown as XAdd;
+    this.xadd = (args) => {
+      batchThisTick(client);
+      return xadd(args);
+    };
+    this.clock = new ServerClock(client, config.clockRefreshInterval);
+    if (this.usesMaxAge()) this.clock.start();
+    this.host.reportStatus('connected');
+    return client;
+  }
+
+  private watchStatus(client: RedisClient): void {
+    const { host } = this;
+    let lastError: string | undefined;
+    client.on('ready', () => {
+      lastError = undefined;
+      if (this.opened?.client === client) host.reportStatus('connected');
+    });
+    client.on('reconnecting', () => {
+      if (this.opened?.client === client) host.reportStatus('reconnecting');
+    });
+    client.on('end', () => {
+      if (this.opened?.client === client) host.reportStatus('disconnected');
+    });
+    client.on('error', (error: Error) => {
+      // One line per outage, not one per reconnect attempt.
+      if (this.opened?.client !== client || error.message === lastError) return;
+      lastError = error.message;
+      host.logger.error(`Redis connection error: ${error.message}`);
+    });
+  }
+
+  private usesMaxAge(): boolean {
+    const { config } = this.host;
+    if (config.trim.kind === 'maxAge') return true;
+    for (const trimming of config.trimming.values()) if (trimming.kind === 'maxAge') return true;
+    return false;
+  }
+}

@@ -1,0 +1,180 @@
+import type { Logger } from '@nestjs/common';
+import type { PacketId, ReadPacket, WritePacket } from '@nestjs/microservices';
+import { decodeReply } from '../codec/reply.js';
+import type { StreamFields } from '../codec/wire-format.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import { closeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
+import { streamKeyFor } from '../redis/keys.js';
+import { timerMillisOption } from '../validation.js';
+import { pushEntryFields, validateHeaders } from './entry-fields.js';
+import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsTimeoutError } from './errors.js';
+import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
+import type { ProducerConnection } from './producer-connection.js';
+import type { ResolvedClientOptions } from './redis-streams-client.options.js';
+import { ReplyListener } from './reply-listener.js';
+import type { XAddWriter } from './xadd-writer.js';
+
+const noop = (): void => undefined;
+
+/** The reply side of a client: its blocking reader and the connection it holds. */
+export interface ReplySide {
+  readonly listener: ReplyListener;
+  readonly connection: OpenedConnection;
+}
+
+/** What sending requests takes from the client (Nest's routing map, packet ids and (de)serializers among them). */
+export interface RequestSenderHost {
+  readonly config: ResolvedClientOptions;
+  readonly logger: Logger;
+  /** This instance's reply stream. */
+  readonly replyKey: string;
+  readonly producer: ProducerConnection;
+  readonly xadds: XAddWriter;
+  /** Nest's callbacks of the requests awaiting their reply, by correlation id. */
+  readonly routingMap: Map<string, (packet: WritePacket) => void>;
+  normalize(pattern: unknown): string;
+  assignPacketId(packet: ReadPacket): ReadPacket & PacketId;
+  serialize(packet: ReadPacket & PacketId): unknown;
+  deserialize(packet: unknown): WritePacket | Promise<WritePacket>;
+}
+
+/**
+ * The send path: a request entry (`XADD … NOMKSTREAM` with `id` and `replyTo`) whose reply comes
+ * back on the instance's reply stream, matched by correlation id, bounded by `timeout`.
+ */
+export class RequestSender {
+  private replies: ReplySide | undefined;
+
+  constructor(private readonly host: RequestSenderHost) {}
+
+  /** Nest's `publish`: writes the request; returns the teardown Nest calls on unsubscribe. */
+  publish(partialPacket: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+    const { host } = this;
+    const { data, options } = unwrapRecord(partialPacket.data);
+    if (options.raw) {
+      throw new RedisStreamsOptionError('raw', 'send() needs pattern, id and replyTo fields: raw records are for emit() only');
+    }
+    const pattern = host.normalize(partialPacket.pattern);
+    const stream = streamKeyFor(pattern, host.config.streamPrefix);
+    const timeoutMs = timerMillisOption('timeout', options.timeout, host.config.timeout, 1);
+    const given = validateHeaders(options.headers);
+    const trimming = host.xadds.trimmingFor(pattern, options);
+    const packet = host.assignPacketId({ pattern, data, metadata: partialPacket.metadata });
+    const id = packet.id;
+    // The request's PRODUCER span lasts until the reply (or the failure) arrives.
+    const trace = host.producer.telemetry?.startSend(stream, id);
+    const headers = trace === undefined ? given : { ...trace.headers, ...given };
+
+    let settled = false;
+    const teardown = () => {
+      settled = true;
+      trace?.end({});
+      clearTimeout(timer);
+      host.routingMap.delete(id);
+    };
+    const deliver = (reply: WritePacket) => {
+      if (settled) return;
+      if (reply.err !== undefined && reply.err !== null) {
+        trace?.end({ error: reply.err });
+        teardown();
+        callback({ err: translateReplyError(reply.err, pattern, stream), isDisposed: true });
+        return;
+      }
+      if (reply.isDisposed) teardown();
+      callback(reply);
+    };
+    const timer = setTimeout(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
+    host.routingMap.set(id, deliver);
+
+    const write = (serialized: unknown, replyTo: string): Promise<string | null> => {
+      const args = host.xadds.head(pattern, trimming, true);
+      if (args === undefined) return host.producer.clockReady().then(() => write(serialized, replyTo));
+      const final = serializedPacket(packet, serialized);
+      pushEntryFields(args, final.pattern, final.data, final.metadata, headers, id, replyTo);
+      return host.xadds.send(args);
+    };
+    let written: Promise<string | null>;
+    try {
+      const replyTo = this.ensureReplyListener().key;
+      const serialized = host.serialize(packet);
+      written = isThenable(serialized) ? serialized.then((value) => write(value, replyTo)) : write(serialized, replyTo);
+    } catch (error) {
+      // Nothing was sent (a serializer threw, JSON cannot encode the data): nothing may wait for a reply.
+      teardown();
+      throw error;
+    }
+    written.then(
+      (entryId) => {
+        // NOMKSTREAM returned nil: no server ever created this stream's group.
+        if (entryId === null) deliver({ err: new RedisStreamsNoHandlerError(pattern, stream) });
+      },
+      (error: unknown) => deliver({ err: host.xadds.publishError(pattern, error) }),
+    );
+    return teardown;
+  }
+
+  /** Fails every request awaiting its reply (`close()`: "Connection closed"). */
+  failPending(error: Error): void {
+    const { routingMap } = this.host;
+    const callbacks = [...routingMap.values()];
+    routingMap.clear();
+    for (const callback of callbacks) {
+      try {
+        callback({ err: error, isDisposed: true });
+      } catch (callbackError) {
+        this.host.logger.error(callbackError);
+      }
+    }
+  }
+
+  /** Forgets the reply side (a later send opens a new one); returns it for `closeReplies`. */
+  detachReplies(): ReplySide | undefined {
+    const replies = this.replies;
+    this.replies = undefined;
+    return replies;
+  }
+
+  /** Stops the reply reader and closes its connection. */
+  async closeReplies(replies: ReplySide): Promise<void> {
+    await replies.listener.stop();
+    await closeConnection(replies.connection);
+  }
+
+  private ensureReplyListener(): ReplyListener {
+    if (this.replies) return this.replies.listener;
+    const { host } = this;
+    const producer = host.producer.client;
+    if (!producer) throw new Error('Not initialized. Please call the "connect" method first.');
+    // A blocking read holds its socket: it gets a connection of its own, which waits out outages.
+    const connection = openConnection(
+      host.config.connection,
+      'client-replies',
+      { lazyConnect: true, maxRetriesPerRequest: null, commandTimeout: undefined, enableAutoPipelining: false },
+      true,
+    );
+    connection.client.on('error', noop);
+    const listener = new ReplyListener(connection.client, producer, host.replyKey, host.config.replyTtl, (fields) => this.route(fields), host.logger);
+    this.replies = { listener, connection };
+    listener.start();
+    return listener;
+  }
+
+  private route(fields: StreamFields): void {
+    const { id, packet } = decodeReply(fields);
+    const callback = this.host.routingMap.get(id);
+    if (!callback) return; // timed out, unsubscribed, or another client's leftover
+    const incoming = this.host.deserialize({ id, ...packet });
+    const deliver = (reply: WritePacket) =>
+      callback({ err: reply.err, response: reply.response, isDisposed: reply.isDisposed !== false });
+    if (isThenable(incoming)) incoming.then(deliver, (error: unknown) => callback({ err: error, isDisposed: true }));
+    else deliver(incoming);
+  }
+}
+
+/** Nest's "no handler" reply (a string, or an object carrying it) becomes one error type. */
+function translateReplyError(err: unknown, pattern: string, stream: string): unknown {
+  const message = typeof err === 'string' ? err : (err as { message?: unknown } | null)?.message;
+  return message === NO_MESSAGE_HANDLER && !(err instanceof RedisStreamsNoHandlerError)
+    ? new RedisStreamsNoHandlerError(pattern, stream)
+    : err;
+}

@@ -1,0 +1,37 @@
+import type { Command } from 'ioredis';
+import { startTimeoutVerdict } from '../timeout.js';
+import type { RedisClient } from './connection.js';
+
+/**
+ * ioredis' `commandTimeout` rejects a command with "Command timed out" from a plain timer. After a
+ * long event-loop stall (a synchronous burst of work right after a command was written) that timer
+ * runs before the socket is read, so a reply Redis sent in time is reported as a timeout (and an
+ * XADD that was written is reported as failed). This routes each command's timeout through
+ * `startTimeoutVerdict`, which gives pending replies one turn of the event loop first. The option
+ * itself stays ioredis' (it decides which commands get a timeout, and for how long).
+ */
+export function judgeCommandTimeoutsAfterReads<T extends RedisClient>(client: T): T {
+  const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
+  const sendCommand = (command: Command, ...rest: unknown[]): unknown => {
+    deferTimeoutVerdict(command);
+    return send(command, ...rest);
+  };
+  (client as unknown as { sendCommand: typeof sendCommand }).sendCommand = sendCommand;
+  return client;
+}
+
+const deferred = new WeakSet<Command>();
+
+function deferTimeoutVerdict(command: Command): void {
+  // A Cluster hands the same command to a node client (and may resend it): arm it once.
+  if (deferred.has(command)) return;
+  deferred.add(command);
+  let cancel: (() => void) | undefined;
+  command.setTimeout = (ms: number): void => {
+    if (cancel !== undefined) return; // re-sent after a reconnect: the first deadline holds, as in ioredis
+    cancel = startTimeoutVerdict(() => {
+      if (!command.isSettled) command.reject(new Error('Command timed out'));
+    }, ms);
+    void command.promise.then(cancel, cancel);
+  };
+}

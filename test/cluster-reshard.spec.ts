@@ -1,0 +1,86 @@
+import { lastValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { hashSlotOf } from '../src/redis/keys.js';
+import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
+import { useRedisCluster } from './helpers/redis-cluster.js';
+import { waitFor } from './helpers/wait.js';
+
+// Its own cluster, without replicas (a slot move needs none): this file moves a slot.
+const harness = useRedisCluster({ replicas: 0 });
+
+describe('resharding on a real local cluster', () => {
+  it('the slot of a consumed stream moves to another master (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE): nothing lost, nothing pending, no restart', async () => {
+    const cluster = harness.cluster;
+    const stream = 'rs-a';
+    const slot = hashSlotOf(stream);
+    const connection = { cluster: { nodes: cluster.urls } };
+    const handled = new Set<number>();
+    let deliveries = 0;
+    const server = new RedisStreamsServer({ connection, group: 'rs', blockMs: 100, shutdownTimeout: 500, recovery: { minIdleTime: 500, interval: 200 } });
+    const serverErrors: Error[] = [];
+    server.on('error', (error: Error) => void serverErrors.push(error));
+    server.addHandler(stream, async (n: number) => {
+      deliveries++;
+      handled.add(n);
+    }, true);
+    const listened = await new Promise<unknown>((resolve) => void server.listen(resolve));
+    expect(listened).toBeUndefined();
+    const client = new RedisStreamsClient({ connection, commandTimeout: 2_000 });
+    client.on('error', () => undefined);
+
+    const acknowledged = new Map<number, string>();
+    const failures: string[] = [];
+    let next = 0;
+    let producing = true;
+    const produce = (async () => {
+      while (producing) {
+        const n = next++;
+        try {
+          acknowledged.set(n, (await lastValueFrom(client.emit(stream, n))) as string);
+        } catch (error) {
+          failures.push((error as Error).message);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    })();
+    // Traffic in every state of the move: 100 more entries handled before the next step.
+    const moreHandled = async (state: string) => {
+      const target = handled.size + 100;
+      await waitFor(() => handled.size >= target, `100 more entries handled while the slot is ${state}`, { timeout: 20_000 });
+    };
+    try {
+      await moreHandled('still on its master');
+      const source = await cluster.masterOf(slot);
+      const target = (await cluster.masters()).find((master) => master !== source)!;
+      await cluster.moveSlot(slot, target, (step) => moreHandled(step === 'migrating' ? 'migrating (key on the source)' : 'migrated (key on the target, slot not yet)'));
+      expect(await cluster.masterOf(slot)).toBe(target);
+      await moreHandled('on its new master');
+      producing = false;
+      await produce;
+
+      // Every acknowledged emit is on the new master and handled; nothing stays pending.
+      const redis = cluster.client();
+      const present = new Set(((await redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id));
+      expect([...acknowledged.values()].filter((id) => !present.has(id))).toEqual([]);
+      await waitFor(() => [...acknowledged.keys()].every((n) => handled.has(n)), 'every acknowledged emit handled', { timeout: 30_000 });
+      await waitFor(async () => ((await redis.xpending(stream, 'rs')) as [number])[0] === 0, 'no entry pending', { timeout: 30_000 });
+      // The source holds nothing of the stream any more.
+      const onSource = source.client();
+      expect(await onSource.cluster('COUNTKEYSINSLOT', slot)).toBe(0);
+      onSource.disconnect();
+      redis.disconnect();
+      console.log(
+        `reshard: ${acknowledged.size} emits acknowledged, ${failures.length} failed (${[...new Set(failures)].join('; ')}), ` +
+          `${handled.size} handled in ${deliveries} deliveries, ${serverErrors.length} server errors (${[...new Set(serverErrors.map((e) => e.message))].join('; ')})`,
+      );
+      // A move is not a failure: no emit fails and no entry is lost.
+      expect(failures).toEqual([]);
+    } finally {
+      producing = false;
+      await produce;
+      await client.close();
+      await server.close();
+    }
+  }, 120_000);
+});

@@ -1,0 +1,62 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve('src');
+
+/** Relative imports and re-exports (type-only ones too: they tie files together just the same). */
+const RELATIVE_IMPORT = /(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s+'(\.{1,2}\/[^']+)'/g;
+
+/** Every `.ts` file under `dir` with the `src/`-relative files it imports. */
+function importGraph(dir: string): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'));
+  for (const file of files) {
+    const path = join(dir, file);
+    const text = readFileSync(path, 'utf8');
+    const imports = [...text.matchAll(RELATIVE_IMPORT)].map((match) => relative(dir, resolve(dirname(path), (match[1] as string).replace(/\.js$/, '.ts'))));
+    graph.set(relative(dir, path), imports);
+  }
+  return graph;
+}
+
+/** Each cycle found by a depth-first walk, as the files along it (first file repeated at the end). */
+function cyclesOf(graph: Map<string, string[]>): string[][] {
+  const cycles: string[][] = [];
+  const done = new Set<string>();
+  const path: string[] = [];
+  const visit = (file: string): void => {
+    path.push(file);
+    for (const next of graph.get(file) ?? []) {
+      const at = path.indexOf(next);
+      if (at >= 0) cycles.push([...path.slice(at), next]);
+      else if (!done.has(next)) visit(next);
+    }
+    path.pop();
+    done.add(file);
+  };
+  for (const file of [...graph.keys()].sort()) if (!done.has(file)) visit(file);
+  return cycles;
+}
+
+describe('import graph of src/', () => {
+  it('finds a cycle where there is one (the check itself works)', () => {
+    const graph = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts']],
+      ['c.ts', ['a.ts']],
+      ['d.ts', ['a.ts']],
+    ]);
+    expect(cyclesOf(graph)).toEqual([['a.ts', 'b.ts', 'c.ts', 'a.ts']]);
+  });
+
+  it('reads the real tree: the server and the client files import their parts', () => {
+    const graph = importGraph(SRC);
+    expect(graph.get(join('server', 'redis-streams.server.ts'))).toContain(join('server', 'entry-handling.ts'));
+    expect(graph.get(join('client', 'redis-streams-client.ts'))).toContain(join('client', 'producer-connection.ts'));
+  });
+
+  it('has no import cycle (type-only imports included)', () => {
+    expect(cyclesOf(importGraph(SRC)).map((cycle) => cycle.join(' -> '))).toEqual([]);
+  });
+});
