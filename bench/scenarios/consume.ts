@@ -19,6 +19,7 @@ export const consumeScenario: Scenario = {
       ...workerContender(ctx, 'streams', 'RedisStreamsServer', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
     },
+    workerContender(ctx, 'streams-batch', 'RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     workerContender(ctx, 'streams-otel', 'RedisStreamsServer, OpenTelemetry SDK registered (traces + metrics)', 'streams-otel-worker'),
   ],
 };

@@ -20,6 +20,7 @@ export const endToEndScenario: Scenario = {
     rawContender(ctx),
     rawContender(ctx, 'raw-nest-handler', 'raw XADD + XREADGROUP/XACK loop → Nest @EventPattern pipeline', 'nest-raw-loop-worker'),
     streamsContender(ctx),
+    streamsContender(ctx, 'streams-batch', 'RedisStreamsClient → RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     streamsContender(ctx, 'streams-otel', 'RedisStreamsClient → RedisStreamsServer, OpenTelemetry SDK in the worker', 'streams-otel-worker'),
     nestRedisContender(ctx),
     bullmqContender(ctx),

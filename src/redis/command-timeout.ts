@@ -1,6 +1,5 @@
-import type { Command } from 'ioredis';
+import type { Cluster, Command, Redis } from 'ioredis';
 import { startTimeoutVerdict } from '../timeout.js';
-import type { RedisClient } from './connection.js';
 
 /**
  * ioredis' `commandTimeout` rejects a command with "Command timed out" from a plain timer. After a
@@ -10,7 +9,7 @@ import type { RedisClient } from './connection.js';
  * `startTimeoutVerdict`, which gives pending replies one turn of the event loop first. The option
  * itself stays ioredis' (it decides which commands get a timeout, and for how long).
  */
-export function judgeCommandTimeoutsAfterReads<T extends RedisClient>(client: T): T {
+export function judgeCommandTimeoutsAfterReads<T extends Redis | Cluster>(client: T): T {
   const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
   const sendCommand = (command: Command, ...rest: unknown[]): unknown => {
     deferTimeoutVerdict(command);

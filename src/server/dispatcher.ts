@@ -1,3 +1,4 @@
+import { BatchGate } from './batch/batch-gate.js';
 import type { StreamBinding } from './handler-binding.js';
 import { EntryState, InFlightEntry, type IncomingEntry } from './in-flight.js';
 
@@ -38,6 +39,8 @@ export class Dispatcher {
   /** Expected size of the next entries read: a guess until the first entry was seen. */
   private entryBytesEstimate = FIRST_READ_ENTRY_BYTES;
   private sizeSeen = false;
+  /** Per lane (index of `bindings`): the collector of a batch binding (`extras.batch`), else undefined. */
+  private readonly gates: (BatchGate<InFlightEntry> | undefined)[];
 
   constructor(
     private readonly prefetch: number,
@@ -47,8 +50,11 @@ export class Dispatcher {
     private readonly maxBytes = Number.POSITIVE_INFINITY,
     /** A delivery that arrived while its twin's ack was under way, handed on once that ack is done. */
     private readonly redelivered: (binding: StreamBinding, incoming: IncomingEntry) => void = () => undefined,
+    /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
+    private readonly startBatch: (entries: InFlightEntry[]) => void = () => undefined,
   ) {
     for (const binding of bindings) this.inFlight.set(binding, new Map());
+    this.gates = bindings.map((binding) => (binding.batch === undefined ? undefined : new BatchGate(binding.batch, () => this.pump())));
   }
 
   get prefetchSize(): number {
@@ -227,7 +233,10 @@ export class Dispatcher {
       admitted++;
       binding.queue.push(entry);
     }
-    if (admitted > 0) this.holdBytes(bytes, admitted);
+    if (admitted > 0) {
+      this.holdBytes(bytes, admitted);
+      if (binding.batch !== undefined) this.gates[this.bindings.indexOf(binding)]?.queued();
+    }
     this.pump();
   }
 
@@ -235,8 +244,20 @@ export class Dispatcher {
   finished(entry: InFlightEntry): void {
     if (entry.state !== EntryState.Running) return;
     entry.state = EntryState.Finished;
+    this.handlerDone(entry.binding);
+  }
+
+  /** A batch's handler returned (or failed): its one handler slot goes to the next queued work. */
+  batchFinished(entries: readonly InFlightEntry[]): void {
+    const first = entries[0];
+    if (first === undefined || first.state !== EntryState.Running) return;
+    for (const entry of entries) entry.state = EntryState.Finished;
+    this.handlerDone(first.binding);
+  }
+
+  private handlerDone(binding: StreamBinding): void {
     this.running--;
-    entry.binding.running--;
+    binding.running--;
     if (this.running === 0 && this.idleWaiters.length > 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
@@ -263,6 +284,7 @@ export class Dispatcher {
   /** Stop starting handlers; slot waiters wake so readers can see they must stop; waiting claims get nothing. */
   stopAccepting(): void {
     this.accepting = false;
+    for (const gate of this.gates) gate?.cancel();
     for (const waiter of this.claimWaiters.splice(0)) waiter.resolve(0);
     this.claimDemand = 0;
     this.wakeSlotWaiters(true);
@@ -322,13 +344,21 @@ export class Dispatcher {
     const lanes = this.bindings.length;
     while (this.accepting && this.running < this.concurrency) {
       let entry: InFlightEntry | undefined;
+      let batch: InFlightEntry[] | undefined;
       for (let i = 0; i < lanes; i++) {
-        const lane = this.bindings[(this.nextLane + i) % lanes] as StreamBinding;
+        const index = (this.nextLane + i) % lanes;
+        const lane = this.bindings[index] as StreamBinding;
         if (lane.queue.length > 0 && lane.running < lane.concurrency) {
-          entry = lane.queue.shift();
-          this.nextLane = (this.nextLane + i + 1) % lanes;
+          const gate = this.gates[index];
+          if (gate === undefined) entry = lane.queue.shift();
+          else if ((batch = gate.take(lane.queue)) === undefined) continue; // still filling
+          this.nextLane = (index + 1) % lanes;
           break;
         }
+      }
+      if (batch !== undefined) {
+        this.startBatchOf(batch);
+        continue;
       }
       if (entry === undefined) return;
       entry.state = EntryState.Running;
@@ -336,6 +366,13 @@ export class Dispatcher {
       entry.binding.running++;
       this.start(entry);
     }
+  }
+
+  private startBatchOf(entries: InFlightEntry[]): void {
+    for (const entry of entries) entry.state = EntryState.Running;
+    this.running++;
+    (entries[0] as InFlightEntry).binding.running++;
+    this.startBatch(entries);
   }
 
   private wakeSlotWaiters(force = false): void {

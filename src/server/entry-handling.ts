@@ -14,6 +14,7 @@ import type { InFlightEntry } from './in-flight.js';
 import { handleRequest, type DecodedRequest, type RequestHost } from './request-handling.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import type { ServerEventEmitter } from './server-events.js';
+import { runBatch, type BatchHost } from './batch/batch-runner.js';
 
 /** What entry handling needs that does not change while the server lives. */
 export interface EntryHandlingSetup {
@@ -53,6 +54,7 @@ export class EntryHandling implements EntrySettler {
   private requests: RequestHost | undefined;
   private recovery: RecoveryScheduler | undefined;
   private leaseExtender: LeaseExtender | undefined;
+  private batches: BatchHost | undefined;
 
   constructor(private readonly setup: EntryHandlingSetup) {}
 
@@ -88,6 +90,12 @@ export class EntryHandling implements EntrySettler {
     this.handle(entry);
   };
 
+  /** The dispatcher's start of a batch binding's batch (`extras.batch`): batch/batch-runner.ts runs and settles it. */
+  readonly startBatch = (entries: InFlightEntry[]): void => {
+    this.batches ??= this.batchHost();
+    runBatch(this.batches, entries);
+  };
+
   /** Gives an entry's slot back (its ack is done, or it stays pending). */
   readonly release = (entry: InFlightEntry): void => {
     this.dispatcher?.release(entry);
@@ -118,6 +126,30 @@ export class EntryHandling implements EntrySettler {
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
     if (this.leaseExtender === undefined) return Promise.resolve();
     return this.leaseExtender({ stream: entry.binding.stream, group: entry.binding.group, id: entry.id }, ms);
+  }
+
+  /** What batch handlers use here: the single-entry paths' decode, ack, failure and lease steps, per entry. */
+  private batchHost(): BatchHost {
+    const { setup } = this;
+    return {
+      consumer: setup.consumer,
+      decoder: setup.decoder,
+      defaultDecoder: setup.defaultDecoder,
+      logger: setup.logger,
+      undecodable: async (entry, error) => {
+        this.reportDecodeError(entry, error);
+        await this.recovery?.deadLetterUndecodable(entry.binding.stream, entry.binding.group, entry.id, error);
+        this.nack(entry);
+      },
+      finished: (entries) => this.dispatcher?.batchFinished(entries),
+      succeeded: (entry) => (setup.isClosed() ? this.nack(entry) : void this.ack(entry)),
+      failed: (entry, error) => {
+        this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error);
+        // With a retry policy the entry goes to the retry consumer for its backoff, as a single entry would.
+        if (setup.isClosed() || !this.retries?.release(entry, error)) this.nack(entry);
+      },
+      extendLease: (entry) => this.extendLease(entry, undefined),
+    };
   }
 
   // ---- handling one entry ----

@@ -27,15 +27,21 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
     const byGroup = new Map<string, { extras: ResolvedHandlerExtras; links: MessageHandler[] }>();
     for (let link: MessageHandler | undefined = head; link; link = link.next) {
       const extras = resolveHandlerExtras(pattern, link.extras, options);
+      if (extras.batch !== undefined && link.isEventHandler !== true) {
+        throw new RedisStreamsOptionError(
+          `extras.batch (handler "${pattern}")`,
+          'is for @EventPattern handlers only: a @MessagePattern request waits for its own reply, so requests are not batched',
+        );
+      }
       const group = byGroup.get(extras.group);
       if (!group) {
         byGroup.set(extras.group, { extras, links: [link] });
         continue;
       }
-      if (group.extras.raw !== extras.raw || group.extras.ackMode !== extras.ackMode) {
+      if (group.extras.raw !== extras.raw || group.extras.ackMode !== extras.ackMode || !sameBatch(group.extras.batch, extras.batch)) {
         throw new RedisStreamsOptionError(
           'extras',
-          `handlers of "${pattern}" in group "${extras.group}" disagree on raw/ackMode; give them the same extras or separate groups`,
+          `handlers of "${pattern}" in group "${extras.group}" disagree on raw/ackMode/batch; give them the same extras or separate groups`,
         );
       }
       group.links.push(link);
@@ -57,6 +63,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         recovery: extras.recovery,
         retry: extras.retry,
         idempotency: extras.idempotency,
+        batch: extras.batch,
         handler,
         isEventHandler: handler.isEventHandler === true,
         queue: [],
@@ -86,6 +93,10 @@ export function keepEarlierEventHandlers(pattern: string, previous: MessageHandl
   tail.next = previous;
 }
 
+function sameBatch(a: ResolvedHandlerExtras['batch'], b: ResolvedHandlerExtras['batch']): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.size === b.size && a.waitMs === b.waitMs);
+}
+
 function relinkPerGroup(groups: MessageHandler[][]): void {
   for (const links of groups) {
     links.forEach((link, i) => {
@@ -95,8 +106,8 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, isEventHandler };
+  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, isEventHandler } = binding;
+  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, isEventHandler };
 }
 
 /**

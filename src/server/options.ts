@@ -10,6 +10,7 @@ import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOpti
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
+import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batch/batch-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
@@ -161,6 +162,11 @@ export interface RedisStreamsHandlerExtras {
    * See docs/server.md for the window that remains.
    */
   idempotency?: IdempotencyOption;
+  /**
+   * Batch mode (`@EventPattern` only): the handler gets an array of payloads and a
+   * `RedisStreamsBatchContext`, once `size` entries are there or `waitMs` passed (docs/batch.md).
+   */
+  batch?: BatchOption;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -181,6 +187,8 @@ export interface ResolvedHandlerExtras {
   readonly retry: ResolvedRetryPolicy | false | undefined;
   /** `extras.idempotency`, resolved; `undefined` when off. */
   readonly idempotency: ResolvedIdempotency | undefined;
+  /** `extras.batch`, resolved; `undefined` when the handler takes one entry per call. */
+  readonly batch: ResolvedBatch | undefined;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -299,10 +307,12 @@ export function resolveHandlerExtras(
   if (recovery === false && given.retry !== undefined && given.retry !== false) {
     throw new RedisStreamsOptionError(name('retry'), 'needs recovery: this handler has recovery: false');
   }
+  const ackMode = ackModeOption(name('ackMode'), given.ackMode, server.ackMode);
+  const idempotency = resolveIdempotency(name('idempotency'), given.idempotency);
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
     raw: rawOption(name('raw'), given.raw),
-    ackMode: ackModeOption(name('ackMode'), given.ackMode, server.ackMode),
+    ackMode,
     startId: streamIdOption(name('startId'), given.startId, server.startId, START_ID_SPECIALS),
     concurrency: Math.min(integerOption(name('concurrency'), given.concurrency, server.concurrency, 1), server.concurrency),
     maxDeliveries:
@@ -310,7 +320,8 @@ export function resolveHandlerExtras(
     minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
     recovery,
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
-    idempotency: resolveIdempotency(name('idempotency'), given.idempotency),
+    idempotency,
+    batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
   };
 }
 

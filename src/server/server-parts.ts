@@ -72,8 +72,14 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   checkSameSlot(deadLetterKeys, perSlot, (message) => logger.warn(message));
 
   const commands = connections.openCommands();
-  const dispatcher = new Dispatcher(plan.prefetch, options.concurrency, bindings, handling.start, options.maxPrefetchBytes, (binding, incoming) =>
-    readmitIfPending(hostSources, binding, incoming),
+  const dispatcher = new Dispatcher(
+    plan.prefetch,
+    options.concurrency,
+    bindings,
+    handling.start,
+    options.maxPrefetchBytes,
+    (binding, incoming) => readmitIfPending(hostSources, binding, incoming),
+    handling.startBatch,
   );
   const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
   // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).

@@ -1,0 +1,140 @@
+import { BaseRpcContext } from '@nestjs/microservices';
+import type { Headers, StreamFields } from '../../codec/wire-format.js';
+import type { ContextEntry } from '../context.js';
+import { RECORD_HANDLER_ERROR } from '../handler-error-capture.js';
+
+/** One entry of a batch, as `ctx.entries[i]` describes it (index i of the payload array). */
+export interface RedisStreamsBatchEntry {
+  /** Its index in the handler's payload array (and in `ctx.entries`). */
+  readonly index: number;
+  readonly id: string;
+  /** 1 on first delivery; Redis' delivery counter for re-reads and claims. */
+  readonly deliveryCount: number;
+  readonly headers: Headers;
+  /** The entry's fields exactly as stored. */
+  readonly fields: StreamFields;
+}
+
+/** What a batch context does for `extendLease()`. */
+export interface BatchLeases {
+  extendLease(entry: ContextEntry): Promise<void>;
+}
+
+const NO_HEADERS: Headers = Object.freeze(Object.create(null) as Headers);
+
+class BatchEntryView implements RedisStreamsBatchEntry {
+  constructor(
+    readonly index: number,
+    private readonly entry: ContextEntry,
+    private readonly entryHeaders: Headers | undefined,
+  ) {}
+
+  get id(): string {
+    return this.entry.id;
+  }
+
+  get deliveryCount(): number {
+    return this.entry.deliveryCount;
+  }
+
+  get headers(): Headers {
+    return this.entryHeaders ?? NO_HEADERS;
+  }
+
+  /** Built on first use: most batch handlers never look at the raw fields. */
+  get fields(): StreamFields {
+    return this.entry.fields;
+  }
+}
+
+/**
+ * `@Ctx()` of a batch handler (`@EventPattern('x', { batch: { size, waitMs } })`): the entries
+ * behind the payload array, in the same order, and `fail()` to leave some of them pending while the
+ * others are acknowledged (docs/batch.md).
+ */
+export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStreamsBatchEntry[]]> {
+  readonly entries: readonly RedisStreamsBatchEntry[];
+  /** Index → the error `fail()` marked it with. */
+  private readonly failures = new Map<number, unknown>();
+  private readonly byId = new Map<string, number>();
+  private settled = false;
+  /** What the handler threw, as it left the handler (before Nest's exception filter replaced it). */
+  private thrown: unknown = undefined;
+
+  constructor(
+    private readonly batch: readonly ContextEntry[],
+    headers: readonly (Headers | undefined)[],
+    private readonly consumer: string,
+    private readonly leases: BatchLeases,
+  ) {
+    const entries = batch.map((entry, index) => new BatchEntryView(index, entry, headers[index]));
+    super([entries]);
+    this.entries = entries;
+  }
+
+  /** How many entries (and payloads) the batch has. */
+  get size(): number {
+    return this.batch.length;
+  }
+
+  getEntries(): readonly RedisStreamsBatchEntry[] {
+    return this.entries;
+  }
+
+  getStream(): string {
+    return (this.batch[0] as ContextEntry).binding.stream;
+  }
+
+  getGroup(): string {
+    return (this.batch[0] as ContextEntry).binding.group;
+  }
+
+  getConsumer(): string {
+    return this.consumer;
+  }
+
+  /** The ids, in the order of the payloads. */
+  getIds(): string[] {
+    return this.batch.map((entry) => entry.id);
+  }
+
+  /**
+   * Marks one entry failed: when the handler returns, it stays pending (redelivered later, counted
+   * against maxDeliveries, dead-lettered with `error`) while the others are acknowledged. By index
+   * in the payload array or by entry id. If the handler throws, every entry stays pending anyway.
+   */
+  fail(indexOrId: number | string, error: unknown = new Error('marked failed by the batch handler')): void {
+    if (this.settled) throw new Error('ctx.fail() after the batch was settled: call it before the handler returns');
+    const index = typeof indexOrId === 'number' ? indexOrId : this.indexOf(indexOrId);
+    if (!Number.isInteger(index) || index < 0 || index >= this.batch.length) {
+      throw new RangeError(`ctx.fail(${JSON.stringify(indexOrId)}): no such entry in this batch of ${this.batch.length}`);
+    }
+    this.failures.set(index, error);
+  }
+
+  /** The indexes marked by `fail()`, in order. */
+  getFailed(): number[] {
+    return [...this.failures.keys()].sort((a, b) => a - b);
+  }
+
+  /** Tells recovery this consumer still works on every entry of the batch (resets their idle time now). */
+  async extendLease(): Promise<void> {
+    await Promise.all(this.batch.map((entry) => this.leases.extendLease(entry)));
+  }
+
+  /** @internal The outcome, once: the handler's own error (if it threw) and the marked failures. No `fail()` after. */
+  settle(): { thrown: unknown; failures: ReadonlyMap<number, unknown> } {
+    this.settled = true;
+    return { thrown: this.thrown, failures: this.failures };
+  }
+
+  /** @internal Called by Nest's RPC exception filter (see handler-error-capture.ts) with the handler's own error. */
+  [RECORD_HANDLER_ERROR](error: unknown): void {
+    this.thrown = error;
+  }
+
+  private indexOf(id: string): number {
+    if (this.byId.size === 0) this.batch.forEach((entry, index) => this.byId.set(entry.id, index));
+    return this.byId.get(id) ?? -1;
+  }
+}

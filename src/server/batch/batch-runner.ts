@@ -1,0 +1,148 @@
+import type { Logger } from '@nestjs/common';
+import { isObservable, lastValueFrom } from 'rxjs';
+import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../../codec/stream-deserializer.js';
+import { errorMessage } from '../groups.js';
+import type { InFlightEntry } from '../in-flight.js';
+import { RedisStreamsBatchContext } from './batch-context.js';
+
+/** What running a batch needs from the server. */
+export interface BatchHost {
+  readonly consumer: string;
+  readonly decoder: StreamDeserializer;
+  /** The decoder when it is exactly the default one (decodes straight from the reply). */
+  readonly defaultDecoder: JsonStreamDeserializer | undefined;
+  readonly logger: Logger;
+  /** An undecodable entry: reported, dead-lettered (`decode_error`), then its slot is freed. */
+  undecodable(entry: InFlightEntry, error: unknown): Promise<void>;
+  /** The batch's handler slot is free again. */
+  finished(entries: readonly InFlightEntry[]): void;
+  /** The entry succeeded: acknowledged with the others of this tick (one XACK / XACKDEL per stream + group). */
+  succeeded(entry: InFlightEntry): void;
+  /** The entry failed: `error` is recorded for its dead letter; it stays pending (or goes to its retry). */
+  failed(entry: InFlightEntry, error: unknown): void;
+  extendLease(entry: InFlightEntry): Promise<void>;
+}
+
+/**
+ * Runs one batch of a batch binding: decodes every entry (an undecodable one is dead-lettered on
+ * its own and left out), calls the handler once with the payloads and a `RedisStreamsBatchContext`,
+ * then settles each entry: returned → acknowledged, except those marked with `ctx.fail()`; threw →
+ * every entry stays pending with the batch's error (or the one it was marked with).
+ */
+export function runBatch(host: BatchHost, entries: InFlightEntry[]): void {
+  const decoded: DecodedEntry[] = [];
+  const good: InFlightEntry[] = [];
+  let pending: Promise<DecodedEntry>[] | undefined;
+  for (const entry of entries) {
+    let result: DecodedEntry | Promise<DecodedEntry>;
+    try {
+      result = decode(host, entry);
+    } catch (error) {
+      void undecodable(host, entry, error);
+      continue;
+    }
+    if (result instanceof Promise) (pending ??= []).push(result);
+    good.push(entry);
+    decoded.push(result as DecodedEntry);
+  }
+  if (pending === undefined) {
+    run(host, entries, good, decoded);
+    return;
+  }
+  // A decoder returning promises: wait for every entry of the batch, then run it.
+  void Promise.allSettled(decoded.map((value) => Promise.resolve(value))).then((results) => {
+    const decodedNow: DecodedEntry[] = [];
+    const goodNow: InFlightEntry[] = [];
+    results.forEach((result, i) => {
+      const entry = good[i] as InFlightEntry;
+      if (result.status === 'rejected') void undecodable(host, entry, result.reason);
+      else {
+        goodNow.push(entry);
+        decodedNow.push(result.value);
+      }
+    });
+    run(host, entries, goodNow, decodedNow);
+  });
+}
+
+function decode(host: BatchHost, entry: InFlightEntry): DecodedEntry | Promise<DecodedEntry> {
+  if (entry.binding.raw) return { data: entry.rawFields() };
+  const json = host.defaultDecoder;
+  if (json === undefined) return host.decoder.deserialize(entry.fields, { stream: entry.binding.stream, id: entry.id });
+  const flat = entry.flatFields();
+  return flat !== undefined ? json.decodeFlat(flat) : json.decodeFields(entry);
+}
+
+async function undecodable(host: BatchHost, entry: InFlightEntry, error: unknown): Promise<void> {
+  try {
+    await host.undecodable(entry, error);
+  } catch (failure) {
+    host.logger.error(`dead-lettering undecodable entry ${entry.id} failed; it stays pending: ${errorMessage(failure)}`);
+  }
+}
+
+function run(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], decoded: DecodedEntry[]): void {
+  if (good.length === 0) {
+    host.finished(all);
+    return;
+  }
+  const { handler } = (good[0] as InFlightEntry).binding;
+  const context = new RedisStreamsBatchContext(good, decoded.map((entry) => entry.headers), host.consumer, host);
+  const payloads = decoded.map((entry) => entry.data);
+  let result: unknown;
+  try {
+    result = handler(payloads, context);
+  } catch (error) {
+    settle(host, all, good, context, { error });
+    return;
+  }
+  if (result instanceof Promise) {
+    result.then(
+      (value: unknown) => returned(host, all, good, context, value),
+      (error: unknown) => settle(host, all, good, context, { error }),
+    );
+    return;
+  }
+  returned(host, all, good, context, result);
+}
+
+function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, value: unknown): void {
+  if (!isObservable(value)) {
+    settle(host, all, good, context, undefined);
+    return;
+  }
+  lastValueFrom(value, { defaultValue: undefined }).then(
+    () => settle(host, all, good, context, undefined),
+    (error: unknown) => settle(host, all, good, context, { error }),
+  );
+}
+
+/** `failure`: the handler threw (what reached us: Nest's filtered error; the context has the handler's own). */
+function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, failure: { error: unknown } | undefined): void {
+  host.finished(all);
+  const { thrown, failures } = context.settle();
+  const first = good[0] as InFlightEntry;
+  const { binding } = first;
+  const where = `a batch of ${good.length} entries of "${binding.stream}" (group "${binding.group}", ids ${first.id}…${(good[good.length - 1] as InFlightEntry).id})`;
+  if (failure !== undefined) {
+    const error = thrown ?? failure.error;
+    host.logger.error(`handler of "${binding.pattern}" failed on ${where}; they stay pending: ${describeError(error)}`);
+    good.forEach((entry, i) => host.failed(entry, failures.has(i) ? failures.get(i) : error));
+    return;
+  }
+  if (failures.size > 0) {
+    host.logger.error(
+      `handler of "${binding.pattern}" marked ${failures.size} of ${where} failed; they stay pending: ${[...failures.values()].map(describeError).join('; ')}`,
+    );
+  }
+  good.forEach((entry, i) => (failures.has(i) ? host.failed(entry, failures.get(i)) : host.succeeded(entry)));
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}
