@@ -9,6 +9,7 @@ import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
+import { partitionCountOption } from '../partitions/partition-keys.js';
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
@@ -161,6 +162,13 @@ export interface RedisStreamsHandlerExtras {
    * See docs/server.md for the window that remains.
    */
   idempotency?: IdempotencyOption;
+  /**
+   * Partitioned stream: the pattern is read from `count` streams `<stream>:p0` … `<stream>:p<count-1>`
+   * (1 to 1024; default 1, the stream itself), each on its own hash slot, so a hot pattern uses every
+   * master of a Redis Cluster. Clients must set the same count (`partitions` client option); a
+   * different count is a `RedisStreamsPartitionMismatchError` at `listen()`. See docs/high-availability.md.
+   */
+  partitions?: number;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -181,6 +189,8 @@ export interface ResolvedHandlerExtras {
   readonly retry: ResolvedRetryPolicy | false | undefined;
   /** `extras.idempotency`, resolved; `undefined` when off. */
   readonly idempotency: ResolvedIdempotency | undefined;
+  /** `extras.partitions`: streams the pattern is spread over (1: not partitioned). */
+  readonly partitions: number;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -311,6 +321,7 @@ export function resolveHandlerExtras(
     recovery,
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
     idempotency: resolveIdempotency(name('idempotency'), given.idempotency),
+    partitions: partitionCountOption(name('partitions'), given.partitions),
   };
 }
 
