@@ -2,7 +2,7 @@ import { Controller, type INestMicroservice, type Type } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { lastValueFrom } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, type RedisStreamsClientOptions } from '../src/index.js';
 import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { RedisStreamsOptionError, RedisStreamsPartitionMismatchError } from '../src/errors.js';
@@ -19,6 +19,10 @@ import { RedisStreamsContext } from '../src/server/context.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import type { RedisStreamsServerOptions } from '../src/server/options.js';
 import { pendingCount } from './fixtures/server-app.js';
+import { partitionTotals, type PartitionedInfoOutput } from '../src/cli/partition-totals.js';
+import { partitionedInfoView } from '../src/cli/views/partitioned-info.view.js';
+import { ensureCompiled } from './helpers/compiled.js';
+import { runCli } from './helpers/run-cli.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -89,6 +93,8 @@ describe('partitioned streams (real redis-server)', () => {
     return created;
   }
 
+  beforeAll(ensureCompiled, 300_000);
+
   beforeEach(async () => {
     await redis.client.flushall();
     seen.length = 0;
@@ -158,6 +164,45 @@ describe('partitioned streams (real redis-server)', () => {
       if (other !== stream) expect(await redis.client.exists(`{${other}}:dead`)).toBe(0);
     }
     expect(await pendingCount(redis.client, stream, 'billing')).toBe(0);
+    // The CLI lists it under its partition (the default dead-letter key of "orders:p<i>").
+    const listed = await runCli(['dlq', 'list', stream, '--url', redis.server.url]);
+    expect(listed.stderr).toBe('');
+    const page = JSON.parse(listed.stdout) as { deadLetterKey: string; deadLetters: { sourceId: string; stream: string }[] };
+    expect(page.deadLetterKey).toBe(deadLetters);
+    expect(page.deadLetters.map((letter) => letter.sourceId)).toEqual([id]);
+  });
+
+  it('CLI info <stream> of a partitioned stream shows each partition and the total (JSON; the same as a table at a terminal)', async () => {
+    await startServer([OrdersController]);
+    const producer = client();
+    for (let n = 0; n < 10; n++) await lastValueFrom(producer.emit('orders', { n }));
+    await waitFor(() => seen.length >= 10, '10 orders handled');
+    const run = await runCli(['info', 'orders', '--group', 'billing', '--url', redis.server.url]);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const info = JSON.parse(run.stdout) as PartitionedInfoOutput;
+    expect(info.partitionCount).toBe(PARTITIONS);
+    expect(info.partitions.map((partition) => [partition.key, partition.stream.length])).toEqual([
+      ['orders:p0', 3],
+      ['orders:p1', 3],
+      ['orders:p2', 2],
+      ['orders:p3', 2],
+    ]);
+    expect(info.total).toEqual(partitionTotals(info.partitions, 'billing'));
+    expect(info.total).toMatchObject({ length: 10, groups: [{ name: 'billing', consumers: 1, pending: 0 }], group: 'billing', consumers: [{ name: 'c1', pending: 0 }] });
+    const lines = partitionedInfoView(info).split('\n');
+    expect(lines[0]).toMatch(/^stream orders: 4 partitions, 10 entries(, 10 added in all)?, 1 group\(s\)$/);
+    expect(lines.filter((line) => /^(orders:p\d|total) /.test(line)).map((line) => line.split(/\s+/).slice(0, 2).join(' '))).toEqual([
+      'orders:p0 3',
+      'orders:p1 3',
+      'orders:p2 2',
+      'orders:p3 2',
+      'total 10',
+    ]);
+    expect(lines.some((line) => /^billing\s+total\s+1\s+0\b/.test(line))).toBe(true);
+    // A stream that is neither a stream nor partitioned is still the usual one-line error.
+    const missing = await runCli(['info', 'nothing', '--url', redis.server.url]);
+    expect(missing.stderr).toBe('error: stream "nothing" does not exist\n');
   });
 
   it('a client with another count than the workers fails its emit with RedisStreamsPartitionMismatchError and writes nothing', async () => {
