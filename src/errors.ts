@@ -83,3 +83,28 @@ export class RedisStreamsCapabilityError extends Error {
     );
   }
 }
+
+/**
+ * The partition count of a stream differs between this side and what the other side recorded (its
+ * metadata key): producers would write partitions no consumer reads, or consumers miss some. Thrown
+ * by `listen()` on the server, by the emit or send on the client; nothing is written before.
+ */
+export class RedisStreamsPartitionMismatchError extends Error {
+  override readonly name = 'RedisStreamsPartitionMismatchError';
+
+  constructor(
+    /** The stream (without partition suffix), e.g. `orders`. */
+    readonly stream: string,
+    /** This side's partition count. */
+    readonly partitions: number,
+    /** The count recorded in the metadata key. */
+    readonly recorded: number,
+    /** The metadata key, e.g. `{orders}:partitions`. */
+    readonly metadataKey: string,
+  ) {
+    super(
+      `stream "${stream}" is configured with ${partitions} partitions here, but "${metadataKey}" records ${recorded}: ` +
+        `producer and consumer must use the same partitions setting (to change it: drain the stream, delete "${metadataKey}", restart both sides)`,
+    );
+  }
+}

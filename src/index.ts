@@ -1,8 +1,16 @@
-export { RedisStreamsCapabilityError, RedisStreamsConnectionError, RedisStreamsDecodeError, RedisStreamsMissingCommandError, RedisStreamsOptionError } from './errors.js';
+export {
+  RedisStreamsCapabilityError,
+  RedisStreamsConnectionError,
+  RedisStreamsDecodeError,
+  RedisStreamsMissingCommandError,
+  RedisStreamsOptionError,
+  RedisStreamsPartitionMismatchError,
+} from './errors.js';
 export type { RedisConnection } from './redis/connection.js';
 export type { RedisCommandName, RedisStreamsCapabilities } from './redis/capabilities.js';
 export type { RedisClusterConnection } from './redis/cluster-connection.js';
 export { deadLetterKey } from './redis/keys.js';
+export { MAX_PARTITIONS, partitionIndexOf, partitionsMetadataKey, partitionStreamKey, partitionStreamKeys } from './partitions/partition-keys.js';
 export { WireField } from './codec/wire-format.js';
 export type { Headers, StreamFields } from './codec/wire-format.js';
 export { RedisStreamsClient } from './client/redis-streams-client.js';

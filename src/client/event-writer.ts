@@ -1,10 +1,10 @@
 import type { ReadPacket } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
-import { streamKeyFor } from '../redis/keys.js';
 import type { ProducerTrace } from '../telemetry/telemetry.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import { idmpArgs } from './idempotent-emit.js';
-import { EMPTY_OPTIONS, isThenable, serializedPacket } from './outgoing-packet.js';
+import { EMPTY_OPTIONS, isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
+import type { PartitionRouter } from './partition-router.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RedisStreamsRecord } from './redis-streams-record.js';
@@ -15,6 +15,8 @@ export interface EventWriterHost {
   readonly config: ResolvedClientOptions;
   readonly producer: ProducerConnection;
   readonly xadds: XAddWriter;
+  /** Picks the stream (or partition) of each event. */
+  readonly router: PartitionRouter;
   /** No custom serializer: the packet is encoded straight into the XADD arguments. */
   readonly identitySerializer: boolean;
   /** Nest's serializer (only called when it is not the identity). */
@@ -29,10 +31,22 @@ export class EventWriter {
 
   /** The XADD of an event. Rejections are raw ioredis errors; `emit` wraps them (off the hot path). */
   dispatch<T>(packet: ReadPacket): Promise<T> {
+    let route;
+    try {
+      route = this.host.router.route(this.host.normalize(packet.pattern), unwrapRecord(packet.data).options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const { stream, ready } = route;
+    // The first event of a partitioned pattern waits for the check of its partition count.
+    return ready === undefined ? this.traced<T>(packet, stream) : ready.then(() => this.traced<T>(packet, stream));
+  }
+
+  private traced<T>(packet: ReadPacket, stream: string): Promise<T> {
     const { telemetry } = this.host.producer;
-    if (telemetry === undefined) return this.write<T>(packet, undefined);
-    const trace = telemetry.startSend(streamKeyFor(this.host.normalize(packet.pattern), this.host.config.streamPrefix));
-    const written = this.write<T>(packet, trace);
+    if (telemetry === undefined) return this.write<T>(packet, stream, undefined);
+    const trace = telemetry.startSend(stream);
+    const written = this.write<T>(packet, stream, trace);
     written.then(
       (id) => trace.end({ id: id as string | null }),
       (error: unknown) => trace.end({ error }),
@@ -41,7 +55,7 @@ export class EventWriter {
   }
 
   /** `trace`: the producer span whose context goes into the entry's headers. */
-  private write<T>(packet: ReadPacket, trace: ProducerTrace | undefined): Promise<T> {
+  private write<T>(packet: ReadPacket, stream: string, trace: ProducerTrace | undefined): Promise<T> {
     const { config, xadds } = this.host;
     try {
       const record = packet.data instanceof RedisStreamsRecord ? (packet.data as RedisStreamsRecord) : undefined;
@@ -50,8 +64,8 @@ export class EventWriter {
       const pattern = this.host.normalize(packet.pattern);
       const trimming = xadds.trimmingFor(pattern, options);
       const idmp = idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, this.host.producer.capabilities);
-      const args = xadds.head(pattern, trimming, options.noMkStream ?? config.noMkStream, idmp);
-      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, trace));
+      const args = xadds.head(stream, trimming, options.noMkStream ?? config.noMkStream, idmp);
+      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, stream, trace));
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');

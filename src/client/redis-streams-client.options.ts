@@ -2,6 +2,8 @@ import type { Deserializer, Serializer } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
+import { streamKeyFor } from '../redis/keys.js';
+import { checkPartitionable, partitionCountOption } from '../partitions/partition-keys.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { booleanOption, describe, timerMillisOption } from '../validation.js';
 import { newProducerId, resolveIdempotence, type IdempotenceOptions, type ResolvedIdempotence } from './idempotent-emit.js';
@@ -49,6 +51,13 @@ export interface RedisStreamsClientOptions {
    * IDMP the first connect fails with `RedisStreamsCapabilityError`. Default off (no retry).
    */
   idempotence?: boolean | IdempotenceOptions;
+  /**
+   * Partitioned streams (normalized pattern → count, 1 to 1024): emits and sends of the pattern go
+   * to `<stream>:p0` … `<stream>:p<count-1>`, by the record's `partitionKey` (one key, one
+   * partition), else round robin. The handlers must set the same `extras.partitions`; a different
+   * count is a `RedisStreamsPartitionMismatchError` on the emit or send. See docs/high-availability.md.
+   */
+  partitions?: Record<string, number>;
 }
 
 export interface ResolvedClientOptions {
@@ -66,6 +75,8 @@ export interface ResolvedClientOptions {
   /** The IDMP producer id of this client (given, else random per instance). */
   readonly producerId: string;
   readonly idempotence: ResolvedIdempotence | undefined;
+  /** Partitioned patterns only (count > 1). */
+  readonly partitions: ReadonlyMap<string, number>;
 }
 
 const KNOWN = new Set([
@@ -83,6 +94,7 @@ const KNOWN = new Set([
   'deserializer',
   'telemetry',
   'idempotence',
+  'partitions',
   // ClientsModule passes `name` through when it is written inside options; harmless.
   'name',
 ]);
@@ -104,9 +116,10 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
       trimming.set(pattern, compileTrimming(`trimming.${pattern}`, value));
     }
   }
+  const streamPrefix = stringOption('streamPrefix', options.streamPrefix, '');
   return {
     connection: connectionOption('connection', options.connection),
-    streamPrefix: stringOption('streamPrefix', options.streamPrefix, ''),
+    streamPrefix,
     trim: compileTrimming('trim', options.trim ?? DEFAULT_TRIMMING),
     trimming,
     noMkStream: booleanOption('noMkStream', options.noMkStream, false),
@@ -117,7 +130,22 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     clockRefreshInterval: timerMillisOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
     telemetry: resolveTelemetryOptions(options.telemetry),
     ...idempotenceOptions(options.idempotence),
+    partitions: partitionsOption(options.partitions, streamPrefix),
   };
+}
+
+function partitionsOption(value: unknown, streamPrefix: string): Map<string, number> {
+  const partitions = new Map<string, number>();
+  if (value === undefined) return partitions;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError('partitions', `must be an object of pattern → partition count, got ${describe(value)}`);
+  }
+  for (const [pattern, given] of Object.entries(value)) {
+    const count = partitionCountOption(`partitions.${pattern}`, given);
+    checkPartitionable(`partitions.${pattern}`, streamKeyFor(pattern, streamPrefix), count);
+    if (count > 1) partitions.set(pattern, count);
+  }
+  return partitions;
 }
 
 function stringOption(option: string, value: unknown, fallback: string): string {

@@ -7,6 +7,7 @@ import { closeConnection, type RedisClient } from '../redis/connection.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
 import { EventWriter } from './event-writer.js';
+import { PartitionRouter } from './partition-router.js';
 import { ProducerConnection, type RedisStreamsClientEvents, type RedisStreamsClientStatus } from './producer-connection.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RequestSender } from './request-sender.js';
@@ -57,12 +58,14 @@ export class RedisStreamsClient
     const normalize = (pattern: unknown): string => this.normalizePattern(pattern as string);
     const producer = new ProducerConnection({ config, logger, redactor, reportStatus: (status) => this._status$.next(status) });
     const xadds = new XAddWriter(config, producer, redactor, normalize);
+    const router = new PartitionRouter(config, () => producer.client);
     this.producer = producer;
     this.xadds = xadds;
     this.events = new EventWriter({
       config,
       producer,
       xadds,
+      router,
       identitySerializer: options.serializer === undefined,
       serialize: (packet) => this.serializer.serialize(packet),
       normalize,
@@ -73,6 +76,7 @@ export class RedisStreamsClient
       replyKey,
       producer,
       xadds,
+      router,
       routingMap: this.routingMap as Map<string, (packet: WritePacket) => void>,
       normalize,
       assignPacketId: (packet) => this.assignPacketId(packet),

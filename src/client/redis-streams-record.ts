@@ -23,6 +23,13 @@ export interface RedisStreamsRecordOptions {
    * without IDMP the emit fails with `RedisStreamsCapabilityError`.
    */
   idempotencyKey?: string;
+  /**
+   * A pattern with `partitions` (client option): the key whose stable hash (FNV-1a of its UTF-8
+   * bytes, mod the count) picks the partition, so entries of one key land in one partition, in
+   * order. Without it: the `idempotencyKey` when there is one (a repeated emit lands where the
+   * first did), else round robin. Ignored by a pattern that is not partitioned.
+   */
+  partitionKey?: string;
 }
 
 /**
@@ -70,6 +77,10 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setIdempotencyKey(idempotencyKey: string): this {
     return this.setOptions({ idempotencyKey });
+  }
+
+  setPartitionKey(partitionKey: string): this {
+    return this.setOptions({ partitionKey });
   }
 
   setTimeout(timeout: number): this {

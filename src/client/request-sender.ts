@@ -4,12 +4,12 @@ import { decodeReply } from '../codec/reply.js';
 import type { StreamFields } from '../codec/wire-format.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
-import { streamKeyFor } from '../redis/keys.js';
 import { startTimeoutVerdict } from '../timeout.js';
 import { timerMillisOption } from '../validation.js';
 import { pushEntryFields, validateHeaders } from './entry-fields.js';
 import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsTimeoutError } from './errors.js';
 import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
+import type { PartitionRouter } from './partition-router.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { ReplyListener } from './reply-listener.js';
@@ -31,6 +31,8 @@ export interface RequestSenderHost {
   readonly replyKey: string;
   readonly producer: ProducerConnection;
   readonly xadds: XAddWriter;
+  /** Picks the stream (or partition) of each request. */
+  readonly router: PartitionRouter;
   /** Nest's callbacks of the requests awaiting their reply, by correlation id. */
   readonly routingMap: Map<string, (packet: WritePacket) => void>;
   normalize(pattern: unknown): string;
@@ -56,7 +58,8 @@ export class RequestSender {
       throw new RedisStreamsOptionError('raw', 'send() needs pattern, id and replyTo fields: raw records are for emit() only');
     }
     const pattern = host.normalize(partialPacket.pattern);
-    const stream = streamKeyFor(pattern, host.config.streamPrefix);
+    // The first request of a partitioned pattern waits for the check of its partition count.
+    const { stream, ready } = host.router.route(pattern, options);
     const timeoutMs = timerMillisOption('timeout', options.timeout, host.config.timeout, 1);
     const given = validateHeaders(options.headers);
     const trimming = host.xadds.trimmingFor(pattern, options);
@@ -89,7 +92,7 @@ export class RequestSender {
     host.routingMap.set(id, deliver);
 
     const write = (serialized: unknown, replyTo: string): Promise<string | null> => {
-      const args = host.xadds.head(pattern, trimming, true);
+      const args = host.xadds.head(stream, trimming, true);
       if (args === undefined) return host.producer.clockReady().then(() => write(serialized, replyTo));
       const final = serializedPacket(packet, serialized);
       pushEntryFields(args, final.pattern, final.data, final.metadata, headers, id, replyTo);
@@ -99,7 +102,10 @@ export class RequestSender {
     try {
       const replyTo = this.ensureReplyListener().key;
       const serialized = host.serialize(packet);
-      written = isThenable(serialized) ? serialized.then((value) => write(value, replyTo)) : write(serialized, replyTo);
+      written =
+        ready === undefined && !isThenable(serialized)
+          ? write(serialized, replyTo)
+          : Promise.all([ready, serialized]).then(([, value]) => write(value, replyTo));
     } catch (error) {
       // Nothing was sent (a serializer threw, JSON cannot encode the data): nothing may wait for a reply.
       teardown();

@@ -1,5 +1,5 @@
 import { streamKeyFor } from '../redis/keys.js';
-import { RedisStreamsOptionError } from '../errors.js';
+import { RedisStreamsOptionError, RedisStreamsPartitionMismatchError } from '../errors.js';
 import type { Redactor } from '../redaction.js';
 import { trimmingUnsupported } from './capability-needs.js';
 import { RedisStreamsPublishError } from './errors.js';
@@ -26,11 +26,12 @@ export class XAddWriter {
   }
 
   /**
-   * `[stream, NOMKSTREAM?, MAXLEN|MINID ~ n, '*']`, the start of an XADD; `undefined` while the
+   * `[stream, NOMKSTREAM?, MAXLEN|MINID ~ n, '*']`, the start of an XADD (`stream`: the pattern's
+   * stream or partition, see partition-router.ts); `undefined` while the
    * server clock that `maxAge` trimming needs is not known yet (only before the first TIME reply).
    */
-  head(pattern: string, trimming: CompiledTrimming, noMkStream: boolean, idmp: readonly string[] = []): XAddArgs | undefined {
-    const args: XAddArgs = [streamKeyFor(pattern, this.config.streamPrefix)];
+  head(stream: string, trimming: CompiledTrimming, noMkStream: boolean, idmp: readonly string[] = []): XAddArgs | undefined {
+    const args: XAddArgs = [stream];
     if (noMkStream) args.push('NOMKSTREAM');
     if (idmp.length > 0) args.push(...idmp);
     if (trimming.kind === 'maxLen') {
@@ -60,9 +61,11 @@ export class XAddWriter {
     return sendWithRetries(() => (this.producer.xadd ?? xadd)(args), idempotence.retries, idempotence.retryDelayMs);
   }
 
-  /** Failures name the stream; option errors stay as they are. */
+  /** Failures name the stream; option errors and a partition count mismatch stay as they are. */
   publishError(pattern: unknown, error: unknown): unknown {
-    if (error instanceof RedisStreamsOptionError || error instanceof RedisStreamsPublishError) return this.redactor.error(error);
+    if (error instanceof RedisStreamsOptionError || error instanceof RedisStreamsPublishError || error instanceof RedisStreamsPartitionMismatchError) {
+      return this.redactor.error(error);
+    }
     const stream = streamKeyFor(this.normalize(pattern), this.config.streamPrefix);
     return this.redactor.error(new RedisStreamsPublishError(stream, this.redactor.error(error)));
   }

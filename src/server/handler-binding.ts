@@ -2,6 +2,7 @@ import type { MessageHandler } from '@nestjs/microservices';
 import { hashSlotOf, streamKeyFor } from '../redis/keys.js';
 import type { StreamBinding } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
+import { checkPartitionable, partitionStreamKeys } from '../partitions/partition-keys.js';
 import { resolveHandlerExtras, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
 import type { HandledStream } from './stream-binding.js';
 
@@ -19,6 +20,9 @@ export function bindingKey(stream: string, group: string): string {
  * Nest chains event handlers of one pattern through `handler.next`, and calling a link also calls
  * the links after it. Links naming different groups must each consume in their own group, so the
  * chain is re-linked per group: each group's binding calls only its own handlers.
+ *
+ * A partitioned pattern (`extras.partitions` > 1) gets one binding per partition stream, same
+ * pattern, group and handler: each is read, recovered and dead-lettered on its own.
  */
 export function bindHandlers(handlers: Map<string, MessageHandler>, options: ResolvedServerOptions): StreamBinding[] {
   const bindings: StreamBinding[] = [];
@@ -38,6 +42,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         byGroup.set(extras.group, { extras, links: [link] });
         continue;
       }
+      if (group.extras.partitions !== extras.partitions) throw partitionsDisagree(pattern, group.extras.partitions, extras.partitions);
       if (group.extras.raw !== extras.raw || group.extras.ackMode !== extras.ackMode || !sameBatch(group.extras.batch, extras.batch)) {
         throw new RedisStreamsOptionError(
           'extras',
@@ -47,31 +52,47 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
       group.links.push(link);
     }
     if (byGroup.size > 1) relinkPerGroup([...byGroup.values()].map((group) => group.links));
+    // One pattern is one set of streams: every group reads it with the same partition count.
+    const counts = new Set([...byGroup.values()].map(({ extras }) => extras.partitions));
+    if (counts.size > 1) throw partitionsDisagree(pattern, ...([...counts] as [number, number]));
+    const partitions = [...counts][0] as number;
+    checkPartitionable(`extras.partitions (handler "${pattern}")`, stream, partitions);
     for (const { extras, links } of byGroup.values()) {
       const handler = links[0] as MessageHandler;
-      bindings.push({
-        key: bindingKey(stream, extras.group),
-        pattern,
-        stream,
-        group: extras.group,
-        raw: extras.raw,
-        ackMode: extras.ackMode,
-        startId: extras.startId,
-        concurrency: extras.concurrency,
-        maxDeliveries: extras.maxDeliveries,
-        minIdleTime: extras.minIdleTime,
-        recovery: extras.recovery,
-        retry: extras.retry,
-        idempotency: extras.idempotency,
-        batch: extras.batch,
-        handler,
-        isEventHandler: handler.isEventHandler === true,
-        queue: [],
-        running: 0,
-      });
+      for (const partition of partitionStreamKeys(stream, partitions)) {
+        bindings.push({
+          key: bindingKey(partition, extras.group),
+          pattern,
+          stream: partition,
+          partitionOf: partitions > 1 ? stream : undefined,
+          group: extras.group,
+          raw: extras.raw,
+          ackMode: extras.ackMode,
+          startId: extras.startId,
+          concurrency: extras.concurrency,
+          maxDeliveries: extras.maxDeliveries,
+          minIdleTime: extras.minIdleTime,
+          recovery: extras.recovery,
+          retry: extras.retry,
+          idempotency: extras.idempotency,
+          batch: extras.batch,
+          partitions,
+          handler,
+          isEventHandler: handler.isEventHandler === true,
+          queue: [],
+          running: 0,
+        });
+      }
     }
   }
   return bindings;
+}
+
+function partitionsDisagree(pattern: string, one: number, other: number): RedisStreamsOptionError {
+  return new RedisStreamsOptionError(
+    `extras.partitions (handler "${pattern}")`,
+    `handlers of "${pattern}" disagree on partitions (${one} vs ${other}): one pattern is one set of streams; give every handler the same count`,
+  );
 }
 
 /**
@@ -106,8 +127,8 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, isEventHandler } = binding;
-  return { stream, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, isEventHandler };
+  const { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, isEventHandler } = binding;
+  return { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, isEventHandler };
 }
 
 /**

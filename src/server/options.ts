@@ -9,6 +9,7 @@ import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
+import { partitionCountOption } from '../partitions/partition-keys.js';
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batch/batch-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
@@ -167,6 +168,13 @@ export interface RedisStreamsHandlerExtras {
    * `RedisStreamsBatchContext`, once `size` entries are there or `waitMs` passed (docs/batch.md).
    */
   batch?: BatchOption;
+  /**
+   * Partitioned stream: the pattern is read from `count` streams `<stream>:p0` … `<stream>:p<count-1>`
+   * (1 to 1024; default 1, the stream itself), each on its own hash slot, so a hot pattern uses every
+   * master of a Redis Cluster. Clients must set the same count (`partitions` client option); a
+   * different count is a `RedisStreamsPartitionMismatchError` at `listen()`. See docs/high-availability.md.
+   */
+  partitions?: number;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -189,6 +197,8 @@ export interface ResolvedHandlerExtras {
   readonly idempotency: ResolvedIdempotency | undefined;
   /** `extras.batch`, resolved; `undefined` when the handler takes one entry per call. */
   readonly batch: ResolvedBatch | undefined;
+  /** `extras.partitions`: streams the pattern is spread over (1: not partitioned). */
+  readonly partitions: number;
 }
 
 export const DEFAULT_CONCURRENCY = 50;
@@ -322,6 +332,7 @@ export function resolveHandlerExtras(
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
     idempotency,
     batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
+    partitions: partitionCountOption(name('partitions'), given.partitions),
   };
 }
 

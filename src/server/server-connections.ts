@@ -6,6 +6,8 @@ import {
   SERVER_COMMANDS,
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
+import { partitionedStreamsOf } from '../partitions/partition-keys.js';
+import { checkPartitionCount } from '../partitions/partition-metadata.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
@@ -88,9 +90,10 @@ export class ServerConnections {
   }
 
   /**
-   * Waits for the command connection, probes the capabilities and creates the groups. Fails
-   * within `startupTimeout` (at once on wrong credentials) rather than retry forever, and names a
-   * command or a capability an option needs that the server lacks.
+   * Waits for the command connection, probes the capabilities, creates the groups and checks the
+   * partition count of every partitioned stream against the one recorded (recording it if none
+   * is). Fails within `startupTimeout` (at once on wrong credentials) rather than retry forever,
+   * and names a command or a capability an option needs that the server lacks.
    */
   async ready(bindings: readonly StreamBinding[]): Promise<void> {
     const { options } = this.host;
@@ -103,14 +106,37 @@ export class ServerConnections {
     // The probe and the group creations go out together: listen() costs no extra round trip.
     const probed = this.capabilityWatch.start();
     const created = Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
-    const [capabilities] = await Promise.allSettled([probed, created]);
+    const partitioned = partitionedStreamsOf(bindings);
+    const checked = Promise.all([...partitioned].map(([stream, count]) => checkPartitionCount(commands, stream, count)));
+    this.warnUnpartitionedEntries(commands, [...partitioned.keys()]);
+    const [capabilities] = await Promise.allSettled([probed, created, checked]);
     // A server lacking a command or a capability an option needs fails here, naming it (before a
     // group error it may cause).
     if (capabilities.status === 'fulfilled') {
       requireCommands(capabilities.value, SERVER_COMMANDS, 'RedisStreamsServer');
       requireCapabilities(capabilities.value, serverRequirements(options));
     }
-    await Promise.all([probed, created]);
+    await Promise.all([probed, created, checked]);
+  }
+
+  /**
+   * A producer without the `partitions` setting writes to the stream itself, which no partition
+   * reader reads: said at start-up when that stream holds entries (best effort, never fails listen()).
+   */
+  private warnUnpartitionedEntries(commands: RedisClient, streams: readonly string[]): void {
+    for (const stream of streams) {
+      commands.xlen(stream).then(
+        (length) => {
+          if (length > 0) {
+            this.host.logger.warn(
+              `stream "${stream}" holds ${length} entries, but its handlers read its partitions ("${stream}:p0" …): ` +
+                'producers that do not set the same partitions write there and nobody reads them',
+            );
+          }
+        },
+        () => undefined,
+      );
+    }
   }
 
   /** Stops watching and closes every connection (also those of a failed start). */

@@ -4,6 +4,7 @@ import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { isClusterConnectionOption } from '../redis/connection.js';
 import { deadLetterKey } from '../redis/keys.js';
 import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
+import { partitionedStreamsOf, sharedSlotsOf } from '../partitions/partition-keys.js';
 import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -70,6 +71,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   // Keys one script touches together must share a slot: a named error now, not CROSSSLOT at the first dead letter.
   const deadLetterKeys = deadLetterKeysOf(bindings.map((b) => b.stream), options.recovery.deadLetterKey ?? deadLetterKey, 'recovery.deadLetterKey');
   checkSameSlot(deadLetterKeys, perSlot, (message) => logger.warn(message));
+  if (perSlot) warnSharedPartitionSlots(bindings, logger);
 
   const commands = connections.openCommands();
   const dispatcher = new Dispatcher(
@@ -104,4 +106,13 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   });
   const bindingsByKey = new Map(bindings.map((binding) => [binding.key, binding]));
   return { bindings, bindingsByKey, dispatcher, readers, acker, retries, telemetry, deletePolicyOf };
+}
+
+/** Partitions of one stream hashed to one slot live on one master (and share a reader): correct, but not spread. */
+function warnSharedPartitionSlots(bindings: readonly StreamBinding[], logger: Logger): void {
+  for (const [stream, count] of partitionedStreamsOf(bindings)) {
+    for (const [slot, keys] of sharedSlotsOf(stream, count)) {
+      logger.warn(`partitions ${keys.join(', ')} of "${stream}" share hash slot ${slot}: they are read and handled as usual, but live on one master`);
+    }
+  }
 }

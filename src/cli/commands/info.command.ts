@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
+import type { StreamInspector } from '../../claim/stream-inspector.js';
+import type { RedisClient } from '../../redis/connection.js';
 import { flagsOf, type CliContext } from '../context.js';
+import type { PartitionedInfoOutput } from '../partition-totals.js';
 import { printResult } from '../print.js';
 import { withCliRedis } from '../redis-session.js';
 import { infoView, type InfoOutput } from '../views/info.view.js';
@@ -11,7 +14,7 @@ interface InfoFlags {
 export function registerInfoCommand(program: Command, { io }: CliContext): void {
   program
     .command('info')
-    .description('stream length and first/last ids, its groups (pending, lag), and with --group that group\'s consumers')
+    .description('stream length and first/last ids, its groups (pending, lag), and with --group that group\'s consumers; a partitioned stream: each partition and the total')
     .argument('<key>', 'stream key')
     .option('--group <group>', 'also list the consumers of this group')
     .action(async (key: string, _options: unknown, command: Command) => {
@@ -20,16 +23,49 @@ export function registerInfoCommand(program: Command, { io }: CliContext): void 
       nonEmptyStringOption('key', key);
       if (flags.group !== undefined) nonEmptyStringOption('group', flags.group);
       const { StreamInspector } = await import('../../claim/stream-inspector.js');
-      const output = await withCliRedis(io, flags, async (redis): Promise<InfoOutput> => {
+      const output = await withCliRedis(io, flags, async (redis): Promise<InfoOutput | PartitionedInfoOutput> => {
         const inspection = new StreamInspector(redis);
-        // Sent together: one connection pipelines them.
-        const [stream, groups, consumers] = await Promise.all([
-          inspection.stream(key),
-          inspection.groups(key),
-          flags.group === undefined ? undefined : inspection.consumers(key, flags.group),
-        ]);
-        return consumers === undefined ? { key, stream, groups } : { key, stream, groups, group: flags.group, consumers };
+        try {
+          return await infoOf(inspection, key, flags.group);
+        } catch (error) {
+          // A partitioned stream has no key of its own; its metadata key records the partition count.
+          return (await partitionedInfoOf(redis, inspection, key, flags.group, error)) ?? Promise.reject(error);
+        }
       });
-      printResult(io, flags, output, () => infoView(output));
+      if ('partitions' in output) {
+        const { partitionedInfoView } = await import('../views/partitioned-info.view.js');
+        printResult(io, flags, output, () => partitionedInfoView(output));
+      } else printResult(io, flags, output, () => infoView(output));
     });
+}
+
+async function infoOf(inspection: StreamInspector, key: string, group: string | undefined): Promise<InfoOutput> {
+  // Sent together: one connection pipelines them.
+  const [stream, groups, consumers] = await Promise.all([
+    inspection.stream(key),
+    inspection.groups(key),
+    group === undefined ? undefined : inspection.consumers(key, group),
+  ]);
+  return consumers === undefined ? { key, stream, groups } : { key, stream, groups, group, consumers };
+}
+
+/** `undefined` unless `key` is missing because it is partitioned (then every partition and the totals). */
+async function partitionedInfoOf(
+  redis: RedisClient,
+  inspection: StreamInspector,
+  key: string,
+  group: string | undefined,
+  error: unknown,
+): Promise<PartitionedInfoOutput | undefined> {
+  const { RedisStreamsClaimError } = await import('../../claim/claim.errors.js');
+  if (!(error instanceof RedisStreamsClaimError) || error.reason !== 'missing-stream') return undefined;
+  const [{ recordedPartitionCount }, { partitionStreamKeys }, { partitionTotals }] = await Promise.all([
+    import('../../partitions/partition-metadata.js'),
+    import('../../partitions/partition-keys.js'),
+    import('../partition-totals.js'),
+  ]);
+  const partitionCount = await recordedPartitionCount(redis, key);
+  if (partitionCount === 1) return undefined;
+  const partitions = await Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => infoOf(inspection, partition, group)));
+  return { key, partitionCount, partitions, total: partitionTotals(partitions, group) };
 }

@@ -1,0 +1,70 @@
+import type { ConsumerInfo, GroupInfo } from '../claim/inspection.types.js';
+import type { InfoOutput } from './views/info.view.js';
+
+/** `info` of a partitioned stream: every partition as `info` shows one stream, and the totals. */
+export interface PartitionedInfoOutput {
+  key: string;
+  /** How many partitions the metadata key records. */
+  partitionCount: number;
+  partitions: InfoOutput[];
+  total: PartitionTotals;
+}
+
+export interface PartitionTotals {
+  /** Entries of every partition. */
+  length: number;
+  /** Summed over the partitions; null when a partition does not know it (Redis < 7.0). */
+  entriesAdded: number | null;
+  /** Per group: pending, lag and entries read summed, consumers the most any partition has. */
+  groups: { name: string; consumers: number; pending: number; lag: number | null; entriesRead: number | null }[];
+  group?: string;
+  /** With `--group`: per consumer, pending summed, idle and inactive the least over the partitions. */
+  consumers?: { name: string; pending: number; idleMs: number; inactiveMs: number | null }[];
+}
+
+/** Sums the partitions' `info` into one. */
+export function partitionTotals(partitions: readonly InfoOutput[], group: string | undefined): PartitionTotals {
+  const groups = new Map<string, PartitionTotals['groups'][number]>();
+  for (const partition of partitions) for (const info of partition.groups) addGroup(groups, info);
+  const totals: PartitionTotals = {
+    length: partitions.reduce((sum, partition) => sum + partition.stream.length, 0),
+    entriesAdded: sumOrNull(partitions.map((partition) => partition.stream.entriesAdded)),
+    groups: [...groups.values()],
+  };
+  if (group === undefined) return totals;
+  const consumers = new Map<string, NonNullable<PartitionTotals['consumers']>[number]>();
+  for (const partition of partitions) for (const info of partition.consumers ?? []) addConsumer(consumers, info);
+  return { ...totals, group, consumers: [...consumers.values()] };
+}
+
+function addGroup(groups: Map<string, PartitionTotals['groups'][number]>, info: GroupInfo): void {
+  const total = groups.get(info.name);
+  if (!total) {
+    groups.set(info.name, { name: info.name, consumers: info.consumers, pending: info.pending, lag: info.lag, entriesRead: info.entriesRead });
+    return;
+  }
+  total.consumers = Math.max(total.consumers, info.consumers);
+  total.pending += info.pending;
+  total.lag = sumOrNull([total.lag, info.lag]);
+  total.entriesRead = sumOrNull([total.entriesRead, info.entriesRead]);
+}
+
+function addConsumer(consumers: Map<string, NonNullable<PartitionTotals['consumers']>[number]>, info: ConsumerInfo): void {
+  const total = consumers.get(info.name);
+  if (!total) {
+    consumers.set(info.name, { name: info.name, pending: info.pending, idleMs: info.idleMs, inactiveMs: info.inactiveMs });
+    return;
+  }
+  total.pending += info.pending;
+  total.idleMs = Math.min(total.idleMs, info.idleMs);
+  total.inactiveMs = total.inactiveMs === null || info.inactiveMs === null ? null : Math.min(total.inactiveMs, info.inactiveMs);
+}
+
+function sumOrNull(values: readonly (number | null)[]): number | null {
+  let sum = 0;
+  for (const value of values) {
+    if (value === null) return null;
+    sum += value;
+  }
+  return sum;
+}

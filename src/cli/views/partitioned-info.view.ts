@@ -1,0 +1,46 @@
+import { formatDuration } from '../human-units.js';
+import type { PartitionedInfoOutput } from '../partition-totals.js';
+import { formatTable } from '../table.js';
+
+/** `info` of a partitioned stream at a terminal: one line, the partitions with a total, the groups per partition with a total per group. */
+export function partitionedInfoView(output: PartitionedInfoOutput): string {
+  const { total } = output;
+  const added = total.entriesAdded === null ? '' : `, ${total.entriesAdded} added in all`;
+  let text = `stream ${output.key}: ${output.partitionCount} partitions, ${total.length} entries${added}, ${total.groups.length} group(s)\n\n`;
+  text += formatTable(
+    [{ header: 'PARTITION' }, { header: 'ENTRIES', align: 'right' }, { header: 'FIRST' }, { header: 'LAST' }],
+    [
+      ...output.partitions.map(({ key, stream }) => [key, stream.length, stream.firstEntryId, stream.lastEntryId]),
+      ['total', total.length, '', ''],
+    ],
+  );
+  if (total.groups.length > 0) {
+    const rows = total.groups.flatMap((group) => [
+      ...output.partitions.flatMap(({ key, groups }) =>
+        groups.filter((info) => info.name === group.name).map((info) => [group.name, key, info.consumers, info.pending, info.lag, info.entriesRead]),
+      ),
+      [group.name, 'total', group.consumers, group.pending, group.lag, group.entriesRead],
+    ]);
+    text += '\n' + formatTable(
+      [
+        { header: 'GROUP' },
+        { header: 'PARTITION' },
+        { header: 'CONSUMERS', align: 'right' },
+        { header: 'PENDING', align: 'right' },
+        { header: 'LAG', align: 'right' },
+        { header: 'ENTRIES READ', align: 'right' },
+      ],
+      rows,
+    );
+  }
+  if (total.consumers !== undefined) {
+    text += `\nconsumers of ${total.group} (all partitions):\n`;
+    text += total.consumers.length === 0
+      ? '(none)\n'
+      : formatTable(
+          [{ header: 'CONSUMER' }, { header: 'PENDING', align: 'right' }, { header: 'IDLE', align: 'right' }, { header: 'INACTIVE', align: 'right' }],
+          total.consumers.map((consumer) => [consumer.name, consumer.pending, formatDuration(consumer.idleMs), formatDuration(consumer.inactiveMs)]),
+        );
+  }
+  return text;
+}
