@@ -12,6 +12,7 @@ import { runScenario, type BenchContext, type Scenario, type ScenarioResult } fr
 import { renderTable, renderTargets } from './report.js';
 import { backlogScenario } from './scenarios/backlog.js';
 import { claimScenario } from './scenarios/claim.js';
+import { clusterPartitionsScenario } from './scenarios/cluster-partitions.js';
 import { consumeScenario } from './scenarios/consume.js';
 import { emitScenario } from './scenarios/emit.js';
 import { endToEndScenario } from './scenarios/end-to-end.js';
@@ -36,6 +37,7 @@ const SCENARIOS: readonly Scenario[] = [
   backlogScenario,
   shapeScenario,
   largePayloadScenario,
+  clusterPartitionsScenario,
 ];
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -45,8 +47,11 @@ const log = (line: string) => console.log(line);
 const startedAt = new Date();
 const t0 = Date.now();
 
-const selected = SCENARIOS.filter((s) => config.only.length === 0 || config.only.some((id) => s.id === id || s.id.startsWith(`${id}-`)));
+const named = (s: Scenario) => config.only.some((id) => s.id === id || s.id.startsWith(`${id}-`));
+const selected = SCENARIOS.filter((s) => (config.only.length === 0 ? !s.optIn : named(s)));
 log(`nestjs-redis-streams bench (${config.quick ? 'quick' : 'full'}): ${selected.map((s) => s.id).join(', ')}`);
+const leftOut = config.only.length === 0 ? SCENARIOS.filter((s) => s.optIn).map((s) => s.id) : [];
+if (leftOut.length > 0) log(`not in the default run (name them with --only): ${leftOut.join(', ')}`);
 
 const server = await RedisServerProcess.start();
 const admin = server.client();

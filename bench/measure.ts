@@ -68,6 +68,15 @@ export interface Scenario {
   skip?(ctx: BenchContext): string | undefined;
   /** Overrides of the global run counts (the 1M backlog is too costly to repeat 4 times). */
   runs?: (config: BenchConfig) => { warmups: number; runs: number };
+  /**
+   * The Redis servers each run is charged with (CPU from `INFO cpu`, commands from `INFO
+   * commandstats`), asked for after `setup`: by default the bench's server (`ctx.admin`). A
+   * scenario on servers of its own (a cluster) gives one connection per node; with several, the
+   * sums are kept and each node's figures too (`node1.redisCpuMs`, `node1.calls.xadd`, ...).
+   */
+  measuredNodes?(ctx: BenchContext): readonly Redis[];
+  /** Left out of the default run (slow or heavy): runs only when `--only` names it. */
+  optIn?: boolean;
 }
 
 /**
@@ -83,6 +92,7 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
   }
   await scenario.setup?.(ctx);
   try {
+    const nodes = scenario.measuredNodes?.(ctx) ?? [ctx.admin];
     for (const contender of contenders) {
       const state = results.get(contender)!;
       if (state.error) continue;
@@ -98,14 +108,13 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
         if (state.error) continue;
         try {
           // Redis' own count of the commands each run sent (round trips are what a 2-core box pays for).
-          await ctx.admin.config('RESETSTAT');
-          const cpuBefore = redisCpuSeconds(await ctx.admin.info('cpu'));
+          const cpuBefore = await Promise.all(nodes.map(startUsage));
           const result = await contender.run(round);
           // Redis' CPU for the run: on a 2-core box it competes with the producer and the worker.
-          const redisCpuMs = (redisCpuSeconds(await ctx.admin.info('cpu')) - cpuBefore) * 1000;
-          result.extra = { ...result.extra, redisCpuMs, ...commandCounts(await ctx.admin.info('commandstats')) };
+          const usage = await usageSince(nodes, cpuBefore);
+          result.extra = { ...result.extra, ...usage };
           const tag = round < warmups ? 'warm-up' : `run ${round - warmups + 1}/${runs}`;
-          ctx.log(`  ${scenario.id} ${contender.label} ${tag}: ${formatRun(result)}`);
+          ctx.log(`  ${scenario.id} ${contender.label} ${tag}: ${formatRun(result)}${nodes.length > 1 ? `; ${formatNodeCpu(usage, nodes.length)}` : ''}`);
           if (round >= warmups) state.runs.push(result);
         } catch (error) {
           state.error = describeError(error);
@@ -132,6 +141,34 @@ export async function runScenario(scenario: Scenario, ctx: BenchContext): Promis
       ...(state.error ? { error: state.error } : {}),
     };
   });
+}
+
+/** Resets the node's command counts; its CPU seconds so far. */
+async function startUsage(node: Redis): Promise<number> {
+  await node.config('RESETSTAT');
+  return redisCpuSeconds(await node.info('cpu'));
+}
+
+/** CPU (ms) and command counts of every node since `startUsage`, summed, and per node when there are several. */
+async function usageSince(nodes: readonly Redis[], cpuBefore: readonly number[]): Promise<Record<string, number>> {
+  const usage: Record<string, number> = {};
+  const add = (key: string, value: number) => (usage[key] = (usage[key] ?? 0) + value);
+  for (const [index, node] of nodes.entries()) {
+    const figures = {
+      redisCpuMs: (redisCpuSeconds(await node.info('cpu')) - (cpuBefore[index] as number)) * 1000,
+      ...commandCounts(await node.info('commandstats')),
+    };
+    for (const [key, value] of Object.entries(figures)) {
+      add(key, value);
+      if (nodes.length > 1) usage[`node${index + 1}.${key}`] = value;
+    }
+  }
+  return usage;
+}
+
+function formatNodeCpu(usage: Record<string, number>, nodes: number): string {
+  const perNode = Array.from({ length: nodes }, (_, index) => Math.round(usage[`node${index + 1}.redisCpuMs`] ?? 0));
+  return `Redis CPU per node ${perNode.join(' / ')} ms`;
 }
 
 /** `INFO cpu` → the server's user + system CPU seconds (main thread and the rest). */

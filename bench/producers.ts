@@ -61,7 +61,7 @@ export async function fillStream(redis: Redis, key: string, count: number, batch
 }
 
 /** Resolves with the clock reading at which the group has nothing pending any more. */
-export async function waitAcked(redis: Redis, key: string, group: string, timeoutMs = 30_000): Promise<number> {
+export async function waitAcked(redis: Pick<Redis, 'xpending'>, key: string, group: string, timeoutMs = 30_000): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const summary = (await redis.xpending(key, group)) as [number, ...unknown[]];

@@ -53,3 +53,22 @@ export function idempotentEmitter(url: string, mode: 'auto' | 'keyed'): StreamsE
     close: () => client.close(),
   };
 }
+
+/**
+ * A `RedisStreamsClient` on a Redis Cluster given by its node URLs, defaults otherwise; with
+ * `partitions` > 1 the pattern is spread over that many partitions (no partition key: round robin).
+ */
+export function clusterEmitter(nodes: readonly string[], pattern: string, partitions: number): StreamsEmitter {
+  const client = new RedisStreamsClient({
+    connection: { cluster: { nodes: [...nodes] } },
+    ...(partitions > 1 ? { partitions: { [pattern]: partitions } } : {}),
+  });
+  return {
+    open: async () => {
+      await client.connect();
+    },
+    emit: (key) => lastValueFrom(client.emit(key, makePayload())),
+    send: (key) => lastValueFrom(client.send(key, makePayload())),
+    close: () => client.close(),
+  };
+}
