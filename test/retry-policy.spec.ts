@@ -144,13 +144,16 @@ describe('retry policy: backoff between deliveries of failed entries (real redis
     expect(await client.exists(retryRecordKey(key, 'g', a), retryRecordKey(key, 'g', b))).toBe(1);
     expect(await client.pttl(retryRecordKey(key, 'g', a))).toBeGreaterThan(5_000);
 
-    const notYet = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 5_000 }, { id: b, dueMs: 0 }] });
+    const notYet = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 5_000, deliveryCount: 1 }, { id: b, dueMs: 0, deliveryCount: 1 }] });
     expect(notYet).toEqual({ claimed: [], skipped: [{ id: a, status: 'not_due' }, { id: b, status: 'not_owner' }] });
-    const due = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 0 }] });
+    // Scanned at another delivery count (it went around again since): refused, the next scan decides.
+    const stale = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 0, deliveryCount: 2 }] });
+    expect(stale).toEqual({ claimed: [], skipped: [{ id: a, status: 'not_due' }] });
+    const due = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w3', entries: [{ id: a, dueMs: 0, deliveryCount: 1 }] });
     expect(due.claimed.map((entry) => [entry.id, entry.flat])).toEqual([[a, [Buffer.from('k'), Buffer.from('a')]]]);
     expect(await pendingRows(client, key, 'g')).toMatchObject([{ id: a, consumer: 'w3', deliveries: 2 }, { id: b, consumer: 'w2' }]);
     // Taken: a second claimer gets nothing, even with no wait at all.
-    const again = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w4', entries: [{ id: a, dueMs: 0 }] });
+    const again = await claimDueRetries(client, { stream: key, group: 'g', retryConsumer: 'retry', consumer: 'w4', entries: [{ id: a, dueMs: 0, deliveryCount: 2 }] });
     expect(again).toEqual({ claimed: [], skipped: [{ id: a, status: 'not_owner' }] });
   });
 

@@ -6,7 +6,7 @@ import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
 import type { RecoveryTickResult } from './recovery-stats.js';
-import { claimDueRetries } from './retry-release.js';
+import { claimDueRetries, type DueRetry } from './retry-release.js';
 import type { ResolvedRetryPolicy } from './retry-policy.js';
 
 /** What a stream's recoverer uses from its scheduler. */
@@ -227,9 +227,9 @@ export class PendingRecoverer {
     const handoff = host.handoffConsumerName?.();
     const plain: string[] = [];
     const keepCount = new Map<number, string[]>();
-    const retries: { id: string; dueMs: number }[] = [];
+    const retries: DueRetry[] = [];
     for (const { row, dueMs } of candidates) {
-      if (dueMs !== undefined) retries.push({ id: row.id, dueMs });
+      if (dueMs !== undefined) retries.push({ id: row.id, dueMs, deliveryCount: row.deliveryCount });
       else if (row.consumer !== handoff) plain.push(row.id);
       else keepCount.set(row.deliveryCount, [...(keepCount.get(row.deliveryCount) ?? []), row.id]);
     }

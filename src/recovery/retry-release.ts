@@ -66,6 +66,8 @@ export interface DueRetry {
   id: string;
   /** The idle time (time since the release) the entry must have reached: its wait. */
   dueMs: number;
+  /** Its delivery count when the wait was computed: a claim is refused if it changed since. */
+  deliveryCount: number;
 }
 
 export type RetryClaimStatus = 'not_owner' | 'not_due' | 'not_pending' | 'deleted';
@@ -87,7 +89,7 @@ export async function claimDueRetries(
   const result: RetryClaimResult = { claimed: [], skipped: [] };
   for (const batch of batches(request.entries, MAX_SCRIPT_BATCH)) {
     const args: (string | number)[] = [group, retryConsumer, consumer, batch.length];
-    for (const entry of batch) args.push(entry.id, entry.dueMs);
+    for (const entry of batch) args.push(entry.id, entry.dueMs, entry.deliveryCount);
     // Read as Buffers, like recovery's own XCLAIM: a handler with `extras.raw: 'buffers'` must get
     // the exact bytes (text decoding would turn non-UTF-8 bytes into U+FFFD); the server decodes
     // them for every other handler.

@@ -15,11 +15,12 @@ end
 -- Type of each key looked at, read once per call (the scripts never change a key's type).
 local keyTypes = {}
 
--- Whether `owner` holds `id` now, and (with `minIdle`) has held it at least that many ms. Returns
+-- Whether `owner` holds `id` now, (with `minIdle`) has held it at least that many ms, and (with
+-- `deliveries`) still has that delivery count. Returns
 -- nil when it does; else the script's result row for the id: { id, 'not_pending', '' },
 -- { id, 'not_owner', current owner } or { id, 'not_due', '' }. An error reply comes back second.
 -- Checked in the same script as the write that follows, so no one can take the entry in between.
-local function refuseUnlessOwned(stream, group, id, owner, minIdle)
+local function refuseUnlessOwned(stream, group, id, owner, minIdle, deliveries)
   keyTypes[stream] = keyTypes[stream] or redis.call('TYPE', stream)['ok']
   if keyTypes[stream] ~= 'stream' then return { id, 'not_pending', '' } end
   local row, failure = pendingRow(stream, group, id)
@@ -27,6 +28,7 @@ local function refuseUnlessOwned(stream, group, id, owner, minIdle)
   if row == nil then return { id, 'not_pending', '' } end
   if row[2] ~= owner then return { id, 'not_owner', row[2] } end
   if minIdle ~= nil and tonumber(row[3]) < minIdle then return { id, 'not_due', '' } end
+  if deliveries ~= nil and tonumber(row[4]) ~= deliveries then return { id, 'not_due', '' } end
   return nil
 end
 
