@@ -12,18 +12,9 @@ import { MAX_TIMER_MS } from '../validation.js';
 import { clientRequirements } from './capability-needs.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { ServerClock } from './server-clock.js';
+import type { RedisStreamsClientStatus } from './client-events.js';
 
-export type RedisStreamsClientStatus = 'connected' | 'disconnected' | 'reconnecting';
-
-/** ioredis events of the client's producer connection, passed through by `on()`. */
-export type RedisStreamsClientEvents = {
-  connect: () => void;
-  ready: () => void;
-  error: (error: Error) => void;
-  close: () => void;
-  reconnecting: (delayMs: number) => void;
-  end: () => void;
-};
+export type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client-events.js';
 
 export type XAddArgs = (string | Buffer)[];
 /** ioredis flattens array arguments: passing the list whole saves a copy per XADD. */

@@ -8,12 +8,13 @@ import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
 import { EventWriter } from './event-writer.js';
 import { PartitionRouter } from './partition-router.js';
-import { ProducerConnection, type RedisStreamsClientEvents, type RedisStreamsClientStatus } from './producer-connection.js';
+import type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client-events.js';
+import { ProducerConnection } from './producer-connection.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RequestSender } from './request-sender.js';
 import { XAddWriter } from './xadd-writer.js';
 
-export type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './producer-connection.js';
+export type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client-events.js';
 
 /** `createPacket` (and the dispatch hook that sets `metadata`) exists from Nest 12 on. */
 const createPacket = (ClientProxy.prototype as unknown as { createPacket?: (p: unknown, d: unknown) => ReadPacket })

@@ -1,6 +1,6 @@
-// Over 300 lines for a reason: the @internal recovery API and the EntrySettler stay on the class
+// Over 300 lines for a reason: the internal recovery API and the EntrySettler stay on the class
 // Nest sees (recovery and tests reach them through the server) as one-line delegations.
-import { Logger } from '@nestjs/common';
+import type { Logger } from '@nestjs/common';
 import {
   Server,
   type ConsumerDeserializer,
