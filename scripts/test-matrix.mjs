@@ -1,6 +1,7 @@
 // `npm run test:matrix`: the whole suite against every Redis users run. Compiles once, then runs
 // vitest once per server (REDIS_SERVER_BIN picks it): Debian's `redis-server` on the PATH and every
-// `../shared/redis-builds/*/bin/redis-server` (REDIS_BUILDS_DIR overrides that folder). Prints
+// `../shared/redis-builds/*/bin/redis-server` (REDIS_BUILDS_DIR overrides that folder;
+// MATRIX_SKIP_PATH_SERVER=1 leaves out the PATH's server, which `.ci/run` tested just before). Prints
 // one line per server and closes with "N passed, N failed" over all of them; exits 1 if any failed.
 // Extra arguments go to vitest (e.g. a spec file).
 import { spawnSync } from 'node:child_process';
@@ -20,10 +21,13 @@ if (run('npx', ['tsc', '-p', 'tsconfig.json']) !== 0 || run('node', ['scripts/co
 
 /** `{ name, bin }` of every server to test, the PATH's redis-server first. */
 function servers() {
-  const list = [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
+  // CI has just run `npm test` against the PATH's server: MATRIX_SKIP_PATH_SERVER=1 does not run it twice.
+  const skipPath = process.env.MATRIX_SKIP_PATH_SERVER === '1';
+  if (skipPath) console.log('note: MATRIX_SKIP_PATH_SERVER=1: the redis-server on the PATH is not tested again (npm test did)');
+  const list = skipPath ? [] : [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
   if (!existsSync(buildsDir)) {
     console.log(`note: ${buildsDir} is absent; testing only the redis-server on the PATH`);
-    return list;
+    return list.length > 0 ? list : [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
   }
   for (const folder of readdirSync(buildsDir).sort()) {
     const bin = join(buildsDir, folder, 'bin', 'redis-server');
