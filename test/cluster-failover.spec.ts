@@ -1,9 +1,9 @@
-import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { hashSlotOf } from '../src/redis/keys.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { useRedisCluster } from './helpers/redis-cluster.js';
+import { startCountedProducer } from './helpers/counted-producer.js';
 import { waitFor } from './helpers/wait.js';
 
 // Its own cluster: this file kills a master.
@@ -23,21 +23,8 @@ describe('failover on a real local cluster', () => {
     const client = new RedisStreamsClient({ connection, commandTimeout: 1_000 });
     client.on('error', () => undefined);
 
-    const acknowledged = new Map<number, string>();
-    let failed = 0;
-    let next = 0;
-    let producing = true;
-    const produce = (async () => {
-      while (producing) {
-        const n = next++;
-        try {
-          acknowledged.set(n, (await lastValueFrom(client.emit(stream, n))) as string);
-        } catch {
-          failed++;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    })();
+    const producer = startCountedProducer(client, stream);
+    const { acknowledged } = producer;
     try {
       await waitFor(() => handled.size >= 200, '200 entries handled before the kill', { timeout: 20_000 });
       const master = await cluster.masterOf(hashSlotOf(stream));
@@ -48,8 +35,7 @@ describe('failover on a real local cluster', () => {
       // The producer goes on by itself: 200 more acknowledged emits after the failover.
       const afterFailover = acknowledged.size;
       await waitFor(() => acknowledged.size >= afterFailover + 200, '200 emits acknowledged after the failover', { timeout: 20_000 });
-      producing = false;
-      await produce;
+      await producer.stop();
 
       // What the new master holds: the acknowledged ids that survived asynchronous replication.
       const redis = cluster.client();
@@ -62,14 +48,13 @@ describe('failover on a real local cluster', () => {
       await waitFor(async () => ((await redis.xpending(stream, 'fo')) as [number])[0] === 0, 'no entry pending', { timeout: 30_000 });
       redis.disconnect();
       console.log(
-        `failover: ${acknowledged.size} emits acknowledged (${acknowledgedBeforeKill} before the kill), ${failed} failed during the failover, ` +
+        `failover: ${acknowledged.size} emits acknowledged (${acknowledgedBeforeKill} before the kill), ${producer.failures.length} failed during the failover, ` +
           `${lost.length} acknowledged and lost by asynchronous replication, ${handled.size} handled`,
       );
       // Entries acknowledged after the failover were written to the new master: none may be lost.
       expect(lost.filter((n) => n >= afterFailover)).toEqual([]);
     } finally {
-      producing = false;
-      await produce;
+      await producer.stop();
       await client.close();
       await server.close();
     }

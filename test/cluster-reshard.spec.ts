@@ -1,9 +1,9 @@
-import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { hashSlotOf } from '../src/redis/keys.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { useRedisCluster } from './helpers/redis-cluster.js';
+import { startCountedProducer } from './helpers/counted-producer.js';
 import { waitFor } from './helpers/wait.js';
 
 // Its own cluster, without replicas (a slot move needs none): this file moves a slot.
@@ -29,21 +29,8 @@ describe('resharding on a real local cluster', () => {
     const client = new RedisStreamsClient({ connection, commandTimeout: 2_000 });
     client.on('error', () => undefined);
 
-    const acknowledged = new Map<number, string>();
-    const failures: string[] = [];
-    let next = 0;
-    let producing = true;
-    const produce = (async () => {
-      while (producing) {
-        const n = next++;
-        try {
-          acknowledged.set(n, (await lastValueFrom(client.emit(stream, n))) as string);
-        } catch (error) {
-          failures.push((error as Error).message);
-        }
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    })();
+    const producer = startCountedProducer(client, stream);
+    const { acknowledged, failures } = producer;
     // Traffic in every state of the move: 100 more entries handled before the next step.
     const moreHandled = async (state: string) => {
       const target = handled.size + 100;
@@ -56,8 +43,7 @@ describe('resharding on a real local cluster', () => {
       await cluster.moveSlot(slot, target, (step) => moreHandled(step === 'migrating' ? 'migrating (key on the source)' : 'migrated (key on the target, slot not yet)'));
       expect(await cluster.masterOf(slot)).toBe(target);
       await moreHandled('on its new master');
-      producing = false;
-      await produce;
+      await producer.stop();
 
       // Every acknowledged emit is on the new master and handled; nothing stays pending.
       const redis = cluster.client();
@@ -77,8 +63,7 @@ describe('resharding on a real local cluster', () => {
       // A move is not a failure: no emit fails and no entry is lost.
       expect(failures).toEqual([]);
     } finally {
-      producing = false;
-      await produce;
+      await producer.stop();
       await client.close();
       await server.close();
     }

@@ -1,9 +1,9 @@
-import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import type { RedisServerProcess } from './helpers/redis-server.js';
 import { useRedisSentinel } from './helpers/redis-sentinel.js';
+import { startCountedProducer } from './helpers/counted-producer.js';
 import { waitFor } from './helpers/wait.js';
 
 /** Connections named by the transport on `node`. */
@@ -34,26 +34,9 @@ describe('failover through sentinels: kill -9 of the primary', () => {
     const client = new RedisStreamsClient({ connection, commandTimeout: 1_000 });
     client.on('error', () => undefined);
 
-    const acknowledged = new Map<number, string>();
-    const byId = new Map<string, number>();
-    let failed = 0;
-    let next = 0;
-    let producing = true;
-    const produce = (async () => {
-      while (producing) {
-        const n = next++;
-        try {
-          const id = (await lastValueFrom(client.emit(stream, n))) as string;
-          acknowledged.set(n, id);
-          byId.set(id, n);
-        } catch {
-          failed++;
-          // Down: do not spin through thousands of failed emits while the sentinels decide.
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    })();
+    // Down: no spinning through thousands of failed emits while the sentinels decide.
+    const producer = startCountedProducer(client, stream, 50);
+    const { acknowledged, byId } = producer;
     const old = set.primary;
     try {
       await waitFor(() => handled.size >= 200, '200 entries handled before the kill', { timeout: 20_000 });
@@ -70,8 +53,7 @@ describe('failover through sentinels: kill -9 of the primary', () => {
       // The producer goes on by itself: 200 more acknowledged emits after the failover.
       const afterFailover = acknowledged.size;
       await waitFor(() => acknowledged.size >= afterFailover + 200, '200 emits acknowledged after the failover', { timeout: 20_000 });
-      producing = false;
-      await produce;
+      await producer.stop();
 
       // Every entry the replica had before the kill is handled by the worker, which followed by itself.
       const replicaHad = onReplica.map((id) => byId.get(id));
@@ -96,13 +78,12 @@ describe('failover through sentinels: kill -9 of the primary', () => {
       redis.disconnect();
       console.log(
         `sentinel failover in ${failoverMs} ms: ${acknowledged.size} emits acknowledged (${acknowledgedBeforeKill} before the kill, ${onReplica.length} on the replica just before), ` +
-          `${failed} failed during the failover, ${lost.length} acknowledged and lost by asynchronous replication, ${handled.size} handled`,
+          `${producer.failures.length} failed during the failover, ${lost.length} acknowledged and lost by asynchronous replication, ${handled.size} handled`,
       );
       // Entries acknowledged after the failover were written to the new primary: none may be lost.
       expect(lost.filter((n) => n >= afterFailover)).toEqual([]);
     } finally {
-      producing = false;
-      await produce;
+      await producer.stop();
       await client.close();
       await server.close();
     }
@@ -124,22 +105,8 @@ describe('failover through sentinels: SENTINEL FAILOVER while the old primary li
     const client = new RedisStreamsClient({ connection, commandTimeout: 1_000 });
     client.on('error', () => undefined);
 
-    const acknowledged = new Map<number, string>();
-    let failed = 0;
-    let next = 0;
-    let producing = true;
-    const produce = (async () => {
-      while (producing) {
-        const n = next++;
-        try {
-          acknowledged.set(n, (await lastValueFrom(client.emit(stream, n))) as string);
-        } catch {
-          failed++;
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-    })();
+    const producer = startCountedProducer(client, stream, 50);
+    const { acknowledged } = producer;
     const old = set.primary;
     try {
       await waitFor(() => handled.size >= 200, '200 entries handled before the failover', { timeout: 20_000 });
@@ -162,8 +129,7 @@ describe('failover through sentinels: SENTINEL FAILOVER while the old primary li
       oldRole.disconnect();
       const moved = acknowledged.size;
       await waitFor(() => acknowledged.size >= moved + 200, '200 emits acknowledged after the move', { timeout: 20_000 });
-      producing = false;
-      await produce;
+      await producer.stop();
 
       const redis = promoted.client();
       const present = new Set(((await redis.xrange(stream, '-', '+')) as [string, string[]][]).map(([id]) => id));
@@ -173,14 +139,13 @@ describe('failover through sentinels: SENTINEL FAILOVER while the old primary li
       await waitFor(async () => ((await redis.xpending(stream, 'smf')) as [number])[0] === 0, 'no entry pending', { timeout: 30_000 });
       redis.disconnect();
       console.log(
-        `SENTINEL FAILOVER: ${acknowledged.size} emits acknowledged, ${failed} failed, ${lost.length} acknowledged by the old primary ` +
+        `SENTINEL FAILOVER: ${acknowledged.size} emits acknowledged, ${producer.failures.length} failed, ${lost.length} acknowledged by the old primary ` +
           `between the promotion and +switch-master and lost, ${handled.size} handled`,
       );
       // Written once no transport connection was left on the old primary: on the new one.
       expect(lost.filter((n) => n >= moved)).toEqual([]);
     } finally {
-      producing = false;
-      await produce;
+      await producer.stop();
       await client.close();
       await server.close();
     }
