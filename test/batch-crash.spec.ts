@@ -1,12 +1,9 @@
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { pendingRows } from './fixtures/server-app.js';
 import type { WorkPayload } from './fixtures/recovery-worker.js';
-import { ensureCompiled } from './helpers/compiled.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
-import { WorkerFleet } from './helpers/worker-fleet.js';
+import { useWorkerFleets } from './helpers/use-worker-fleets.js';
 
 /**
  * Batch handlers (extras.batch) in real worker processes killed with SIGKILL mid-batch: each
@@ -18,31 +15,15 @@ import { WorkerFleet } from './helpers/worker-fleet.js';
 const KILL_MIN_IDLE = 2_000;
 
 describe('batch handlers with crashing worker processes (real redis-server)', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-  let fleet: WorkerFleet | undefined;
-
-  beforeAll(async () => {
-    await ensureCompiled();
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  }, 240_000);
-  afterEach(async () => {
-    await fleet?.stop();
-    fleet = undefined;
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+  const harness = useWorkerFleets();
 
   it('kill -9 of batch workers mid-batch: every id handled or dead-lettered (poison ones once each), nothing pending', async () => {
     const stream = 'batchcrash';
     const ledgerKey = 'batchledger';
     const dead = `{${stream}}:dead`;
-    await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+    await harness.client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
     const payloads: WorkPayload[] = Array.from({ length: 3_000 }, (_, n) => ({ n, kind: n % 250 === 7 ? ('throw' as const) : ('ok' as const) }));
-    const pipeline = client.pipeline();
+    const pipeline = harness.client.pipeline();
     for (const payload of payloads) pipeline.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify(payload));
     const ids = ((await pipeline.exec()) ?? []).map(([error, id]) => {
       if (error) throw error;
@@ -50,8 +31,8 @@ describe('batch handlers with crashing worker processes (real redis-server)', ()
     });
     const poison = new Set(ids.filter((_, n) => payloads[n]!.kind === 'throw'));
     const prefetch = 40;
-    fleet = new WorkerFleet({
-      url: redis.url, stream, group: 'g', ledger: ledgerKey, prefetch, concurrency: 2, sleepMs: [50, 150],
+    const fleet = harness.fleet({
+      url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch, concurrency: 2, sleepMs: [50, 150],
       batch: { size: 20, waitMs: 20 },
       extras: { maxDeliveries: 2 },
       recovery: { minIdleTime: KILL_MIN_IDLE, interval: 100 },
@@ -61,25 +42,25 @@ describe('batch handlers with crashing worker processes (real redis-server)', ()
     const killed = new Set<string>();
     for (let i = 0; i < 5; i++) {
       await sleep(150 + Math.random() * 250);
-      if ((await client.llen(ledgerKey)) >= ids.length - poison.size) break; // finished before this kill
+      if ((await harness.client.llen(ledgerKey)) >= ids.length - poison.size) break; // finished before this kill
       const victim = await fleet.kill();
       if (victim) killed.add(victim.consumer);
       kills++;
       await fleet.spawn();
     }
     const letters = async () =>
-      ((await client.xrange(dead, '-', '+')) as Array<[string, string[]]>).map(([id, flat]) => parseDeadLetter(id, flat)!);
+      ((await harness.client.xrange(dead, '-', '+')) as Array<[string, string[]]>).map(([id, flat]) => parseDeadLetter(id, flat)!);
     await waitFor(
       async () => {
-        const settled = new Set((await client.lrange(ledgerKey, 0, -1)).map((line) => line.split(':')[0]));
+        const settled = new Set((await harness.client.lrange(ledgerKey, 0, -1)).map((line) => line.split(':')[0]));
         for (const letter of await letters()) settled.add(letter.sourceId);
-        return settled.size === ids.length && (await pendingRows(client, stream, 'g')).length === 0;
+        return settled.size === ids.length && (await pendingRows(harness.client, stream, 'g')).length === 0;
       },
       'every id handled or dead-lettered and nothing pending',
       { timeout: 90_000, interval: 200 },
     );
 
-    const records = (await client.lrange(ledgerKey, 0, -1)).map((line) => {
+    const records = (await harness.client.lrange(ledgerKey, 0, -1)).map((line) => {
       const [id, count, consumer] = line.split(':') as [string, string, string];
       return { id, deliveryCount: Number(count), consumer };
     });

@@ -1,12 +1,9 @@
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { pendingRows } from './fixtures/server-app.js';
 import type { WorkPayload } from './fixtures/recovery-worker.js';
-import { ensureCompiled } from './helpers/compiled.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
-import { WorkerFleet } from './helpers/worker-fleet.js';
+import { useWorkerFleets } from './helpers/use-worker-fleets.js';
 
 /**
  * Fault tests with real worker processes (test/fixtures/recovery-worker.ts): SIGKILL at random
@@ -22,24 +19,8 @@ const MIN_IDLE = 400;
 const KILL_MIN_IDLE = 2_000;
 
 describe('recovery with crashing worker processes (real redis-server)', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-  let fleet: WorkerFleet | undefined;
+  const harness = useWorkerFleets();
   let run = 0;
-
-  beforeAll(async () => {
-    await ensureCompiled();
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  }, 240_000);
-  afterEach(async () => {
-    await fleet?.stop();
-    fleet = undefined;
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
 
   function names() {
     run++;
@@ -47,8 +28,8 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
   }
 
   async function publish(stream: string, payloads: WorkPayload[]): Promise<string[]> {
-    await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
-    const pipeline = client.pipeline();
+    await harness.client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+    const pipeline = harness.client.pipeline();
     for (const payload of payloads) pipeline.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify(payload));
     const replies = (await pipeline.exec()) ?? [];
     return replies.map(([error, id]) => {
@@ -58,7 +39,7 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
   }
 
   async function ledger(key: string): Promise<Array<{ id: string; deliveryCount: number; consumer: string }>> {
-    return (await client.lrange(key, 0, -1)).map((line) => {
+    return (await harness.client.lrange(key, 0, -1)).map((line) => {
       const [id, count, consumer] = line.split(':') as [string, string, string];
       return { id, deliveryCount: Number(count), consumer };
     });
@@ -68,8 +49,8 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
     const { stream, ledger: ledgerKey } = names();
     const prefetch = 8;
     const ids = await publish(stream, Array.from({ length: 3000 }, (_, n) => ({ n, kind: 'ok' as const })));
-    fleet = new WorkerFleet({
-      url: redis.url, stream, group: 'g', ledger: ledgerKey, prefetch, concurrency: 4, sleepMs: [5, 15],
+    const fleet = harness.fleet({
+      url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch, concurrency: 4, sleepMs: [5, 15],
       recovery: { minIdleTime: KILL_MIN_IDLE, interval: 100 },
     });
     await Promise.all([fleet.spawn(), fleet.spawn(), fleet.spawn()]);
@@ -77,7 +58,7 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
     const killed = new Set<string>();
     for (let i = 0; i < 5; i++) {
       await sleep(150 + Math.random() * 250);
-      if ((await client.llen(ledgerKey)) >= ids.length) break; // finished before this kill
+      if ((await harness.client.llen(ledgerKey)) >= ids.length) break; // finished before this kill
       const victim = await fleet.kill();
       if (victim) killed.add(victim.consumer);
       kills++;
@@ -85,7 +66,7 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
     }
     await waitFor(async () => {
       const handled = new Set((await ledger(ledgerKey)).map((r) => r.id));
-      return handled.size === ids.length && (await pendingRows(client, stream, 'g')).length === 0;
+      return handled.size === ids.length && (await pendingRows(harness.client, stream, 'g')).length === 0;
     }, 'every id handled and nothing pending', { timeout: 90_000, interval: 200 });
 
     const records = await ledger(ledgerKey);
@@ -102,17 +83,17 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
       expect(killed.has(runs[0]!.consumer), `${id} first ran in ${runs[0]!.consumer}, not a killed worker`).toBe(true);
       expect(Math.max(...runs.map((r) => r.deliveryCount)), id).toBeGreaterThanOrEqual(2);
     }
-    expect(await client.xlen(`{${stream}}:dead`)).toBe(0);
+    expect(await harness.client.xlen(`{${stream}}:dead`)).toBe(0);
   }, 120_000);
 
   it('a crash after the handler but before XACK: another worker handles the entry again with delivery count ≥ 2', async () => {
     const { stream, ledger: ledgerKey } = names();
     const [first, crashing, last] = await publish(stream, [{ n: 1, kind: 'ok' }, { n: 2, kind: 'crash-after' }, { n: 3, kind: 'ok' }]);
-    fleet = new WorkerFleet({ url: redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100 } });
+    const fleet = harness.fleet({ url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100 } });
     const victim = await fleet.spawn();
     await victim.exited;
     await fleet.spawn();
-    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0 && (await client.llen(ledgerKey)) === 4, 'all handled', { timeout: 60_000 });
+    await waitFor(async () => (await pendingRows(harness.client, stream, 'g')).length === 0 && (await harness.client.llen(ledgerKey)) === 4, 'all handled', { timeout: 60_000 });
     const records = await ledger(ledgerKey);
     const runs = records.filter((r) => r.id === crashing);
     expect(runs.map((r) => r.deliveryCount)).toEqual([1, expect.any(Number)]);
@@ -125,15 +106,15 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
   it('a handler that always throws: handled maxDeliveries times (at most one more), then exactly one dead letter with every field', async () => {
     const { stream, ledger: ledgerKey, dead } = names();
     const [poison, fine] = (await publish(stream, [{ n: 7, kind: 'throw' }, { n: 8, kind: 'ok' }])) as [string, string];
-    fleet = new WorkerFleet({ url: redis.url, stream, group: 'g', ledger: ledgerKey, recovery: { minIdleTime: 200, interval: 50, maxDeliveries: 3 } });
+    const fleet = harness.fleet({ url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, recovery: { minIdleTime: 200, interval: 50, maxDeliveries: 3 } });
     const worker = await fleet.spawn();
-    await waitFor(async () => (await client.xlen(dead)) === 1 && (await pendingRows(client, stream, 'g')).length === 0, 'poison dead-lettered', { timeout: 60_000 });
+    await waitFor(async () => (await harness.client.xlen(dead)) === 1 && (await pendingRows(harness.client, stream, 'g')).length === 0, 'poison dead-lettered', { timeout: 60_000 });
     await sleep(300); // a stray extra delivery would show up now
     const runs = (await ledger(ledgerKey)).filter((r) => r.id === poison);
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect(runs.length).toBeLessThanOrEqual(4);
     expect(runs.slice(0, 3).map((r) => r.deliveryCount)).toEqual([1, 2, 3]);
-    const entries = (await client.xrange(dead, '-', '+')) as Array<[string, string[]]>;
+    const entries = (await harness.client.xrange(dead, '-', '+')) as Array<[string, string[]]>;
     expect(entries).toHaveLength(1);
     const letter = parseDeadLetter(entries[0]![0], entries[0]![1])!;
     expect(letter).toMatchObject({
@@ -147,7 +128,7 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
       tombstone: false,
     });
     expect({ ...letter.fields }).toEqual({ pattern: stream, data: JSON.stringify({ n: 7, kind: 'throw' }) });
-    const serverNow = Number((await client.time())[0]) * 1000;
+    const serverNow = Number((await harness.client.time())[0]) * 1000;
     expect(Math.abs(serverNow - letter.deadLetteredAt)).toBeLessThan(60_000);
     expect((await ledger(ledgerKey)).filter((r) => r.id === fine)).toHaveLength(1);
   }, 90_000);
@@ -158,15 +139,15 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
     const poison = ids[0]!;
     // prefetch 1: a crashing worker holds only the entry it runs. (Entries it had prefetched would
     // be claimed again after each crash and count deliveries too: see docs/recovery.md.)
-    fleet = new WorkerFleet({ url: redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: 300, interval: 60, maxDeliveries: 3 } });
+    const fleet = harness.fleet({ url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: 300, interval: 60, maxDeliveries: 3 } });
     fleet.respawnOnExit();
     await Promise.all([fleet.spawn(), fleet.spawn()]);
     // "Nothing pending" alone can come before a respawned worker has read the last entries.
     await waitFor(
       async () =>
-        (await client.xlen(dead)) === 1 &&
+        (await harness.client.xlen(dead)) === 1 &&
         new Set((await ledger(ledgerKey)).map((r) => r.id)).size === ids.length &&
-        (await pendingRows(client, stream, 'g')).length === 0,
+        (await pendingRows(harness.client, stream, 'g')).length === 0,
       'crash-loop entry dead-lettered, every entry handled, nothing pending',
       { timeout: 60_000, interval: 100 },
     );
@@ -175,7 +156,7 @@ describe('recovery with crashing worker processes (real redis-server)', () => {
     expect(runs.length).toBeGreaterThanOrEqual(3);
     expect(runs.length).toBeLessThanOrEqual(4);
     expect(new Set(runs.map((r) => r.consumer)).size).toBe(runs.length); // each run killed a different process
-    const entries = (await client.xrange(dead, '-', '+')) as Array<[string, string[]]>;
+    const entries = (await harness.client.xrange(dead, '-', '+')) as Array<[string, string[]]>;
     const letter = parseDeadLetter(entries[0]![0], entries[0]![1])!;
     expect(letter).toMatchObject({ sourceId: poison, reason: 'max_deliveries', error: '' });
     expect(letter.deliveryCount).toBeGreaterThanOrEqual(3);

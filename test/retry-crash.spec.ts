@@ -1,10 +1,7 @@
-import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pendingRows } from './fixtures/server-app.js';
-import { ensureCompiled } from './helpers/compiled.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
 import { waitFor } from './helpers/wait.js';
-import { WorkerFleet } from './helpers/worker-fleet.js';
+import { useWorkerFleets } from './helpers/use-worker-fleets.js';
 
 /**
  * A failed entry waits for its retry with the group's retry consumer, not with the worker that
@@ -12,26 +9,10 @@ import { WorkerFleet } from './helpers/worker-fleet.js';
  * it on schedule (measured on Redis' clock, recorded by the handlers), long before minIdleTime.
  */
 describe('retry backoff across worker processes (real redis-server)', () => {
-  let redis: RedisServerProcess;
-  let client: Redis;
-  let fleet: WorkerFleet | undefined;
-
-  beforeAll(async () => {
-    await ensureCompiled();
-    redis = await RedisServerProcess.start();
-    client = redis.client();
-  }, 240_000);
-  afterEach(async () => {
-    await fleet?.stop();
-    fleet = undefined;
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+  const harness = useWorkerFleets();
 
   async function runs(key: string) {
-    return (await client.lrange(key, 0, -1)).map((line) => {
+    return (await harness.client.lrange(key, 0, -1)).map((line) => {
       const [id, count, consumer, at, outcome] = line.split(':') as [string, string, string, string, string];
       return { id, deliveryCount: Number(count), consumer, at: Number(at), outcome };
     });
@@ -40,26 +21,26 @@ describe('retry backoff across worker processes (real redis-server)', () => {
   it('kill -9 of the failing worker during the backoff wait: another worker retries the entry on schedule, count 2', async () => {
     const stream = 'retry-crash';
     const wait = 3_000;
-    fleet = new WorkerFleet({
-      url: redis.url, stream, group: 'g', ledger: 'runs',
+    const fleet = harness.fleet({
+      url: harness.redis.url, stream, group: 'g', ledger: 'runs',
       recovery: { minIdleTime: 60_000, retry: { type: 'fixed', delay: wait } },
     });
     // Both workers run before the entry exists (spawning may take longer than the wait on a busy machine).
     const workers = await Promise.all([fleet.spawn(), fleet.spawn()]);
-    const id = (await client.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify({ n: 1, kind: 'flaky', failures: 1 }))) as string;
-    await waitFor(async () => (await pendingRows(client, stream, 'g'))[0]?.consumer === 'retry', 'the failed entry released to the retry consumer');
+    const id = (await harness.client.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify({ n: 1, kind: 'flaky', failures: 1 }))) as string;
+    await waitFor(async () => (await pendingRows(harness.client, stream, 'g'))[0]?.consumer === 'retry', 'the failed entry released to the retry consumer');
     const [failed] = await runs('runs');
     const first = workers.find((worker) => worker.consumer === failed?.consumer);
     const second = workers.find((worker) => worker !== first);
     await fleet.kill(first);
     await waitFor(async () => (await runs('runs')).some((run) => run.outcome === 'ok'), 'the retry', { timeout: 20_000 });
-    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'the ack');
+    await waitFor(async () => (await pendingRows(harness.client, stream, 'g')).length === 0, 'the ack');
     const [, retried] = await runs('runs');
     expect([failed?.id, failed?.deliveryCount, failed?.outcome]).toEqual([id, 1, 'fail']);
     expect([retried?.id, retried?.deliveryCount, retried?.consumer, retried?.outcome]).toEqual([id, 2, second?.consumer, 'ok']);
     const gap = (retried?.at ?? 0) - (failed?.at ?? 0);
     expect(gap).toBeGreaterThanOrEqual(wait);
     expect(gap).toBeLessThan(wait + 10_000); // on schedule: minIdleTime (60 s) would be far later
-    expect(await client.llen('runs')).toBe(2);
+    expect(await harness.client.llen('runs')).toBe(2);
   }, 60_000);
 });
