@@ -1,14 +1,12 @@
 import { Controller, type Type } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RedisStreamsOptionError } from '../src/errors.js';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
 import { RedisStreamsBatchContext } from '../src/server/batch/batch-context.js';
-import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
-import { ourClients, pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
+import { expectListenOptionError } from './helpers/option-errors.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
@@ -306,22 +304,7 @@ describe('extras.batch is validated in listen(), before any command', () => {
     ['a @MessagePattern', MessageBatchController, 'extras.batch (handler "bad-batch")'],
   ];
   for (const [title, controller, option] of cases) {
-    it(`${title} → RedisStreamsOptionError naming "${option}"`, async () => {
-      const moduleRef = await Test.createTestingModule({ controllers: [controller] }).compile();
-      const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g' });
-      const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
-      try {
-        const error = await app.listen().then(
-          () => undefined,
-          (reason: unknown) => reason,
-        );
-        expect(error).toBeInstanceOf(RedisStreamsOptionError);
-        expect((error as RedisStreamsOptionError).option).toBe(option);
-        expect(await redis.client.exists('bad-batch')).toBe(0);
-        expect(await ourClients(redis.client)).toEqual([]);
-      } finally {
-        await app.close();
-      }
-    });
+    it(`${title} → RedisStreamsOptionError naming "${option}"`, () =>
+      expectListenOptionError(controller, redis.server.url, option, redis.client, 'bad-batch'));
   }
 });

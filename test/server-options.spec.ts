@@ -1,14 +1,11 @@
 import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
-import { Test } from '@nestjs/testing';
 import { describe, expect, it } from 'vitest';
-import { RedisStreamsOptionError } from '../src/errors.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../src/server/options.js';
 import { planPrefetch } from '../src/server/flow-control.js';
 import type { StreamBinding } from '../src/server/handler-binding.js';
-import { ourClients } from './fixtures/server-app.js';
-import { optionError, UNCONTACTED_SERVER } from './helpers/option-errors.js';
+import { expectListenOptionError, optionError, UNCONTACTED_SERVER } from './helpers/option-errors.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
 const base = UNCONTACTED_SERVER;
@@ -121,23 +118,7 @@ describe('per-handler extras are validated in listen(), before any command', () 
     ['bad minIdleTime', BadMinIdleController, 'extras.minIdleTime'],
   ];
   for (const [title, controller, option] of cases) {
-    it(`${title} → RedisStreamsOptionError naming "${option}" and the handler`, async () => {
-      const moduleRef = await Test.createTestingModule({ controllers: [controller] }).compile();
-      const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g' });
-      const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
-      try {
-        const error = await app.listen().then(
-          () => undefined,
-          (reason: unknown) => reason,
-        );
-        expect(error).toBeInstanceOf(RedisStreamsOptionError);
-        expect((error as RedisStreamsOptionError).option).toBe(`${option} (handler "bad-extras")`);
-        // No command reached Redis: neither the stream nor a connection of ours exists.
-        expect(await redis.client.exists('bad-extras')).toBe(0);
-        expect(await ourClients(redis.client)).toEqual([]);
-      } finally {
-        await app.close();
-      }
-    });
+    it(`${title} → RedisStreamsOptionError naming "${option}" and the handler`, () =>
+      expectListenOptionError(controller, redis.server.url, `${option} (handler "bad-extras")`, redis.client, 'bad-extras'));
   }
 });
