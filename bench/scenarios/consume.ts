@@ -24,16 +24,25 @@ export const consumeScenario: Scenario = {
   ],
 };
 
-function workerContender(ctx: BenchContext, impl: string, label: string, script: string): Contender {
+/** What the consume run of another scenario changes: its key names, the worker's options, what must be left in the stream. */
+export interface ConsumeRunVariant {
+  readonly scenario: string;
+  readonly options: Record<string, string | boolean>;
+  /** Entries the stream must still hold after the run (XACK leaves them, XACKDEL not). */
+  readonly expectedLeft: (total: number) => number;
+}
+
+/** The consume run (fill, fresh worker, time to the last entry); `variant` for scenarios built on it. */
+export function workerContender(ctx: BenchContext, impl: string, label: string, script: string, variant?: ConsumeRunVariant): Contender {
   return {
     impl,
     label,
     run: async (round): Promise<RunResult> => {
       const total = ctx.config.consumeMessages;
-      const key = `bench:consume:${impl}:${round}`;
+      const key = `bench:${variant?.scenario ?? 'consume'}:${impl}:${round}`;
       const group = 'bench';
       await fillStream(ctx.admin, key, total);
-      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false });
+      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false, ...(variant ? { options: variant.options } : {}) });
       try {
         const before = await worker.stats();
         const reached = worker.waitFor(total, 120_000);
@@ -41,6 +50,11 @@ function workerContender(ctx: BenchContext, impl: string, label: string, script:
         const reachedAt = await reached;
         const ackedAt = await waitAcked(ctx.admin, key, group);
         const { firstAt, cpuMs } = await worker.stats();
+        if (variant !== undefined) {
+          const left = await ctx.admin.xlen(key);
+          const expected = variant.expectedLeft(total);
+          if (left !== expected) throw new Error(`${left} entries left in the stream, expected ${expected}`);
+        }
         return {
           msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
           extra: {

@@ -1,10 +1,10 @@
 import { Redis } from 'ioredis';
 import { nowNs } from '../clock.js';
 import { makePayload } from '../payload.js';
+import { workerContender } from './consume.js';
 import type { BenchContext, Contender, RunResult, Scenario } from '../measure.js';
-import { fillStream, rawXadd, sendInFlight, waitAcked } from '../producers.js';
+import { rawXadd, sendInFlight } from '../producers.js';
 import { idempotentEmitter, streamsEmitter, type StreamsEmitter } from '../streams.js';
-import { WorkerProcess } from '../worker-process.js';
 
 /**
  * What the Redis 8 features cost, side by side with the plain commands in one run (issue 10):
@@ -89,38 +89,8 @@ function streamsEmitContender(ctx: BenchContext, impl: string, label: string, em
   };
 }
 
-/**
- * The consume scenario's run (fill, fresh worker, time to the last entry) with worker options;
- * afterwards an XACKDEL contender must have left the stream empty, an XACK one untouched.
- */
+/** The consume scenario's run with worker options; an XACKDEL contender must leave the stream empty, an XACK one untouched. */
 function consumeContender(ctx: BenchContext, impl: string, label: string, script: string, options: Record<string, string | boolean>): Contender {
   const deletes = options.ack === 'xackdel' || options.workQueue === true;
-  return {
-    impl,
-    label,
-    run: async (round): Promise<RunResult> => {
-      const total = ctx.config.consumeMessages;
-      const key = `bench:consume-workqueue:${impl}:${round}`;
-      const group = 'bench';
-      await fillStream(ctx.admin, key, total);
-      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false, options });
-      try {
-        const before = await worker.stats();
-        const reached = worker.waitFor(total, 120_000);
-        const startedAt = await worker.go();
-        const reachedAt = await reached;
-        const ackedAt = await waitAcked(ctx.admin, key, group);
-        const { cpuMs } = await worker.stats();
-        const left = await ctx.admin.xlen(key);
-        if (left !== (deletes ? 0 : total)) throw new Error(`${left} entries left in the stream, expected ${deletes ? 0 : total}`);
-        return {
-          msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
-          extra: { ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9), workerCpuMs: cpuMs - before.cpuMs },
-        };
-      } finally {
-        await worker.stop();
-        await ctx.admin.del(key);
-      }
-    },
-  };
+  return workerContender(ctx, impl, label, script, { scenario: 'consume-workqueue', options, expectedLeft: (total) => (deletes ? 0 : total) });
 }
