@@ -1,7 +1,8 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DeadLetterNotice, EntriesLostNotice } from '../src/recovery/recovery-events.js';
+import { RecoveryScheduler } from '../src/recovery/recovery-scheduler.js';
 import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js';
 import { RedisStreamsContext } from '../src/server/context.js';
 import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
@@ -53,6 +54,7 @@ describe('restart re-read and recovery of the same consumer', () => {
   let counter = 0;
 
   afterEach(async () => {
+    vi.restoreAllMocks();
     for (const release of gates.values()) release();
     await running?.app.close();
     running = undefined;
@@ -133,6 +135,42 @@ describe('restart re-read and recovery of the same consumer', () => {
     expect(events.deadLetters).toEqual([]);
     open(2);
     open(3);
+    await waitFor(async () => (await pendingRows(redis.client, stream, 'g')).length === 0, 'everything acked');
+    expect(events.deadLetters).toEqual([]);
+    expect(await redis.client.exists(`{${stream}}:dead`)).toBe(0);
+    expect(started.map((s) => [s.id, s.deliveryCount])).toEqual([[first, 2], [second, 2], [tired, 5]]);
+    expect(events.errors).toEqual([]);
+  });
+
+  it('an entry a tick claimed before the re-read raised its count, not yet handed to a handler, is run, not dead-lettered', async () => {
+    const prefix = `r${++counter}:`;
+    const stream = `${prefix}jobs`;
+    const [first, second, tired] = (await pendingJobs(stream, 'w', [{ n: 1, hold: true }, { n: 2, hold: true }, { n: 3 }])) as [string, string, string];
+    for (let i = 1; i < 4; i++) await redis.client.call('XCLAIM', stream, 'g', 'w', 0, tired); // delivered 4 times
+    await sleep(MIN_IDLE + 50);
+
+    const events = await restart(prefix, { ...stalled, recovery: { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 5 } });
+    await waitUntilReReadStalls();
+    // The tick's XCLAIM runs in Redis (delivery 5, the last allowed) but its reply is processed
+    // late, as when the re-read's replies overtake it: the entry is claimed, not yet handed on.
+    const commands = running!.server.commandConnection();
+    const callBuffer = commands.callBuffer.bind(commands) as (...args: unknown[]) => Promise<unknown>;
+    let answerClaim: () => void = () => undefined;
+    const claimAnswered = new Promise<void>((resolve) => (answerClaim = resolve));
+    vi.spyOn(commands, 'callBuffer').mockImplementation((async (...args: unknown[]) => {
+      const reply = await callBuffer(...args);
+      if (args[0] === 'XCLAIM') await claimAnswered;
+      return reply;
+    }) as never);
+    const handedToDeadLetters = vi.spyOn(RecoveryScheduler.prototype, 'deadLetterExhausted');
+    const tick = recovery.runOnce({ consumer: 'w' });
+    await waitFor(async () => (await pendingRows(redis.client, stream, 'g')).find((r) => r.id === tired)?.deliveries === 5, 'claimed in Redis');
+    // A slot comes back: the re-read goes on and reads the entry again (delivery 6, past the limit).
+    open(1);
+    await waitFor(() => handedToDeadLetters.mock.calls.length > 0, 'the re-read found it exhausted');
+    answerClaim();
+    expect(await tick).toMatchObject({ claimed: 1, deadLettered: 0 });
+    open(2);
     await waitFor(async () => (await pendingRows(redis.client, stream, 'g')).length === 0, 'everything acked');
     expect(events.deadLetters).toEqual([]);
     expect(await redis.client.exists(`{${stream}}:dead`)).toBe(0);

@@ -170,9 +170,18 @@ export class RecoveryScheduler {
   /**
    * Dead-letters entries this consumer re-read from its own pending list (a restart under the same
    * name) whose Redis delivery count now exceeds `maxDeliveries`: they are not run again.
-   * `minIdleTime`: the time since the re-read; an entry touched since (claimed, renewed) is left alone.
+   * `reReadAt`: when the re-read was answered; an entry touched since (claimed, renewed) is left alone.
    */
-  async deadLetterExhausted(stream: string, group: string, ids: string[], minIdleTime = 0): Promise<void> {
+  async deadLetterExhausted(stream: string, group: string, ids: string[], reReadAt?: number): Promise<void> {
+    // A tick may have claimed one into this consumer before the re-read (which raised its count)
+    // and not yet handed it to the handlers: once the tick is done, one held here is running.
+    await this.tail.catch(() => undefined);
+    // Stopped meanwhile: they stay pending, and the next start's re-read finds them again.
+    if (this.state === 'stopped') return;
+    ids = ids.filter((id) => !this.host.isInFlight(stream, group, id));
+    if (ids.length === 0) return;
+    // Redis reset their idle time at the re-read, before `reReadAt`: less idle now means touched since.
+    const minIdleTime = reReadAt === undefined ? 0 : Math.max(0, Date.now() - reReadAt - 1);
     const errors: Record<string, string> = {};
     for (const id of ids) {
       const text = this.errors.get(stream, group, id);

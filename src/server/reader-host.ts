@@ -73,9 +73,7 @@ function admitRead(sources: ReaderHostSources, binding: StreamBinding, entries: 
     return;
   }
   dispatcher.admit(binding, entries.filter((entry) => entry.deliveryCount <= limit));
-  // Redis reset their idle time at the re-read, before `reReadAt`: less idle now means touched since.
-  const idleSinceReRead = reReadAt === undefined ? 0 : Math.max(0, Date.now() - reReadAt - 1);
-  void sources.recovery()?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id), idleSinceReRead);
+  void sources.recovery()?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id), reReadAt);
 }
 
 /**
