@@ -2,6 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
 import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';
+import { dropFailoverDetectorOnClose } from './failover-detector-guard.js';
 import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
 import { isSentinelUrl, sentinelUrlOptions, withSentinelDefaults } from './sentinel-connection.js';
 
@@ -26,7 +27,8 @@ export function isRedisClient(value: unknown): value is RedisClient {
 /**
  * Opens a connection for one role. `dedicated` forces a connection of our own even when the user
  * passed a client (blocking reads must not share a socket with other commands). On a client we
- * create, a `commandTimeout` is judged only after pending replies were read (./command-timeout.ts).
+ * create, a `commandTimeout` is judged only after pending replies were read (./command-timeout.ts),
+ * and a Sentinel connection drops its failover detector when it closes (./failover-detector-guard.ts).
  */
 export function openConnection(
   connection: RedisConnection | undefined,
@@ -35,7 +37,10 @@ export function openConnection(
   dedicated = false,
 ): OpenedConnection {
   const opened = createConnection(connection, role, overrides, dedicated);
-  if (opened.owned) judgeCommandTimeoutsAfterReads(opened.client);
+  if (opened.owned) {
+    judgeCommandTimeoutsAfterReads(opened.client);
+    dropFailoverDetectorOnClose(opened.client);
+  }
   return opened;
 }
 

@@ -33,6 +33,7 @@ process.once('exit', () => {
 /** One `redis-server <config> --sentinel` on a free loopback port, with its own (rewritable) config file. */
 export class SentinelProcess {
   private child?: ChildProcess;
+  private stopped = false;
   private readonly dir = mkdtempSync(join(tmpdir(), 'nrs-sentinel-'));
 
   private constructor(
@@ -59,6 +60,28 @@ export class SentinelProcess {
   get alive(): boolean {
     const child = this.child;
     return child !== undefined && child.exitCode === null && child.signalCode === null;
+  }
+
+  /** True between pause() and resume(): the process lives but answers nothing. */
+  get paused(): boolean {
+    return this.stopped;
+  }
+
+  /**
+   * SIGSTOP: a frozen sentinel. The kernel still accepts connections to its port, but it
+   * answers no command and takes no part in a failover (the others still have a quorum of 2).
+   */
+  pause(): void {
+    if (!this.alive || this.stopped) return;
+    this.child?.kill('SIGSTOP');
+    this.stopped = true;
+  }
+
+  /** SIGCONT: the sentinel answers again (what was sent to it meanwhile, first). */
+  resume(): void {
+    if (!this.alive || !this.stopped) return;
+    this.child?.kill('SIGCONT');
+    this.stopped = false;
   }
 
   /** A plain connection to this sentinel (SENTINEL commands); the caller closes it. */
@@ -226,7 +249,8 @@ export class RedisSentinelSet {
   async currentPrimary(): Promise<RedisServerProcess> {
     const ports = new Set<number>();
     for (const sentinel of this.sentinels) {
-      if (!sentinel.alive) continue;
+      // A paused sentinel would never answer: the live, answering ones must agree.
+      if (!sentinel.alive || sentinel.paused) continue;
       const redis = sentinel.client();
       try {
         await redis.connect();
