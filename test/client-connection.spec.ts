@@ -189,6 +189,43 @@ describe('RedisStreamsClient with Redis going away', () => {
     }
   });
 
+  // ioredis re-sent an XADD left unanswered by a dropped connection once it reconnected: after a
+  // failover, an XADD the old primary had run (and replicated) whose reply the kill swallowed was
+  // written again to the promoted replica, while the caller had its error and retried.
+  it('does not write an XADD again after a reconnect: the emit failed, the caller retried, one entry', async () => {
+    const client = new RedisStreamsClient({ connection: server.url, commandTimeout: 300 });
+    const admin = server.client();
+    try {
+      await lastValueFrom(client.emit('resend', 0));
+      // Writes wait; reads and CLIENT KILL go on.
+      await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+      const { error } = await settleWithin(lastValueFrom(client.emit('resend', 1)), 10_000);
+      expect(error).toMatchObject({ name: 'RedisStreamsPublishError', stream: 'resend' });
+      // The connection drops with that XADD unanswered (and unrun: Redis drops a paused client's command).
+      const producer = /^id=(\d+) .* name=nestjs-redis-streams:client /m.exec((await admin.client('LIST')) as string);
+      expect(producer).not.toBeNull();
+      await admin.client('KILL', 'ID', producer![1]!);
+      await admin.call('CLIENT', 'UNPAUSE');
+      // The caller retries until the reconnected client takes it. Anything ioredis re-sends on
+      // the new connection goes out before this XADD, so it is in the stream by the time it answers.
+      await waitFor(
+        () =>
+          lastValueFrom(client.emit('resend', 1)).then(
+            () => true,
+            () => false,
+          ),
+        'an emit to succeed after the reconnect',
+        { timeout: 10_000, interval: 50 },
+      );
+      const payloads = ((await admin.xrange('resend', '-', '+')) as [string, string[]][]).map(([, fields]) => fields.join(' '));
+      expect(payloads).toHaveLength(2);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      admin.disconnect();
+      await client.close();
+    }
+  });
+
   it('close() with a request pending and Redis paused still ends, failing the request', async () => {
     const client = new RedisStreamsClient({ connection: server.url, commandTimeout: 300 });
     const redis = server.client();

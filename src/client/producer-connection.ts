@@ -2,7 +2,15 @@ import type { Logger } from '@nestjs/common';
 import { RedisStreamsConnectionError } from '../errors.js';
 import { CapabilityWatch, CLIENT_COMMANDS, describeCapabilities, requireCommands, type RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
-import { describeConnection, isClusterConnectionOption, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import {
+  describeConnection,
+  isClusterConnectionOption,
+  isRedisClient,
+  openConnection,
+  type OpenedConnection,
+  type RedisClient,
+  type RedisConnection,
+} from '../redis/connection.js';
 import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import type { Redactor } from '../redaction.js';
@@ -106,7 +114,7 @@ export class ProducerConnection {
       'client',
       // Many emits in flight share socket writes: per tick (batchThisTick) on one connection,
       // through ioredis' auto-pipelining on a Cluster. commandTimeout bounds every XADD.
-      { enableAutoPipelining: cluster, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true },
+      { enableAutoPipelining: cluster, commandTimeout, connectTimeout: commandTimeout, lazyConnect: true, ...noResend(config.connection) },
       true,
     );
     const client = opened.client;
@@ -194,4 +202,20 @@ export class ProducerConnection {
     for (const trimming of config.trimming.values()) if (trimming.kind === 'maxAge') return true;
     return false;
   }
+}
+
+/**
+ * ioredis re-sends, after a reconnect, the commands whose replies the dropped connection never
+ * brought (`autoResendUnfulfilledCommands`). For an XADD that is a second write the caller never
+ * asked for: its emit may already have failed on commandTimeout (and been retried), or the first
+ * write reached Redis (and a replica that was then promoted) with only the reply lost. So on the
+ * connections we build (URL, ioredis options, Sentinel) an unanswered XADD stays a failed emit
+ * (within commandTimeout), never a hidden write. An explicit `autoResendUnfulfilledCommands` in
+ * the options wins; a Redis or Cluster instance you pass keeps its settings; a Cluster we build
+ * keeps ioredis' behaviour (its resends on MOVED/ASK and node failover are not checked here).
+ */
+function noResend(connection: RedisConnection | undefined): { autoResendUnfulfilledCommands?: boolean } {
+  if (isRedisClient(connection) || isClusterConnectionOption(connection)) return {};
+  if (typeof connection === 'object' && connection !== null && 'autoResendUnfulfilledCommands' in connection) return {};
+  return { autoResendUnfulfilledCommands: false };
 }
