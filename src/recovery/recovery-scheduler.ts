@@ -1,7 +1,9 @@
 import { StreamInspector } from '../claim/stream-inspector.js';
 import type { RedisClient } from '../redis/connection.js';
-import { DeadLetterReporting, type MoveTally } from './dead-letter-reporting.js';
+import type { DeadLetterMoveResult } from './dead-letter-move.js';
+import { DeadLetterReporting, type DeadLetterRequest, type MoveTally } from './dead-letter-reporting.js';
 import { errorText, HandlerErrorMemory, handlerErrorText } from './handler-error-memory.js';
+import { HandlerErrorRecords } from './handler-error-records.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
 import type { RecoveryEmit } from './recovery-events.js';
@@ -23,6 +25,9 @@ import { MAX_TIMER_MS } from '../validation.js';
  */
 export class RecoveryScheduler {
   private readonly errors = new HandlerErrorMemory();
+  private readonly errorRecords: HandlerErrorRecords;
+  /** `minIdleTime` of each handled stream + group (an error record outlives it by an hour). */
+  private readonly idleTimes = new Map<string, number>();
   private readonly reporter: RecoveryReporter;
   private readonly deadLetters: DeadLetterReporting;
   private targets: TickTarget[] = [];
@@ -45,6 +50,9 @@ export class RecoveryScheduler {
     this.tickInterval = options.interval;
     this.reporter = new RecoveryReporter(emit);
     this.deadLetters = new DeadLetterReporting(host, options, this.reporter, this.errors);
+    this.errorRecords = new HandlerErrorRecords((what, error) =>
+      this.reporter.error(new Error(`${what} of handler error records failed (dead letters fall back to retry records and this process's memory): ${error.message}`)),
+    );
   }
 
   /** Time between ticks, in ms (known once started: a handler's smaller `extras.minIdleTime` shortens it). */
@@ -65,6 +73,7 @@ export class RecoveryScheduler {
     this.inspector = new StreamInspector(redis);
     const services = this.services(redis, this.inspector);
     const handled = this.host.handledStreams();
+    for (const stream of handled) this.idleTimes.set(`${stream.stream}\u0000${stream.group}`, stream.minIdleTime ?? this.options.minIdleTime);
     this.targets = handled
       .filter((stream) => stream.recovery !== false)
       .map((stream) => {
@@ -124,6 +133,7 @@ export class RecoveryScheduler {
     recoveryRegistry.delete(this);
     this.host.setLeaseExtender(undefined);
     await this.leases?.stop();
+    await this.errorRecords.settled();
   }
 
   /** Runs one tick now (after a tick in progress). Works with `enabled: false`. */
@@ -149,9 +159,16 @@ export class RecoveryScheduler {
     return this.deadLetters.keyFor(stream);
   }
 
-  /** Remembers a handler failure so a later dead letter can carry it (the server calls this). */
+  /**
+   * Remembers a handler failure so a later dead letter can carry it (the server calls this): in
+   * memory, and in Redis for a worker that dead-letters it elsewhere or after a restart.
+   */
   recordHandlerError(stream: string, group: string, id: string, error: unknown): void {
-    this.errors.record(stream, group, id, handlerErrorText(error));
+    const text = handlerErrorText(error);
+    this.errors.record(stream, group, id, text);
+    if (this.state === 'idle' || this.state === 'stopped') return;
+    const minIdleTime = this.idleTimes.get(`${stream}\u0000${group}`) ?? this.options.minIdleTime;
+    this.errorRecords.write(this.host.commandConnection(), stream, group, id, text, minIdleTime);
   }
 
   /**
@@ -169,11 +186,10 @@ export class RecoveryScheduler {
     if (ids.length === 0) return;
     // Redis reset their idle time at the re-read, before `reReadAt`: less idle now means touched since.
     const minIdleTime = reReadAt === undefined ? 0 : Math.max(0, Date.now() - reReadAt - 1);
-    const errors = this.deadLetters.rememberedErrors(stream, group, ids);
     try {
-      await this.deadLetters.moveAndReport(
+      await this.deadLetterFailed(
         this.host.commandConnection(),
-        { stream, group, ids, reason: 'max_deliveries', errors, expectedConsumer: this.host.consumer, minIdleTime },
+        { stream, group, ids, reason: 'max_deliveries', expectedConsumer: this.host.consumer, minIdleTime },
         this.reporter.counters,
       );
     } catch (error) {
@@ -258,14 +274,24 @@ export class RecoveryScheduler {
       pageSize: this.options.pageSize,
       maxPages: this.options.maxPages,
       retryConsumer: this.options.retryConsumer,
-      deadLetter: (request, tally) => {
-        const errors = this.deadLetters.rememberedErrors(request.stream, request.group, request.ids);
-        // Retry records hold the last error wherever it happened (this process's memory only its own).
-        return this.deadLetters.moveAndReport(redis, { ...request, errors: { ...errors, ...request.errors } }, tally);
-      },
+      deadLetter: (request, tally) => this.deadLetterFailed(redis, request, tally),
       ackLost: (stream, group, ids, tally) => this.ackLost(stream, group, ids, tally),
       reportRecovered: (stream, group, ids) => this.reporter.recovered(stream, group, ids),
       reportError: (error) => this.reporter.error(error),
     };
+  }
+
+  /**
+   * Dead-letters entries whose handler failed, each with its last handler error: the error
+   * record (written wherever it failed), else the retry record's (`request.errors`), else this
+   * process's memory. The error records used are deleted once their entries are moved.
+   */
+  private async deadLetterFailed(redis: RedisClient, request: DeadLetterRequest, tally: MoveTally): Promise<DeadLetterMoveResult> {
+    const { stream, group, ids } = request;
+    const recorded = await this.errorRecords.read(redis, stream, group, ids);
+    const errors = { ...this.deadLetters.rememberedErrors(stream, group, ids), ...request.errors, ...recorded };
+    const result = await this.deadLetters.moveAndReport(redis, { ...request, errors }, tally);
+    await this.errorRecords.delete(redis, stream, group, result.moved.filter((id) => recorded[id] !== undefined));
+    return result;
   }
 }
