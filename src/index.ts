@@ -33,7 +33,8 @@ export {
 } from './client/errors.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
-export type { AckMode, RawMode, RedisStreamsHandlerExtras, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';
+export type { AckMode, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';
+export type { RawMode, RedisStreamsHandlerExtras } from './server/handler-extras.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
 export type { TelemetryOptions } from './telemetry/telemetry-options.js';
 export type {

@@ -16,11 +16,12 @@ import { waitFor } from './helpers/wait.js';
 /**
  * The least-privilege ACL rules of docs/security.md, exactly as documented there (keep in step).
  * Streams of the sample: `orders` (events), `quotes` (requests), their dead-letter keys
- * `{orders}:dead` / `{quotes}:dead`, and the clients' reply streams `nestjs-redis-streams:*`.
+ * `{orders}:dead` / `{quotes}:dead`, their handler-error and retry records (`{orders}:error:*`,
+ * `{orders}:retry:*`), and the clients' reply streams `nestjs-redis-streams:*`.
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid ~orders ~quotes ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists ~orders ~{orders}:dead`,
 };
@@ -61,6 +62,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     handled.length = 0;
     await redis.client.call('ACL', 'LOG', 'RESET');
     for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead']) await redis.client.del(key);
+    for (const key of await redis.client.keys('{orders}:*:g:*')) await redis.client.del(key);
   });
   afterEach(async () => {
     await client?.close();
@@ -110,10 +112,24 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     const ids = [await lastValueFrom(client.emit('orders', { n: 1 })), await lastValueFrom(client.emit('orders', { poison: true }))];
     expect(await lastValueFrom(client.send('quotes', [1, 2, 3]))).toBe(6);
     await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered by recovery', { timeout: 15_000 });
-    expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', group: 'g', id: ids[1], reason: 'max_deliveries' });
+    expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', group: 'g', id: ids[1], reason: 'max_deliveries', error: 'Error: poison' });
     expect(handled.filter((h) => h.id === ids[1]).map((h) => h.deliveryCount)).toEqual([1, 2]);
+    expect(await redis.client.exists(`{orders}:error:g:${ids[1]}`)).toBe(0); // its error record, read and deleted by the worker
     await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'nothing pending');
     expect(await redis.client.xlen('{orders}:dead')).toBe(1);
+    expect(running!.errors).toEqual([]);
+    expect(await denials()).toEqual([]);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('worker with a retry policy: failed entries released with their retry record, retried, then dead-lettered with the error', async () => {
+    Logger.overrideLogger(false);
+    await startWorker({ recovery: { minIdleTime: 500, interval: 100, maxDeliveries: 2, retry: { type: 'fixed', delay: 50 } } });
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+    const id = (await lastValueFrom(client.emit('orders', { poison: true }))) as string;
+    await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered after its retry', { timeout: 15_000 });
+    expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', id, reason: 'max_deliveries', error: 'Error: poison' });
+    expect(handled.map((h) => h.deliveryCount)).toEqual([1, 2]);
     expect(running!.errors).toEqual([]);
     expect(await denials()).toEqual([]);
     Logger.overrideLogger(true as never);

@@ -28,6 +28,17 @@ class FailingController {
   }
 }
 
+let boomCalls = 0;
+
+@Controller()
+class BoomController {
+  @EventPattern<string>('boomed', { minIdleTime: 100, maxDeliveries: 1 })
+  onBoomed(_data: unknown): void {
+    boomCalls++;
+    throw new TypeError('boom');
+  }
+}
+
 /** Dead letters carry the handler's own error (class and message), not Nest's "Internal server error". */
 describe('handler errors in dead letters (real redis-server)', () => {
   const redis = useRedisServer();
@@ -50,6 +61,34 @@ describe('handler errors in dead letters (real redis-server)', () => {
     const id = await redis.client.xadd('priced', '*', 'pattern', 'priced', 'data', '{}');
     await waitFor(() => letters.length === 1, 'dead letter');
     expect(letters[0]).toMatchObject({ stream: 'priced', id, reason: 'max_deliveries', error: 'PriceMissingError: order 7 has no price' });
+  });
+
+  it('dead-lettered by another worker (no retry policy, nothing shared in memory): the error travels in its error record', async () => {
+    boomCalls = 0;
+    // Worker A runs the handler once and closes without recovery; the entry stays pending under "a".
+    const first = await startServer({ connection: redis.server.url, group: 'g', consumer: 'a', blockMs: 100, recovery: { enabled: false } }, [BoomController]);
+    const id = (await redis.client.xadd('boomed', '*', 'pattern', 'boomed', 'data', '{}')) as string;
+    const key = `{boomed}:error:g:${id}`;
+    try {
+      await waitFor(() => boomCalls === 1, 'the handler failed once');
+    } finally {
+      await first.app.close();
+    }
+    expect(await redis.client.get(key)).toBe('TypeError: boom');
+    const ttl = await redis.client.pttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(100 + 3_600_000);
+
+    // Worker B, a separate server instance, dead-letters it (delivered maxDeliveries times).
+    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'b', blockMs: 100 }, [BoomController], [], (server) =>
+      server.on('deadLetter', (letter) => letters.push(letter)),
+    );
+    await waitFor(() => letters.length === 1, 'dead letter written by worker B');
+    expect(letters[0]).toMatchObject({ stream: 'boomed', id, reason: 'max_deliveries', consumer: 'a', error: 'TypeError: boom' });
+    const [[, fields]] = (await redis.client.xrange('{boomed}:dead', '-', '+')) as [[string, string[]]];
+    expect(fields[fields.indexOf('dlq:error') + 1]).toBe('TypeError: boom');
+    expect(boomCalls).toBe(1);
+    expect(await redis.client.exists(key)).toBe(0);
   });
 
   it('under a retry policy (the error travels through Redis with the entry): its class and message too', async () => {

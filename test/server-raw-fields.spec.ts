@@ -126,7 +126,8 @@ describe("raw handlers: extras.raw 'pairs' (stream order, duplicates) and 'buffe
   });
 
   it("rejects another extras.raw, naming it", async () => {
-    const { resolveHandlerExtras, resolveServerOptions } = await import('../src/server/options.js');
+    const { resolveServerOptions } = await import('../src/server/options.js');
+    const { resolveHandlerExtras } = await import('../src/server/handler-extras.js');
     const server = resolveServerOptions({ connection: redis.server.url, group: 'g' });
     expect(() => resolveHandlerExtras('p', { raw: 'bytes' }, server)).toThrow(/extras\.raw.*"pairs" or "buffers"/);
     expect(resolveHandlerExtras('p', { raw: 'pairs' }, server).raw).toBe('pairs');

@@ -7,7 +7,7 @@ export interface DeadLetterNotice {
   /** Id the entry had in `stream`. */
   id: string;
   reason: DeadLetterReason;
-  /** Last handler error seen in this process for the entry (`''` when unknown), or the decode error. */
+  /** Last handler error of the entry, whichever worker saw it (`''` when unknown), or the decode error. */
   error: string;
   /** Redis delivery count when it was moved. */
   deliveryCount: number;

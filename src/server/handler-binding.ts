@@ -3,7 +3,8 @@ import { hashSlotOf, streamKeyFor } from '../redis/keys.js';
 import type { StreamBinding } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { checkPartitionable, partitionStreamKeys } from '../partitions/partition-keys.js';
-import { resolveHandlerExtras, type ResolvedHandlerExtras, type ResolvedServerOptions } from './options.js';
+import { resolveHandlerExtras, type ResolvedHandlerExtras } from './handler-extras.js';
+import type { ResolvedServerOptions } from './options.js';
 import type { HandledStream } from './stream-binding.js';
 
 export type { HandledStream } from './stream-binding.js';

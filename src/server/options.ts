@@ -5,14 +5,9 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
-import { durationMillisOption } from '../duration.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
-import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
-import { partitionCountOption } from '../partitions/partition-keys.js';
-import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
-import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batch/batch-options.js';
-import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
+import { describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
 
 export type AckMode = 'auto' | 'manual';
 
@@ -131,76 +126,6 @@ export interface ResolvedServerOptions {
   readonly telemetry: ResolvedTelemetryOptions;
 }
 
-/** Per-handler options, given as the pattern decorator's `extras`. */
-export interface RedisStreamsHandlerExtras {
-  /** Consumer group of this handler (default: the server's `group`). */
-  group?: string;
-  /**
-   * Hand the handler the entry's fields as stored, without decoding: `true` a `{ name: value }`
-   * map (integer-like names first, the last of duplicate names wins, text), `'pairs'`
-   * `[name, value][]` strings in stream order with every duplicate, `'buffers'` `[name, value][]`
-   * Buffers in stream order: the exact bytes (this handler's group is read as bytes).
-   */
-  raw?: RawMode;
-  /** Ack mode of this handler (default: the server's `ackMode`). */
-  ackMode?: AckMode;
-  /** Start id when this handler's group is created (default: the server's `startId`). */
-  startId?: string;
-  /** Handlers of this stream running at once (default and upper bound: the server's `concurrency`). */
-  concurrency?: number;
-  /** Deliveries after which recovery dead-letters an entry (used by the recovery provider). */
-  maxDeliveries?: number;
-  /** Idle time after which recovery reclaims this stream's entries: ms or ISO-8601 (`PT30S`). */
-  minIdleTime?: number | string;
-  /** `false`: recovery leaves this stream + group alone. */
-  recovery?: boolean;
-  /** Backoff between deliveries of a failed entry (default: the server's `recovery.retry`); `false`: none for this handler. */
-  retry?: RetryPolicy | false;
-  /**
-   * Consumer-side idempotency (every Redis version): an entry whose key was recorded as processed
-   * is acknowledged without running the handler; the key is recorded (with a TTL) in the same
-   * script call as the acknowledgement. `true`: keyed by entry id, kept 24 h; or `{ key, ttl }`.
-   * See docs/server.md for the window that remains.
-   */
-  idempotency?: IdempotencyOption;
-  /**
-   * Batch mode (`@EventPattern` only): the handler gets an array of payloads and a
-   * `RedisStreamsBatchContext`, once `size` entries are there or `waitMs` passed (docs/batch.md).
-   */
-  batch?: BatchOption;
-  /**
-   * Partitioned stream: the pattern is read from `count` streams `<stream>:p0` … `<stream>:p<count-1>`
-   * (1 to 1024; default 1, the stream itself), each on its own hash slot, so a hot pattern uses every
-   * master of a Redis Cluster. Clients must set the same count (`partitions` client option); a
-   * different count is a `RedisStreamsPartitionMismatchError` at `listen()`. See docs/high-availability.md.
-   */
-  partitions?: number;
-}
-
-/** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
-export type RawMode = boolean | 'pairs' | 'buffers';
-
-export interface ResolvedHandlerExtras {
-  readonly group: string;
-  readonly raw: RawMode;
-  readonly ackMode: AckMode;
-  readonly startId: string;
-  readonly concurrency: number;
-  readonly maxDeliveries: number | undefined;
-  /** `extras.minIdleTime` in ms (recovery's threshold for this stream). */
-  readonly minIdleTime: number | undefined;
-  /** `extras.recovery`: false when recovery must leave this stream + group alone. */
-  readonly recovery: boolean | undefined;
-  /** `extras.retry`: `false` when turned off for this handler, `undefined` when the server's policy applies. */
-  readonly retry: ResolvedRetryPolicy | false | undefined;
-  /** `extras.idempotency`, resolved; `undefined` when off. */
-  readonly idempotency: ResolvedIdempotency | undefined;
-  /** `extras.batch`, resolved; `undefined` when the handler takes one entry per call. */
-  readonly batch: ResolvedBatch | undefined;
-  /** `extras.partitions`: streams the pattern is spread over (1: not partitioned). */
-  readonly partitions: number;
-}
-
 export const DEFAULT_CONCURRENCY = 50;
 export const DEFAULT_READ_BATCH = 100;
 /** 64 MiB: two entries per handler at the default concurrency up to 640 KB each; 64 entries of 1 MB (docs/server.md "Sizing a worker"). */
@@ -211,7 +136,8 @@ export const DEFAULT_STARTUP_TIMEOUT = 10_000;
 export const DEFAULT_HANDOFF_CONSUMER = 'handoff';
 export const DEFAULT_REPLY_TTL = 60_000;
 export const DEFAULT_REPLY_MAXLEN = 100_000;
-const START_ID_SPECIALS = ['0', '$'] as const;
+/** Start ids that are no stream id: from the beginning, or new entries only. */
+export const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
   'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'maxPrefetchBytes', 'readBatch', 'blockMs',
@@ -304,45 +230,8 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   };
 }
 
-/** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
-export function resolveHandlerExtras(
-  pattern: string,
-  extras: Record<string, unknown> | undefined,
-  server: ResolvedServerOptions,
-): ResolvedHandlerExtras {
-  const given = extras ?? {};
-  const name = (option: string) => `extras.${option} (handler "${pattern}")`;
-  const recovery = given.recovery === undefined ? undefined : booleanOption(name('recovery'), given.recovery, true);
-  // Entries released for a retry are taken back by recovery only: without it they would wait forever.
-  if (recovery === false && given.retry !== undefined && given.retry !== false) {
-    throw new RedisStreamsOptionError(name('retry'), 'needs recovery: this handler has recovery: false');
-  }
-  const ackMode = ackModeOption(name('ackMode'), given.ackMode, server.ackMode);
-  const idempotency = resolveIdempotency(name('idempotency'), given.idempotency);
-  return {
-    group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
-    raw: rawOption(name('raw'), given.raw),
-    ackMode,
-    startId: streamIdOption(name('startId'), given.startId, server.startId, START_ID_SPECIALS),
-    concurrency: Math.min(integerOption(name('concurrency'), given.concurrency, server.concurrency, 1), server.concurrency),
-    maxDeliveries:
-      given.maxDeliveries === undefined ? undefined : integerOption(name('maxDeliveries'), given.maxDeliveries, 0, 1),
-    minIdleTime: given.minIdleTime === undefined ? undefined : durationMillisOption(name('minIdleTime'), given.minIdleTime),
-    recovery,
-    retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
-    idempotency,
-    batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
-    partitions: partitionCountOption(name('partitions'), given.partitions),
-  };
-}
-
-function rawOption(option: string, value: unknown): RawMode {
-  if (value === 'pairs' || value === 'buffers') return value;
-  if (value === undefined || typeof value === 'boolean') return value ?? false;
-  throw new RedisStreamsOptionError(option, `must be true, false, "pairs" or "buffers", got ${describe(value)}`);
-}
-
-function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMode {
+/** `ackMode` of the server or (`extras.ackMode`) of a handler. */
+export function ackModeOption(option: string, value: unknown, fallback: AckMode): AckMode {
   if (value === undefined) return fallback;
   if (value === 'auto' || value === 'manual') return value;
   throw new RedisStreamsOptionError(option, `must be "auto" or "manual", got ${describe(value)}`);

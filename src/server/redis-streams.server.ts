@@ -1,5 +1,3 @@
-// Over 300 lines for a reason: the internal recovery API and the EntrySettler stay on the class
-// Nest sees (recovery and tests reach them through the server) as one-line delegations.
 import type { Logger } from '@nestjs/common';
 import {
   Server,
@@ -11,12 +9,10 @@ import {
 import { JsonStreamDeserializer, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import type { RedisClient } from '../redis/connection.js';
-import { deadLetterKey } from '../redis/keys.js';
 import type { LeaseExtender } from '../recovery/recovery-host.js';
 import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
-import { GroupGauges } from '../telemetry/group-gauges.js';
 import { Telemetry } from '../telemetry/telemetry.js';
 import type { AckDeletePolicy } from './ack-policy.js';
 import type { RedisStreamsStatus } from './connection-status.js';
@@ -26,27 +22,21 @@ import { EntryHandling } from './entry-handling.js';
 import { keepEarlierEventHandlers, type HandledStream } from './handler-binding.js';
 import { captureHandlerErrors } from './handler-error-capture.js';
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
-import { listeningServers, livenessOf, type RedisStreamsLiveness } from './liveness.js';
+import { listeningServers, type RedisStreamsLiveness } from './liveness.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { RecoveryHooks } from './recovery-hooks.js';
 import { ReplyWriter } from './reply-writer.js';
 import { serializeWith } from './request-handling.js';
-import { ServerConnections } from './server-connections.js';
+import { ServerConnections, type RedisStreamsConnections } from './server-connections.js';
 import { ServerEventEmitter, type RedisStreamsServerEvents } from './server-events.js';
+import { ServerObservation } from './server-observation.js';
 import { buildServerParts, type ServerParts, type ServerState } from './server-parts.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
 
 export type { RedisStreamsServerEvents } from './server-events.js';
-
-/** Connections behind `unwrap()`. */
-export interface RedisStreamsConnections {
-  /** Acks, replies, group creation, handoff. */
-  readonly commands: RedisClient;
-  /** One blocking reader connection per consumer group. */
-  readonly readers: readonly RedisClient[];
-}
+export type { RedisStreamsConnections } from './server-connections.js';
 
 /**
  * NestJS transport strategy for Redis Streams. Every `@EventPattern` / `@MessagePattern` handler
@@ -56,7 +46,7 @@ export interface RedisStreamsConnections {
  * The class Nest sees: its life cycle (listen, close) and the wiring of the parts, which do the
  * work: server-connections.ts (connections, capabilities), consumer-loop.ts (reads),
  * entry-handling.ts (one entry, decode to ack), request-handling.ts (replies), recovery-hooks.ts
- * (what recovery uses), drain.ts (shutdown).
+ * (what recovery uses), drain.ts (shutdown), server-observation.ts (liveness, telemetry).
  */
 export class RedisStreamsServer
   extends Server<RedisStreamsServerEvents, RedisStreamsStatus>
@@ -78,7 +68,7 @@ export class RedisStreamsServer
   /** Built at listen(). */
   private parts: ServerParts | undefined;
   private recovery: RecoveryScheduler | undefined;
-  private gauges: GroupGauges | undefined;
+  private readonly observation: ServerObservation;
   private readonly replies: ReplyWriter;
 
   constructor(options: RedisStreamsServerOptions) {
@@ -108,6 +98,14 @@ export class RedisStreamsServer
       emitError: (error) => this.events.error(error),
     });
     this.hooks = new RecoveryHooks(this.options, () => this.state, () => this.parts);
+    this.observation = new ServerObservation({
+      options: this.options,
+      events: this.events,
+      state: () => this.state,
+      commands: () => this.connections.commands,
+      parts: () => this.parts,
+      recovery: () => this.recovery,
+    });
     this.initializeSerializer(options);
     this.initializeDeserializer({ deserializer: decoder as unknown as ConsumerDeserializer });
     captureHandlerErrors();
@@ -147,7 +145,7 @@ export class RedisStreamsServer
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
       await this.recovery?.stop();
-      this.gauges?.stop();
+      this.observation.stop();
       await this.connections.close();
       this.state = 'closed';
       if (wasRunning) this._status$.next('disconnected');
@@ -181,24 +179,7 @@ export class RedisStreamsServer
 
   /** A snapshot for health checks: connections, read loops, prefetch, recovery ticks (see docs/observability.md). No Redis command. */
   liveness(): RedisStreamsLiveness {
-    const stats = this.recovery?.stats();
-    const dispatcher = this.parts?.dispatcher;
-    return livenessOf({
-      consumer: this.options.consumer,
-      state: this.state,
-      blockMs: this.options.blockMs,
-      prefetch: dispatcher?.prefetchSize ?? this.options.prefetch,
-      commands: this.connections.commands,
-      readers: this.parts?.readers ?? [],
-      streams: (this.parts?.bindings ?? []).map(({ stream, group }) => ({
-        stream,
-        group,
-        deadLetterKey: this.recovery?.deadLetterKeyFor(stream) ?? (this.options.recovery.deadLetterKey ?? deadLetterKey)(stream),
-      })),
-      freeSlots: dispatcher?.freeSlots() ?? 0,
-      inFlight: dispatcher?.inFlightCount() ?? 0,
-      recovery: stats === undefined ? null : { scheduled: this.options.recovery.enabled, ticks: stats.ticks, failedTicksInARow: stats.failedTicksInARow, lastTickAt: stats.lastTickAt, lastError: stats.lastError },
-    });
+    return this.observation.liveness();
   }
 
   // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts. Documented in recovery-hooks.ts. ----
@@ -287,20 +268,8 @@ export class RedisStreamsServer
     this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.events.emit(event, payload));
     this.handling.useRecovery(this.recovery);
     this.recovery.start();
-    if (telemetry !== undefined) this.observe(telemetry);
+    if (telemetry !== undefined) this.observation.observe(telemetry, this.commandConnection());
     listeningServers.add(this);
-  }
-
-  /** Counts recovery's events and draws dead letters on their entries' traces; starts the gauges. */
-  private observe(telemetry: Telemetry): void {
-    const commands = this.commandConnection();
-    this.on('deadLetter', (notice) => void telemetry.deadLettered(notice, commands));
-    this.on('recovered', (notice) => telemetry.recovered(notice));
-    this.on('entriesLost', (notice) => telemetry.lost(notice));
-    const meter = telemetry.meter;
-    if (meter !== undefined) {
-      this.gauges = new GroupGauges(meter, commands, () => this.liveness().streams, this.options.telemetry.gaugeInterval);
-    }
   }
 
   /** Builds the parts (server-parts.ts), then waits for the connection and creates the groups. */

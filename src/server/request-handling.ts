@@ -39,6 +39,7 @@ export async function handleRequest(host: RequestHost, entry: InFlightEntry, dec
   let packet: ReplyPacket;
   let handled = false;
   let failed = false;
+  let ownError: unknown;
   if (handler === null || handler.isEventHandler) {
     packet = { err: NO_MESSAGE_HANDLER, isDisposed: true };
   } else {
@@ -53,10 +54,11 @@ export async function handleRequest(host: RequestHost, entry: InFlightEntry, dec
     } catch (error) {
       failed = true;
       // The requester gets what Nest's filters made of the error; a dead letter (manual mode, or a
-      // reply that could not be written) records the handler's own.
-      const own = entry.handlerError ?? error;
-      host.telemetry?.failed(entry, own);
-      host.recordHandlerError(entry, own);
+      // reply that could not be written) records the handler's own. Recorded only where the entry
+      // stays pending: an answered request in auto mode is acked, its record would only linger.
+      ownError = entry.handlerError ?? error;
+      host.telemetry?.failed(entry, ownError);
+      if (entry.binding.ackMode === 'manual') host.recordHandlerError(entry, ownError);
       packet = { err: error, isDisposed: true };
     }
   }
@@ -69,6 +71,7 @@ export async function handleRequest(host: RequestHost, entry: InFlightEntry, dec
     replyTrace?.end({});
   } catch (error) {
     replyTrace?.end({ error });
+    if (failed && entry.binding.ackMode !== 'manual') host.recordHandlerError(entry, ownError);
     host.emitError(
       new Error(`reply to "${decoded.replyTo}" for entry ${entry.id} of "${binding.stream}" failed; the request stays pending: ${errorMessage(error)}`),
     );

@@ -18,6 +18,14 @@ import { createGroup, errorMessage } from './groups.js';
 import type { StreamBinding } from './in-flight.js';
 import type { ResolvedServerOptions } from './options.js';
 
+/** Connections behind `unwrap()`. */
+export interface RedisStreamsConnections {
+  /** Acks, replies, group creation, handoff. */
+  readonly commands: RedisClient;
+  /** One blocking reader connection per consumer group. */
+  readonly readers: readonly RedisClient[];
+}
+
 /** What the connections report to the server. */
 export interface ServerConnectionsHost {
   readonly options: ResolvedServerOptions;

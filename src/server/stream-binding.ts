@@ -1,5 +1,5 @@
 import type { MessageHandler } from '@nestjs/microservices';
-import type { ResolvedHandlerExtras } from './options.js';
+import type { ResolvedHandlerExtras } from './handler-extras.js';
 
 /** The public description of a handled stream (for recovery, health, CLI): its resolved extras. */
 export interface HandledStream extends ResolvedHandlerExtras {

@@ -1,0 +1,75 @@
+import type { RedisClient } from '../redis/connection.js';
+import { deadLetterKey } from '../redis/keys.js';
+import type { DeadLetterNotice, EntriesLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
+import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
+import { GroupGauges } from '../telemetry/group-gauges.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import { livenessOf, type RedisStreamsLiveness } from './liveness.js';
+import type { ResolvedServerOptions } from './options.js';
+import type { ServerEventEmitter } from './server-events.js';
+import type { ServerParts, ServerState } from './server-parts.js';
+
+/** What observation reads of a server (live values, read when asked). */
+export interface ObservedServer {
+  readonly options: ResolvedServerOptions;
+  readonly events: ServerEventEmitter;
+  state(): ServerState;
+  /** The command connection, once opened. */
+  commands(): RedisClient | undefined;
+  /** Built at `listen()`. */
+  parts(): ServerParts | undefined;
+  /** Started at `listen()`. */
+  recovery(): RecoveryScheduler | undefined;
+}
+
+/**
+ * How a server is watched from outside: the liveness snapshot of health checks, recovery's events
+ * counted and drawn on traces, the per-group gauges. No Redis command of its own but the gauges'.
+ */
+export class ServerObservation {
+  private gauges: GroupGauges | undefined;
+
+  constructor(private readonly server: ObservedServer) {}
+
+  /** A snapshot for health checks: connections, read loops, prefetch, recovery ticks (see docs/observability.md). No Redis command. */
+  liveness(): RedisStreamsLiveness {
+    const { options } = this.server;
+    const parts = this.server.parts();
+    const recovery = this.server.recovery();
+    const stats = recovery?.stats();
+    const dispatcher = parts?.dispatcher;
+    return livenessOf({
+      consumer: options.consumer,
+      state: this.server.state(),
+      blockMs: options.blockMs,
+      prefetch: dispatcher?.prefetchSize ?? options.prefetch,
+      commands: this.server.commands(),
+      readers: parts?.readers ?? [],
+      streams: (parts?.bindings ?? []).map(({ stream, group }) => ({
+        stream,
+        group,
+        deadLetterKey: recovery?.deadLetterKeyFor(stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(stream),
+      })),
+      freeSlots: dispatcher?.freeSlots() ?? 0,
+      inFlight: dispatcher?.inFlightCount() ?? 0,
+      recovery: stats === undefined ? null : { scheduled: options.recovery.enabled, ticks: stats.ticks, failedTicksInARow: stats.failedTicksInARow, lastTickAt: stats.lastTickAt, lastError: stats.lastError },
+    });
+  }
+
+  /** Counts recovery's events and draws dead letters on their entries' traces; starts the gauges. */
+  observe(telemetry: Telemetry, commands: RedisClient): void {
+    const { events } = this.server;
+    events.on('deadLetter', (notice) => void telemetry.deadLettered(notice as DeadLetterNotice, commands));
+    events.on('recovered', (notice) => telemetry.recovered(notice as RecoveredNotice));
+    events.on('entriesLost', (notice) => telemetry.lost(notice as EntriesLostNotice));
+    const meter = telemetry.meter;
+    if (meter !== undefined) {
+      this.gauges = new GroupGauges(meter, commands, () => this.liveness().streams, this.server.options.telemetry.gaugeInterval);
+    }
+  }
+
+  /** Stops the gauges (at `close()`). */
+  stop(): void {
+    this.gauges?.stop();
+  }
+}
