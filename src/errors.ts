@@ -86,7 +86,8 @@ export class RedisStreamsCapabilityError extends Error {
 
 /**
  * The partition count of a stream differs between this side and what the other side recorded (its
- * metadata key): producers would write partitions no consumer reads, or consumers miss some. Thrown
+ * metadata key): producers would write partitions no consumer reads, or consumers miss some. Also
+ * thrown when one side does not partition the stream (`partitions` 1) while the other did. Thrown
  * by `listen()` on the server, by the emit or send on the client; nothing is written before.
  */
 export class RedisStreamsPartitionMismatchError extends Error {
@@ -103,7 +104,10 @@ export class RedisStreamsPartitionMismatchError extends Error {
     readonly metadataKey: string,
   ) {
     super(
-      `stream "${stream}" is configured with ${partitions} partitions here, but "${metadataKey}" records ${recorded}: ` +
+      (partitions === 1
+        ? `stream "${stream}" is not partitioned here, but "${metadataKey}" records ${recorded} partitions ("${stream}:p0" …): ` +
+          `this side would use "${stream}" itself, which the other side never touches; `
+        : `stream "${stream}" is configured with ${partitions} partitions here, but "${metadataKey}" records ${recorded}: `) +
         `producer and consumer must use the same partitions setting (to change it: drain the stream, delete "${metadataKey}", restart both sides)`,
     );
   }
