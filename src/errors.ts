@@ -112,3 +112,32 @@ export class RedisStreamsPartitionMismatchError extends Error {
     );
   }
 }
+
+/**
+ * An operation that works on one stream key (claim, ack, inspecting or redriving a dead letter by
+ * id) was given a partitioned stream (`orders`, recorded in `{orders}:partitions`), which has no
+ * key of its own: name one of `partitionKeys` (`orders:p0` …) instead. Operations over a whole
+ * stream (sizes, lists, `'all'`) aggregate the partitions themselves.
+ */
+export class RedisStreamsPartitionedStreamError extends Error {
+  override readonly name = 'RedisStreamsPartitionedStreamError';
+
+  constructor(
+    /** The partitioned stream, e.g. `orders`. */
+    readonly stream: string,
+    /** Its partition stream keys, `orders:p0` …. */
+    readonly partitionKeys: readonly string[],
+    /** What was asked, e.g. `inspect`. */
+    readonly operation: string,
+  ) {
+    super(
+      `stream "${stream}" is partitioned into ${partitionKeys.length} streams (${describeKeys(partitionKeys)}): ` +
+        `${operation} works on one of them, give its key`,
+    );
+  }
+}
+
+/** `orders:p0, orders:p1, …, orders:p7` for many keys. */
+export function describeKeys(keys: readonly string[]): string {
+  return keys.length <= 4 ? keys.join(', ') : `${keys.slice(0, 2).join(', ')}, …, ${keys.at(-1)}`;
+}

@@ -24,7 +24,7 @@ const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
   worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +get ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get ~orders ~quotes ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists ~orders ~{orders}:dead`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get ~orders ~{orders}:dead ~{orders}:partitions`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
 
