@@ -136,6 +136,13 @@ describe('operations on a partitioned stream (real redis-server)', () => {
     expect(entries.entries.map((entry) => entry.id)).toEqual(entries.entries.map((entry) => entry.id).sort(compareIds));
     expect(new Set(entries.entries.map((entry) => entry.key)).size).toBeGreaterThan(1);
 
+    // top: each partition's row, then the total (pending and dead letters summed).
+    const top = (await json(['top', 'orders', '--iterations', '1'])) as { rows: { stream: string; group: string; length: number; pending: number; deadLetters: number }[] };
+    expect(top.rows.map((row) => [row.stream, row.group, row.length, row.pending, row.deadLetters])).toEqual([
+      ...KEYS.map((key) => [key, 'billing', 4, 2, 2]),
+      ['orders (total)', 'billing', 12, 6, 6],
+    ]);
+
     const page = (await json(['dlq', 'list', 'orders'])) as { deadLetterKeys: string[]; deadLetters: { deadLetterId: string }[] };
     expect(page.deadLetters.map((letter) => letter.deadLetterId)).toEqual([...deadLetterIds].sort(compareIds));
     // A --dead-letter-key template applies to each partition (the app's deadLetterKey setting).
