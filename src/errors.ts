@@ -86,7 +86,8 @@ export class RedisStreamsCapabilityError extends Error {
 
 /**
  * The partition count of a stream differs between this side and what the other side recorded (its
- * metadata key): producers would write partitions no consumer reads, or consumers miss some. Thrown
+ * metadata key): producers would write partitions no consumer reads, or consumers miss some. Also
+ * thrown when one side does not partition the stream (`partitions` 1) while the other did. Thrown
  * by `listen()` on the server, by the emit or send on the client; nothing is written before.
  */
 export class RedisStreamsPartitionMismatchError extends Error {
@@ -103,8 +104,40 @@ export class RedisStreamsPartitionMismatchError extends Error {
     readonly metadataKey: string,
   ) {
     super(
-      `stream "${stream}" is configured with ${partitions} partitions here, but "${metadataKey}" records ${recorded}: ` +
+      (partitions === 1
+        ? `stream "${stream}" is not partitioned here, but "${metadataKey}" records ${recorded} partitions ("${stream}:p0" …): ` +
+          `this side would use "${stream}" itself, which the other side never touches; `
+        : `stream "${stream}" is configured with ${partitions} partitions here, but "${metadataKey}" records ${recorded}: `) +
         `producer and consumer must use the same partitions setting (to change it: drain the stream, delete "${metadataKey}", restart both sides)`,
     );
   }
+}
+
+/**
+ * An operation that works on one stream key (claim, ack, inspecting or redriving a dead letter by
+ * id) was given a partitioned stream (`orders`, recorded in `{orders}:partitions`), which has no
+ * key of its own: name one of `partitionKeys` (`orders:p0` …) instead. Operations over a whole
+ * stream (sizes, lists, `'all'`) aggregate the partitions themselves.
+ */
+export class RedisStreamsPartitionedStreamError extends Error {
+  override readonly name = 'RedisStreamsPartitionedStreamError';
+
+  constructor(
+    /** The partitioned stream, e.g. `orders`. */
+    readonly stream: string,
+    /** Its partition stream keys, `orders:p0` …. */
+    readonly partitionKeys: readonly string[],
+    /** What was asked, e.g. `inspect`. */
+    readonly operation: string,
+  ) {
+    super(
+      `stream "${stream}" is partitioned into ${partitionKeys.length} streams (${describeKeys(partitionKeys)}): ` +
+        `${operation} works on one of them, give its key`,
+    );
+  }
+}
+
+/** `orders:p0, orders:p1, …, orders:p7` for many keys. */
+export function describeKeys(keys: readonly string[]): string {
+  return keys.length <= 4 ? keys.join(', ') : `${keys.slice(0, 2).join(', ')}, …, ${keys.at(-1)}`;
 }

@@ -4,6 +4,7 @@ export {
   RedisStreamsDecodeError,
   RedisStreamsMissingCommandError,
   RedisStreamsOptionError,
+  RedisStreamsPartitionedStreamError,
   RedisStreamsPartitionMismatchError,
 } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';

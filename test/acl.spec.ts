@@ -17,13 +17,14 @@ import { waitFor } from './helpers/wait.js';
  * The least-privilege ACL rules of docs/security.md, exactly as documented there (keep in step).
  * Streams of the sample: `orders` (events), `quotes` (requests), their dead-letter keys
  * `{orders}:dead` / `{quotes}:dead`, their handler-error and retry records (`{orders}:error:*`,
- * `{orders}:retry:*`), and the clients' reply streams `nestjs-redis-streams:*`.
+ * `{orders}:retry:*`), their partition metadata keys `{orders}:partitions` / `{quotes}:partitions`
+ * (read only: neither is partitioned), and the clients' reply streams `nestjs-redis-streams:*`.
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid ~orders ~quotes ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists ~orders ~{orders}:dead`,
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get ~orders ~quotes ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get ~orders ~{orders}:dead ~{orders}:partitions`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
 

@@ -167,6 +167,8 @@ describe('RedisStreamsClient.emit', () => {
     const c = client({ trim: false });
     const writes = recordSocketWrites((await c.connect()) as Redis);
     try {
+      // The pattern's first emit checks its partition metadata (one GET) first: warmed, not measured.
+      await lastValueFrom(c.emit('batched', -1));
       const before = await xaddCalls(redis);
       writes.reset();
       const emitted = Array.from({ length: 2000 }, (_, i) => lastValueFrom(c.emit('batched', i)));
@@ -178,7 +180,7 @@ describe('RedisStreamsClient.emit', () => {
       expect(new Set(ids).size).toBe(2000);
       expect((await xaddCalls(redis)) - before).toBe(2000);
       // Written in emit order: ids ascend with the payloads.
-      const entries = await redis.xrange('batched', '-', '+');
+      const entries = (await redis.xrange('batched', '-', '+')).slice(1);
       expect(entries.map(([id]) => id)).toEqual(ids);
       expect(entries.map(([, fields]) => JSON.parse(fields[fields.indexOf('data') + 1] as string))).toEqual(
         Array.from({ length: 2000 }, (_, i) => i),

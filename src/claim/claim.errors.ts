@@ -1,3 +1,5 @@
+import { describeKeys } from '../errors.js';
+import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { missingCommandError } from '../redis/capabilities.js';
 
 /** Why a claim or inspection command failed in a way the caller can act on. */
@@ -10,12 +12,19 @@ export type ClaimFailureReason = 'missing-group' | 'missing-stream' | 'wrong-typ
 export class RedisStreamsClaimError extends Error {
   override readonly name = 'RedisStreamsClaimError';
 
+  /**
+   * Set when the key is missing because it is a partitioned stream (`reason` 'missing-stream'):
+   * its partition keys (`orders:p0` …), each a stream of its own to run the command on.
+   */
+  readonly partitionKeys: readonly string[] | undefined;
+
   constructor(
     readonly reason: ClaimFailureReason,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; partitionKeys?: readonly string[] },
   ) {
     super(message, options);
+    this.partitionKeys = options?.partitionKeys;
   }
 }
 
@@ -29,6 +38,8 @@ export async function translateRedisError(
   key: string,
   group: string | undefined,
   streamExists: () => Promise<boolean>,
+  /** Asked only when the stream is missing: its recorded partition count (1 when not partitioned). */
+  partitionCount?: () => Promise<number>,
 ): Promise<unknown> {
   if (error instanceof RedisStreamsClaimError) return error;
   // XAUTOCLAIM needs Redis 6.2: say so instead of passing on "ERR unknown command".
@@ -37,7 +48,7 @@ export async function translateRedisError(
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith('NOGROUP') || message.startsWith('ERR no such key')) {
     const exists = await streamExists().catch(() => true);
-    if (!exists) return new RedisStreamsClaimError('missing-stream', `stream "${key}" does not exist`, { cause: error });
+    if (!exists) return missingStreamError(key, error, await partitionCount?.().catch(() => 1));
     if (group !== undefined) {
       return new RedisStreamsClaimError('missing-group', `group "${group}" does not exist on stream "${key}"`, {
         cause: error,
@@ -53,6 +64,17 @@ export async function translateRedisError(
     });
   }
   return error;
+}
+
+/** A missing stream; on a partitioned one, the error names its partitions, which do exist. */
+export function missingStreamError(key: string, cause: unknown, partitions = 1): RedisStreamsClaimError {
+  if (partitions <= 1) return new RedisStreamsClaimError('missing-stream', `stream "${key}" does not exist`, { cause });
+  const partitionKeys = partitionStreamKeys(key, partitions);
+  return new RedisStreamsClaimError(
+    'missing-stream',
+    `stream "${key}" has no key of its own: it is partitioned into ${partitions} streams (${describeKeys(partitionKeys)}); give one of them`,
+    { cause, partitionKeys },
+  );
 }
 
 /** ioredis' ReplyError: an answer from the server, as opposed to a connection problem. */

@@ -1,7 +1,8 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
-import { translateRedisError } from './claim.errors.js';
+import { missingStreamError, translateRedisError } from './claim.errors.js';
+import { recordedPartitionCount } from '../partitions/partition-metadata.js';
 import { Redactor } from '../redaction.js';
 import { resolveClaimOptions, type ResolvedClaimOptions } from './claim-options.js';
 import { createSink, DEFAULT_STORE_DIRECTORY, type ClaimSink } from './claim-sinks.js';
@@ -61,7 +62,7 @@ export class StreamClaimer {
       return assemble(resolved, scan, bodies) as ClaimResultFor<F, FieldsOf<P>>;
     } catch (error) {
       await sink.abort().catch(() => undefined);
-      throw this.redactor.error(await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key)));
+      throw this.redactor.error(await translateRedisError(error, resolved.key, resolved.group, () => this.streamExists(resolved.key), () => recordedPartitionCount(this.redis, resolved.key)));
     }
   }
 
@@ -78,10 +79,15 @@ export class StreamClaimer {
       batches.push(this.redis.xack(key, group, ...ids.slice(start, start + ACK_BATCH_SIZE)));
     }
     try {
-      const acked = await Promise.all(batches);
-      return acked.reduce((sum, n) => sum + Number(n), 0);
+      const acked = (await Promise.all(batches)).reduce((sum, n) => sum + Number(n), 0);
+      // XACK on a missing key answers 0: a partitioned stream's name is an error naming its partitions.
+      if (acked === 0 && !(await this.streamExists(key))) {
+        const partitions = await recordedPartitionCount(this.redis, key).catch(() => 1);
+        if (partitions > 1) throw missingStreamError(key, undefined, partitions);
+      }
+      return acked;
     } catch (error) {
-      throw this.redactor.error(await translateRedisError(error, key, group, () => this.streamExists(key)));
+      throw this.redactor.error(await translateRedisError(error, key, group, () => this.streamExists(key), () => recordedPartitionCount(this.redis, key)));
     }
   }
 

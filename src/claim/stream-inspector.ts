@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { translateRedisError } from './claim.errors.js';
+import { recordedPartitionCount } from '../partitions/partition-metadata.js';
 import { Redactor } from '../redaction.js';
 import { durationMillisOption } from '../duration.js';
 import { DEFAULT_RETRY_CONSUMER, readRetryRecords } from './retry-record.js';
@@ -101,7 +102,7 @@ export class StreamInspector {
     try {
       return await this.redis.call(command as string, ...args);
     } catch (error) {
-      throw this.redactor.error(await translateRedisError(error, key, group, async () => (await this.redis.exists(key)) === 1));
+      throw this.redactor.error(await translateRedisError(error, key, group, async () => (await this.redis.exists(key)) === 1, () => recordedPartitionCount(this.redis, key)));
     }
   }
 }

@@ -92,15 +92,25 @@ export function idmpArgs(
  * closed. A reply error (the server refused it) is final. Redis deduplicates within its
  * IDMP-DURATION (100 s by default): keep `retries × (commandTimeout + retryDelay)` well below it.
  */
-export async function sendWithRetries<T>(send: () => Promise<T>, retries: number, retryDelayMs: number): Promise<T> {
+export async function sendWithRetries<T>(
+  send: () => Promise<T>,
+  retries: number,
+  retryDelayMs: number,
+  /** Failures that no retry can change (default: a reply error). */
+  isFinal: (error: unknown) => boolean = isReplyError,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await send();
     } catch (error) {
-      if (attempt >= retries || (error as Error).name === 'ReplyError') throw error;
+      if (attempt >= retries || isFinal(error)) throw error;
       await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
     }
   }
+}
+
+function isReplyError(error: unknown): boolean {
+  return (error as Error).name === 'ReplyError';
 }
 
 /** Whether XADD arguments carry IDMP or IDMPAUTO (they sit right after the key and NOMKSTREAM). */

@@ -59,7 +59,7 @@ export class RedisStreamsClient
     const normalize = (pattern: unknown): string => this.normalizePattern(pattern as string);
     const producer = new ProducerConnection({ config, logger, redactor, reportStatus: (status) => this._status$.next(status) });
     const xadds = new XAddWriter(config, producer, redactor, normalize);
-    const router = new PartitionRouter(config, () => producer.client);
+    const router = new PartitionRouter(config, () => producer.client, logger);
     this.producer = producer;
     this.xadds = xadds;
     this.events = new EventWriter({

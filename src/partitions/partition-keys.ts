@@ -14,8 +14,8 @@ import { describe } from '../validation.js';
 /** Largest partition count: more partitions than that is no longer "one hot pattern", and every one costs a reader slot. */
 export const MAX_PARTITIONS = 1024;
 
-/** The key of partition `index` of `stream`. */
-export function partitionStreamKey(stream: string, index: number): string {
+/** The key of partition `index` of `stream` (`'*'`: the glob of every partition's key, for ACL rules and messages). */
+export function partitionStreamKey(stream: string, index: number | '*'): string {
   return `${stream}:p${index}`;
 }
 

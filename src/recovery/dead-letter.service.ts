@@ -11,7 +11,10 @@ import type { StreamFields } from '../codec/wire-format.js';
 import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import { parseDeadLetter, type DeadLetter } from './dead-letter-format.js';
 import { moveToDeadLetter, type DeadLetterMoveResult, type MoveToDeadLetterRequest } from './dead-letter-move.js';
-import { batchSizeOption, streamIdListOption } from './recovery-validation.js';
+import { deadLetterKeyGlob, eachPartition, mergePages, needsOnePartition, partitionsToAggregate, type PartitionPage } from './partitioned-dead-letters.js';
+import { resolveListOptions, resolveSelection } from './dead-letter-arguments.js';
+import type { PurgeResult, RedriveResult, RedriveStatus } from './dead-letter-results.js';
+import { batchSizeOption } from './recovery-validation.js';
 import { batches, recoveryScripts } from './scripts/loader.js';
 
 /** DI token of the optional `DeadLetterServiceOptions`. */
@@ -61,7 +64,10 @@ export interface ListDeadLettersOptions<P extends FieldsFormat = FieldsFormat> e
 }
 
 export interface DeadLetterPage<Fields extends ClaimedFields = StreamFields> {
+  /** On a partitioned stream: the glob of its partitions' keys (`{orders:p*}:dead`). */
   deadLetterKey: string;
+  /** On a partitioned stream only: the dead-letter key of each partition, merged into this page in id order. */
+  deadLetterKeys?: string[];
   /**
    * Dead letters of the given stream in id order. Entries without the dead-letter header (written
    * by someone else) and dead letters of other streams (a shared `deadLetterKey`) are skipped.
@@ -73,43 +79,16 @@ export interface DeadLetterPage<Fields extends ClaimedFields = StreamFields> {
 
 export type DeadLetterSelection = readonly string[] | 'all';
 
-export type RedriveStatus =
-  | 'redriven'
-  /** No such dead letter (already redriven or purged). */
-  | 'not_found'
-  /** A tombstone carries no body: nothing to redrive (purge it). */
-  | 'tombstone'
-  /** The dead letter came from another stream. */
-  | 'other_stream'
-  /** The entry has no dead-letter header. */
-  | 'not_dead_letter';
-
-export interface RedriveResult {
-  stream: string;
-  deadLetterKey: string;
-  /** Dead letters re-added to `stream` (as new entries) and removed from the dead-letter stream. */
-  redriven: { deadLetterId: string; newId: string }[];
-  /** Dead letters left where they are, with the reason. */
-  skipped: { deadLetterId: string; status: Exclude<RedriveStatus, 'redriven'> }[];
-}
-
-export interface PurgeResult {
-  stream: string;
-  deadLetterKey: string;
-  /** Dead letters deleted. */
-  purged: number;
-  /** Requested ids that were not there (explicit ids only). */
-  notFound: string[];
-  /** Requested ids left alone: a dead letter of another stream, or an entry without the dead-letter header. */
-  skipped: { deadLetterId: string; status: 'other_stream' | 'not_dead_letter' }[];
-}
-
-const MAX_LIST_COUNT = 10_000;
-
 /**
  * Dead letters of a stream: move (used by recovery and by the server for undecodable entries),
  * list, inspect, redrive back to the source stream, purge. Constructible by hand:
  * `new DeadLetterService(redis)`.
+ *
+ * A partitioned stream (`orders`, its count recorded in `{orders}:partitions`) is aggregated:
+ * `size`, `list` and `redrive` / `purge` of `'all'` cover every partition's dead-letter stream;
+ * `inspect` and redrive / purge by id need the partition's key (`orders:p3`) and otherwise fail
+ * with `RedisStreamsPartitionedStreamError`. Every call on a stream name reads that metadata key
+ * once (a GET), unless `deadLetterKey` names the dead-letter stream.
  */
 @Injectable()
 export class DeadLetterService {
@@ -152,15 +131,33 @@ export class DeadLetterService {
     const deadLetterKey = this.resolveKey(stream, options);
     const { start, end, count } = resolveListOptions(options);
     const shape = resolveFieldsShape(options);
+    const partitions = await partitionsToAggregate(this.client, stream, options.deadLetterKey);
+    if (partitions === undefined) {
+      const page = await this.listOne(stream, deadLetterKey, shape, start, end, count);
+      return { deadLetterKey, deadLetters: page.deadLetters, nextStart: page.full && page.lastRowId ? `(${page.lastRowId}` : null } as DeadLetterPage<FieldsOf<P>>;
+    }
+    const deadLetterKeys = partitions.map((partition) => this.deadLetterKeyFor(partition));
+    const pages = await Promise.all(partitions.map((partition, i) => this.listOne(partition, deadLetterKeys[i]!, shape, start, end, count)));
+    const merged = mergePages(pages, count);
+    return { deadLetterKey: deadLetterKeyGlob(stream, this.keyOf), deadLetterKeys, ...merged } as DeadLetterPage<FieldsOf<P>>;
+  }
+
+  /** One page of one dead-letter stream: the dead letters of `stream` among `count` rows. */
+  private async listOne(
+    stream: string,
+    deadLetterKey: string,
+    shape: FieldsShape,
+    start: string,
+    end: string,
+    count: number,
+  ): Promise<PartitionPage<DeadLetter<ClaimedFields>>> {
     const rows = await this.range(deadLetterKey, shape, start, end, 'COUNT', count);
     const deadLetters: DeadLetter<ClaimedFields>[] = [];
     for (const [id, flat] of rows) {
       const deadLetter = parseDeadLetter(id, flat, shape);
       if (deadLetter?.sourceStream === stream) deadLetters.push(deadLetter);
     }
-    const last = rows.at(-1);
-    const page = { deadLetterKey, deadLetters, nextStart: rows.length === count && last ? `(${last[0]}` : null };
-    return page as DeadLetterPage<FieldsOf<P>>;
+    return { deadLetters, full: rows.length === count, lastRowId: rows.at(-1)?.[0] };
   }
 
   /** One dead letter of `stream` by its id, or `null` (also for a dead letter of another stream). */
@@ -174,6 +171,8 @@ export class DeadLetterService {
       throw new RedisStreamsOptionError('deadLetterId', `must be a stream id, got ${describe(deadLetterId)}`);
     }
     const shape = resolveFieldsShape(options);
+    const partitions = await partitionsToAggregate(this.client, stream, options.deadLetterKey);
+    if (partitions !== undefined) throw needsOnePartition(stream, partitions, 'inspect');
     const [row] = await this.range(deadLetterKey, shape, deadLetterId, deadLetterId);
     const deadLetter = row && parseDeadLetter(row[0], row[1], shape);
     return deadLetter?.sourceStream === stream ? (deadLetter as DeadLetter<FieldsOf<P>>) : null;
@@ -187,8 +186,12 @@ export class DeadLetterService {
   }
 
   /** Number of entries in the dead-letter stream of `stream`. */
-  size(stream: string, options: DeadLetterKeyOption = {}): Promise<number> {
-    return this.client.xlen(this.resolveKey(stream, options));
+  async size(stream: string, options: DeadLetterKeyOption = {}): Promise<number> {
+    const deadLetterKey = this.resolveKey(stream, options);
+    const partitions = await partitionsToAggregate(this.client, stream, options.deadLetterKey);
+    if (partitions === undefined) return this.client.xlen(deadLetterKey);
+    const sizes = await Promise.all(partitions.map((partition) => this.client.xlen(this.deadLetterKeyFor(partition))));
+    return sizes.reduce((sum, size) => sum + size, 0);
   }
 
   /**
@@ -201,6 +204,13 @@ export class DeadLetterService {
   async redrive(stream: string, selection: DeadLetterSelection, options: DeadLetterKeyOption = {}): Promise<RedriveResult> {
     const deadLetterKey = this.resolveKey(stream, options);
     const ids = resolveSelection(selection);
+    const partitions = await partitionsToAggregate(this.client, stream, options.deadLetterKey);
+    if (partitions !== undefined) {
+      if (ids !== 'all') throw needsOnePartition(stream, partitions, 'redrive by id');
+      const each = await eachPartition(partitions, (partition) => this.redrive(partition, 'all'));
+      const [redriven, skipped] = [each.flatMap((one) => one.redriven), each.flatMap((one) => one.skipped)];
+      return { stream, deadLetterKey: deadLetterKeyGlob(stream, this.keyOf), redriven, skipped, partitions: each };
+    }
     const result: RedriveResult = { stream, deadLetterKey, redriven: [], skipped: [] };
     const scripts = recoveryScripts(this.client);
     const redriveBatch = async (batch: readonly string[]) => {
@@ -227,6 +237,13 @@ export class DeadLetterService {
   async purge(stream: string, selection: DeadLetterSelection, options: DeadLetterKeyOption = {}): Promise<PurgeResult> {
     const deadLetterKey = this.resolveKey(stream, options);
     const ids = resolveSelection(selection);
+    const partitions = await partitionsToAggregate(this.client, stream, options.deadLetterKey);
+    if (partitions !== undefined) {
+      if (ids !== 'all') throw needsOnePartition(stream, partitions, 'purge by id');
+      const each = await eachPartition(partitions, (partition) => this.purge(partition, 'all'));
+      const purged = each.reduce((sum, one) => sum + one.purged, 0);
+      return { stream, deadLetterKey: deadLetterKeyGlob(stream, this.keyOf), purged, notFound: [], skipped: [], partitions: each };
+    }
     const result: PurgeResult = { stream, deadLetterKey, purged: 0, notFound: [], skipped: [] };
     if (ids === 'all') {
       for await (const page of this.snapshotPages(deadLetterKey)) {
@@ -288,29 +305,5 @@ export class DeadLetterService {
   }
 }
 
-function rangeBoundOption(option: string, value: unknown, fallback: '-' | '+'): string {
-  if (value === undefined) return fallback;
-  if (typeof value === 'string') {
-    const id = value.startsWith('(') ? value.slice(1) : value;
-    if (value === fallback || isStreamId(id)) return value;
-  }
-  throw new RedisStreamsOptionError(option, `must be "${fallback}", a stream id or "(" followed by a stream id; got ${describe(value)}`);
-}
-
-/** Validated `start`, `end` and `count` of `list` (throws RedisStreamsOptionError naming the option). */
-export function resolveListOptions(options: ListDeadLettersOptions): { start: string; end: string; count: number } {
-  return {
-    start: rangeBoundOption('start', options.start, '-'),
-    end: rangeBoundOption('end', options.end, '+'),
-    count: integerOption('count', options.count, 100, 1, MAX_LIST_COUNT),
-  };
-}
-
-/** Validated dead-letter ids of `redrive` / `purge` (deduplicated), or `'all'`. */
-export function resolveSelection(selection: unknown): DeadLetterSelection {
-  if (selection === 'all') return 'all';
-  if (!Array.isArray(selection)) {
-    throw new RedisStreamsOptionError('ids', `must be "all" or an array of dead-letter ids, got ${describe(selection)}`);
-  }
-  return streamIdListOption('ids', selection);
-}
+export { resolveListOptions, resolveSelection } from './dead-letter-arguments.js';
+export type { PurgeResult, RedriveResult, RedriveStatus } from './dead-letter-results.js';

@@ -7,7 +7,7 @@ import {
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
 import { partitionedStreamsOf } from '../partitions/partition-keys.js';
-import { checkPartitionCount } from '../partitions/partition-metadata.js';
+import { checkPartitionCount, checkUnpartitioned, isNoPermission } from '../partitions/partition-metadata.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
@@ -100,7 +100,7 @@ export class ServerConnections {
   /**
    * Waits for the command connection, probes the capabilities, creates the groups and checks the
    * partition count of every partitioned stream against the one recorded (recording it if none
-   * is). Fails within `startupTimeout` (at once on wrong credentials) rather than retry forever,
+   * is), and that no stream read unpartitioned is recorded as partitioned. Fails within `startupTimeout` (at once on wrong credentials) rather than retry forever,
    * and names a command or a capability an option needs that the server lacks.
    */
   async ready(bindings: readonly StreamBinding[]): Promise<void> {
@@ -115,7 +115,10 @@ export class ServerConnections {
     const probed = this.capabilityWatch.start();
     const created = Promise.all(bindings.map((binding) => createGroup(commands, binding.stream, binding.group, binding.startId)));
     const partitioned = partitionedStreamsOf(bindings);
-    const checked = Promise.all([...partitioned].map(([stream, count]) => checkPartitionCount(commands, stream, count)));
+    const checked = Promise.all([
+      ...[...partitioned].map(([stream, count]) => checkPartitionCount(commands, stream, count)),
+      ...unpartitionedStreamsOf(bindings).map((stream) => this.checkUnpartitioned(commands, stream)),
+    ]);
     this.warnUnpartitionedEntries(commands, [...partitioned.keys()]);
     const [capabilities] = await Promise.allSettled([probed, created, checked]);
     // A server lacking a command or a capability an option needs fails here, naming it (before a
@@ -125,6 +128,20 @@ export class ServerConnections {
       requireCapabilities(capabilities.value, serverRequirements(options));
     }
     await Promise.all([probed, created, checked]);
+  }
+
+  /**
+   * A handler without `extras.partitions` on a stream the producers partitioned would read
+   * `orders` while everything goes to `orders:p0` …: listen() fails instead. An ACL written before
+   * the metadata key existed skips the check with a warning.
+   */
+  private async checkUnpartitioned(commands: RedisClient, stream: string): Promise<void> {
+    try {
+      await checkUnpartitioned(commands, stream);
+    } catch (error) {
+      if (!isNoPermission(error)) throw error;
+      this.host.logger.warn(`cannot read the partition count of "${stream}" (${errorMessage(error)}): whether it is partitioned is not checked`);
+    }
   }
 
   /**
@@ -172,4 +189,9 @@ export class ServerConnections {
     // ioredis reports every failed reconnect; the status events tell the story, so log at debug.
     this.host.logger.debug?.(`connection error: ${error.message}`);
   };
+}
+
+/** The streams read whole (no `extras.partitions`), each once. */
+function unpartitionedStreamsOf(bindings: readonly StreamBinding[]): string[] {
+  return [...new Set(bindings.filter((binding) => binding.partitionOf === undefined).map((binding) => binding.stream))];
 }

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import type { FieldEncoding, FieldsFormat } from '../../claim/claim.types.js';
 import type { DeadLetterSelection } from '../../recovery/dead-letter.service.js';
+import type { RedisClient } from '../../redis/connection.js';
 import { integerArgument, parseIdList } from '../arguments.js';
 import { flagsOf, type CliContext } from '../context.js';
 import { CliError } from '../errors.js';
@@ -51,7 +52,7 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
   ).action(async (key: string, _options: unknown, command: Command) => {
     const flags = flagsOf<ListFlags>(command);
     const options = {
-      deadLetterKey: await deadLetterKeyOf(key, flags),
+      deadLetterKey: await deadLetterKeyOf(flags),
       start: flags.start,
       end: flags.end,
       count: integerArgument(flags.count) as number | undefined,
@@ -60,7 +61,7 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
     const { DeadLetterService, resolveListOptions } = await import('../../recovery/dead-letter.service.js');
     await validateKey(key, flags);
     resolveListOptions(options); // a bad option is reported before connecting
-    const page = await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).list(key, options));
+    const page = await withCliRedis(io, flags, (redis) => serviceOf(DeadLetterService, redis, flags).list(key, options));
     printResult(io, flags, page, () => deadLetterPageView(key, page));
   });
 
@@ -72,7 +73,7 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
       .argument('<id>', 'dead-letter id'),
   ).action(async (key: string, id: string, _options: unknown, command: Command) => {
     const flags = flagsOf<FieldsFlags>(command);
-    const options = { deadLetterKey: await deadLetterKeyOf(key, flags), ...(await fieldsOptions(flags)) };
+    const options = { deadLetterKey: await deadLetterKeyOf(flags), ...(await fieldsOptions(flags)) };
     await validateKey(key, flags);
     const [{ isStreamId }, { RedisStreamsOptionError }, { DeadLetterService }] = await Promise.all([
       import('../../validation.js'),
@@ -80,7 +81,7 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
       import('../../recovery/dead-letter.service.js'),
     ]);
     if (!isStreamId(id)) throw new RedisStreamsOptionError('deadLetterId', `must be a stream id, got "${id}"`);
-    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).inspect(key, id, options)));
+    printJson(io, await withCliRedis(io, flags, (redis) => serviceOf(DeadLetterService, redis, flags).inspect(key, id, options)));
   });
 
   addSelectionOptions(
@@ -94,8 +95,8 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
     await validateKey(key, flags);
     const selection = await selectionFrom(ids, flags, io);
     const { DeadLetterService } = await import('../../recovery/dead-letter.service.js');
-    const deadLetterKey = await deadLetterKeyOf(key, flags);
-    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).redrive(key, selection, { deadLetterKey })));
+    const deadLetterKey = await deadLetterKeyOf(flags);
+    printJson(io, await withCliRedis(io, flags, (redis) => serviceOf(DeadLetterService, redis, flags).redrive(key, selection, { deadLetterKey })));
   });
 
   addSelectionOptions(
@@ -109,8 +110,8 @@ export function registerDlqCommand(program: Command, { io }: CliContext): void {
     await validateKey(key, flags);
     const selection = await selectionFrom(ids, flags, io);
     const { DeadLetterService } = await import('../../recovery/dead-letter.service.js');
-    const deadLetterKey = await deadLetterKeyOf(key, flags);
-    printJson(io, await withCliRedis(io, flags, (redis) => new DeadLetterService(redis).purge(key, selection, { deadLetterKey })));
+    const deadLetterKey = await deadLetterKeyOf(flags);
+    printJson(io, await withCliRedis(io, flags, (redis) => serviceOf(DeadLetterService, redis, flags).purge(key, selection, { deadLetterKey })));
   });
 }
 
@@ -118,11 +119,24 @@ function addDlqOptions(command: Command): Command {
   return command.option('--dead-letter-key <key>', 'dead-letter stream key, or a template where %s stands for <key> (the app\'s deadLetterKey setting); default {<key>}:dead');
 }
 
-/** The dead-letter key the flag names for `key` (a `%s` template is filled in), or undefined for the default. */
-async function deadLetterKeyOf(key: string, flags: DlqFlags): Promise<string | undefined> {
-  if (flags.deadLetterKey === undefined) return undefined;
-  const { fillTemplate } = await import('../../recovery/dead-letter-key-option.js');
-  return fillTemplate(flags.deadLetterKey, key);
+/**
+ * The literal dead-letter key the flag names, or undefined: for the default, and for a `%s`
+ * template, which the service fills in per stream (so that it applies to each partition of a
+ * partitioned stream too, see `serviceOf`).
+ */
+async function deadLetterKeyOf(flags: DlqFlags): Promise<string | undefined> {
+  if (flags.deadLetterKey === undefined || flags.deadLetterKey.includes('%s')) return undefined;
+  return flags.deadLetterKey;
+}
+
+/** The service, with the flag's `%s` template as its key setting (the app's `deadLetterKey`). */
+function serviceOf(
+  Service: typeof import('../../recovery/dead-letter.service.js').DeadLetterService,
+  redis: RedisClient,
+  flags: DlqFlags,
+): InstanceType<typeof Service> {
+  const template = flags.deadLetterKey?.includes('%s') ? flags.deadLetterKey : undefined;
+  return new Service(redis, template === undefined ? {} : { deadLetterKey: template });
 }
 
 /** The claim's `--fields-format` and `--encoding`, same meaning. */

@@ -4,7 +4,18 @@ import { integerArgument } from '../arguments.js';
 import { flagsOf, type CliContext } from '../context.js';
 import { printResult } from '../print.js';
 import { withCliRedis } from '../redis-session.js';
-import { pendingEntriesView, pendingSummaryView } from '../views/pending.view.js';
+import { partitionedPendingSummaryView, pendingEntriesView, pendingSummaryView } from '../views/pending.view.js';
+
+/** The single stream's result, or when its key is a partitioned stream (the claim error names the partitions), `partitioned`'s. */
+async function onPartitions<T, U>(single: Promise<T>, partitioned: (partitionKeys: readonly string[]) => Promise<U>): Promise<T | U> {
+  try {
+    return await single;
+  } catch (error) {
+    const partitionKeys = (error as { partitionKeys?: readonly string[] }).partitionKeys;
+    if (partitionKeys === undefined) throw error;
+    return partitioned(partitionKeys);
+  }
+}
 
 interface PendingFlags {
   entries?: boolean;
@@ -44,13 +55,22 @@ export function registerPendingCommand(program: Command, { io }: CliContext): vo
       };
       const { resolvePendingRangeOptions, StreamInspector } = await import('../../claim/stream-inspector.js');
       resolvePendingRangeOptions(key, group, range); // a bad option is reported before connecting
+      const { partitionedPendingEntries, partitionedPendingSummary } = await import('../partitioned-pending.js');
       if (!flags.entries) {
-        const summary = await withCliRedis(io, flags, (redis) => new StreamInspector(redis).pendingSummary(key, group));
-        printResult(io, flags, summary, () => pendingSummaryView(summary));
+        // A partitioned stream has no key of its own: its partitions, and their total.
+        const summary = await withCliRedis(io, flags, (redis) =>
+          onPartitions(new StreamInspector(redis).pendingSummary(key, group), (keys) => partitionedPendingSummary(new StreamInspector(redis), key, group, keys)),
+        );
+        if ('partitions' in summary) printResult(io, flags, summary, () => partitionedPendingSummaryView(summary));
+        else printResult(io, flags, summary, () => pendingSummaryView(summary));
         return;
       }
-      const entries = await withCliRedis(io, flags, (redis) => new StreamInspector(redis).pendingRange(key, group, range));
-      const output = { key, group, entries };
+      const output = await withCliRedis(io, flags, (redis) =>
+        onPartitions(
+          new StreamInspector(redis).pendingRange(key, group, range).then((entries) => ({ key, group, entries })),
+          (keys) => partitionedPendingEntries(new StreamInspector(redis), key, group, keys, range),
+        ),
+      );
       printResult(io, flags, output, () => pendingEntriesView(output));
     });
 }

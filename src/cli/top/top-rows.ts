@@ -1,4 +1,4 @@
-import type { GroupSample, TopSample } from './top-sampler.js';
+import type { GroupSample, TopSample } from './top-sample.js';
 
 /** One line of `top`: a stream and one of its groups (or the stream alone when it has none). */
 export interface TopRow {

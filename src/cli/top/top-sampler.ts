@@ -2,38 +2,10 @@ import type { RedisClient } from '../../redis/connection.js';
 import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
 import { deadLetterKey } from '../../redis/keys.js';
+import { partitionedSamples } from './partitioned-sample.js';
+import type { GroupSample, StreamSample, TopSample } from './top-sample.js';
 
-/** What `top` reads of one group at one moment. */
-export interface GroupSample {
-  name: string;
-  consumers: number;
-  pending: number;
-  /** Redis 7.0+; null before or when Redis cannot tell. */
-  lag: number | null;
-  entriesRead: number | null;
-  /** Idle time of the lowest pending id (the entry waiting longest for an ack); null when none. */
-  oldestPendingIdleMs: number | null;
-  /** A group asked for with --group that the stream does not have. */
-  missing?: true;
-}
-
-export interface StreamSample {
-  key: string;
-  /** False when the key holds no stream (yet). */
-  exists: boolean;
-  length: number;
-  /** XADDs in the stream's life (Redis 7.0+); null before. */
-  entriesAdded: number | null;
-  /** Length of the stream's dead-letter stream (default `{<key>}:dead`, or `top --dead-letter-key`). */
-  deadLetters: number;
-  groups: GroupSample[];
-}
-
-export interface TopSample {
-  /** Local clock, for rates between two samples. */
-  at: number;
-  streams: StreamSample[];
-}
+export type { GroupSample, StreamSample, TopSample } from './top-sample.js';
 
 /**
  * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
@@ -46,8 +18,17 @@ export async function sampleStreams(
   deadLetterKeyOf: (stream: string) => string = deadLetterKey,
 ): Promise<TopSample> {
   const at = Date.now();
-  const streams = await Promise.all(keys.map((key) => sampleStream(new StreamInspector(redis), redis, key, groups, deadLetterKeyOf)));
-  return { at, streams };
+  const inspector = new StreamInspector(redis);
+  const streams = await Promise.all(
+    keys.map(async (key) => {
+      const sample = await sampleStream(inspector, redis, key, groups, deadLetterKeyOf);
+      // A partitioned stream has no key of its own: its partitions, and their total.
+      if (sample.partitionKeys === undefined) return [sample];
+      const partitions = await Promise.all(sample.partitionKeys.map((partition) => sampleStream(inspector, redis, partition, groups, deadLetterKeyOf)));
+      return partitionedSamples(key, partitions);
+    }),
+  );
+  return { at, streams: streams.flat() };
 }
 
 async function sampleStream(
@@ -64,7 +45,8 @@ async function sampleStream(
     [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
   } catch (error) {
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') {
-      return { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, groups: [] };
+      const missing: StreamSample = { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, groups: [] };
+      return error.partitionKeys === undefined ? missing : { ...missing, partitionKeys: error.partitionKeys };
     }
     throw error;
   }
