@@ -24,7 +24,7 @@ const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
   worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get ~orders ~quotes ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get ~orders ~{orders}:dead ~{orders}:partitions`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:*`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
 
@@ -221,6 +221,11 @@ describe('ACL least privilege: the documented worker, producer and operator rule
 
       expect(await cli('info', 'orders', '--group', 'g')).toMatchObject({ key: 'orders' });
       expect(await cli('pending', 'orders', 'g', '--entries')).toMatchObject({ entries: [{ id: ids[0] }, { id: ids[1] }] });
+      // An entry waiting for its retry (held by the retry consumer, with its retry record): shown with the record.
+      await redis.client.xgroup('CREATE', 'orders', 'r', '0');
+      await redis.client.xreadgroup('GROUP', 'r', 'retry', 'COUNT', 1, 'STREAMS', 'orders', '>');
+      await redis.client.set(`{orders}:retry:r:${ids[0]}`, JSON.stringify([1, 60_000, 'w1', 'Error: boom']));
+      expect(await cli('pending', 'orders', 'r', '--entries')).toMatchObject({ entries: [{ id: ids[0], retry: { lastError: 'Error: boom' } }] });
       expect(await cli('claim', 'orders', 'g', 'operator', '--min-idle-time', '1')).toMatchObject({ ids });
       expect(await cli('ack', 'orders', 'g', ids[0]!)).toMatchObject({ acknowledged: 1 });
 

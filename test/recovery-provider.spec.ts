@@ -1,156 +1,23 @@
-import { Controller } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStreamsOptionError } from '../src/errors.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parseDeadLetter } from '../src/recovery/dead-letter-format.js';
-import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice } from '../src/recovery/recovery-events.js';
-import { resolveRecoveryOptions, type RecoveryOptions } from '../src/recovery/recovery-options.js';
-import { RedisStreamsRecovery } from '../src/recovery/redis-streams-recovery.js';
-import { RedisStreamsContext } from '../src/server/context.js';
-import type { RedisStreamsServerOptions } from '../src/server/options.js';
-import { pendingRows, startServer, type RunningServer } from './fixtures/server-app.js';
+import type { DeadLetterNotice } from '../src/recovery/recovery-events.js';
 import { makeIdle } from './claim-fixtures.js';
+import { MIN_IDLE, tasks, useRecoveryWorkers } from './fixtures/recovery-tasks.js';
+import { pendingRows } from './fixtures/server-app.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
-import { RedisServerProcess } from './helpers/redis-server.js';
 import { sleep, waitFor } from './helpers/wait.js';
 
-const MIN_IDLE = 250;
 /** minIdleTime of the test that asserts a fresh entry is not taken: far above a round trip and a tick. */
 const FRESH_IDLE = 1_000;
-const handled: Array<{ stream: string; id: string; consumer: string; deliveryCount: number }> = [];
-/** `kind: 'hang'` handlers wait for this, so a server with prefetch 1 reads nothing more. */
-let releaseHung: () => void = () => undefined;
-let hung = new Promise<void>((resolve) => (releaseHung = resolve));
-/** `kind: 'held'` handlers run until the test sets this: the run outlasts whatever the test awaits. */
-let heldReleased = false;
-
-@Controller()
-class TasksController {
-  @EventPattern<string>('tasks')
-  async onTask(@Payload() data: { kind?: string; extend?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
-    if (data?.kind === 'hang') return hung;
-    handled.push({ stream: ctx.getStream(), id: ctx.getId(), consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
-    if (data?.kind === 'throw') throw new Error('tasks always fail here');
-    if (data?.kind === 'held') {
-      while (!heldReleased) {
-        await sleep(50);
-        if (data.extend) await ctx.extendLease();
-      }
-    }
-  }
-}
+const { handled } = tasks;
 
 describe('recovery provider (real redis-server, in-process servers)', () => {
-  let redis: RedisServerProcess;
+  const workers = useRecoveryWorkers();
+  const { recovery, freshPrefix, worker, makeBusy, pendingFor, deliverTimes } = workers;
   let client: Redis;
-  const servers: RunningServer[] = [];
-  const recovery = new RedisStreamsRecovery();
-  let prefixCounter = 0;
-
-  beforeAll(async () => {
-    redis = await RedisServerProcess.start({ args: ['--stream-node-max-entries', '10'] });
-    client = redis.client();
-  });
-  afterEach(async () => {
-    releaseHung();
-    heldReleased = true;
-    for (const running of servers.splice(0)) await running.app.close();
-    handled.length = 0;
-    hung = new Promise<void>((resolve) => (releaseHung = resolve));
-    heldReleased = false;
-  });
-  afterAll(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
-
-  /** A fresh key prefix per test so streams never mix. */
-  function freshPrefix(): string {
-    return `t${++prefixCounter}:`;
-  }
-
-  interface Events {
-    deadLetters: DeadLetterNotice[];
-    lost: EntriesLostNotice[];
-    leasesLost: LeaseLostNotice[];
-    errors: Error[];
-  }
-
-  async function worker(
-    prefix: string,
-    consumer: string,
-    recoveryOptions: RecoveryOptions | false,
-    extra: Partial<RedisStreamsServerOptions> = {},
-  ): Promise<RunningServer & { events: Events }> {
-    const events: Events = { deadLetters: [], lost: [], leasesLost: [], errors: [] };
-    const running = await startServer(
-      { connection: redis.url, group: 'g', consumer, prefix, blockMs: 100, shutdownTimeout: 2_000, recovery: recoveryOptions, ...extra } as RedisStreamsServerOptions,
-      [TasksController],
-      [],
-      (server) => {
-        const on = server.on.bind(server) as (event: string, listener: (payload: never) => void) => void;
-        on('deadLetter', (notice: DeadLetterNotice) => events.deadLetters.push(notice));
-        on('entriesLost', (notice: EntriesLostNotice) => events.lost.push(notice));
-        on('leaseLost', (notice: LeaseLostNotice) => events.leasesLost.push(notice));
-        on('error', (error: Error) => events.errors.push(error));
-      },
-    );
-    servers.push(running);
-    return { ...running, events };
-  }
-
-  /** Makes a prefetch-1 server busy for the rest of the test: it then reads nothing more. */
-  async function makeBusy(stream: string, consumer: string): Promise<void> {
-    await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'hang' }));
-    await waitFor(async () => (await pendingRows(client, stream, 'g', consumer)).length === 1, `${consumer} busy`);
-  }
-
-  /**
-   * XADDs task entries and reads them as consumer `owner`, which then "dies" (never acks). One MULTI:
-   * a worker already running (its read blocked on the stream) never sees them.
-   */
-  async function pendingFor(stream: string, owner: string, payloads: Array<Record<string, unknown>>): Promise<string[]> {
-    await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM').catch(() => undefined);
-    const tx = client.multi();
-    for (const payload of payloads) tx.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify(payload));
-    tx.xreadgroup('GROUP', 'g', owner, 'COUNT', payloads.length, 'STREAMS', stream, '>');
-    const replies = (await tx.exec()) ?? [];
-    for (const [error] of replies) if (error) throw error;
-    return replies.slice(0, payloads.length).map(([, id]) => id as string);
-  }
-
-  /** Raises the Redis delivery count of `ids` to `count` (XCLAIM without JUSTID adds one each time), keeping `owner`. */
-  async function deliverTimes(stream: string, owner: string, ids: string[], count: number): Promise<void> {
-    for (let i = 1; i < count; i++) await client.call('XCLAIM', stream, 'g', owner, 0, ...ids);
-  }
-
-  it('validates options and names the bad one', () => {
-    const bad: Array<[unknown, string]> = [
-      [{ minIdleTime: 0 }, 'recovery.minIdleTime'],
-      [{ minIdleTime: 'soon' }, 'recovery.minIdleTime'],
-      [{ interval: -5 }, 'recovery.interval'],
-      [{ maxDeliveries: 0 }, 'recovery.maxDeliveries'],
-      [{ pageSize: 10_001 }, 'recovery.pageSize'],
-      [{ maxPages: 0 }, 'recovery.maxPages'],
-      [{ leases: 'yes' }, 'recovery.leases'],
-      [{ reapConsumers: { every: 0 } }, 'recovery.reapConsumers.every'],
-      [{ onDeadLetter: 'log' }, 'recovery.onDeadLetter'],
-      [{ minIdel: 5 }, 'recovery.minIdel'],
-      ['fast', 'recovery'],
-    ];
-    for (const [value, option] of bad) {
-      expect(() => resolveRecoveryOptions(value), option).toThrow(RedisStreamsOptionError);
-      try {
-        resolveRecoveryOptions(value);
-      } catch (error) {
-        expect((error as RedisStreamsOptionError).option).toBe(option);
-      }
-    }
-    const defaults = resolveRecoveryOptions(undefined);
-    expect(defaults).toMatchObject({ enabled: true, minIdleTime: 30_000, interval: 7_500, maxDeliveries: 5, pageSize: 100, maxPages: 10, leases: true, trimCheckEvery: 10 });
-    expect(resolveRecoveryOptions({ minIdleTime: 'PT1M' })).toMatchObject({ minIdleTime: 60_000, interval: 15_000 });
-    expect(resolveRecoveryOptions(false).enabled).toBe(false);
+  beforeAll(() => {
+    client = workers.client();
   });
 
   it('takes over a dead consumer\'s entries after minIdleTime and hands them to the handlers (runOnce with scheduling off)', async () => {
@@ -246,11 +113,11 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const held = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'held' }))) as string;
     const queued = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ n: 1 }))) as string;
     await waitFor(async () => (await pendingRows(client, stream, 'g', 'A')).length === 2 && handled.length === 1, 'A holds both, runs the held one');
-    servers.splice(servers.indexOf(a), 1);
+    workers.untrack(a);
     // Released only once close() stopped A taking work (synchronously, in the call): the queued
     // entry cannot start after the held one ends, however late the close comes.
     const closing = a.app.close();
-    heldReleased = true;
+    tasks.heldReleased = true;
     await closing;
     expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id: queued, consumer: 'handoff', deliveries: 1 })]);
     // A second handed-off entry whose last delivery did run before (count 2 = one run + the unstarted fetch).
@@ -411,76 +278,5 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     const rows = (await pendingRows(client, stream, 'g')).filter((row) => row.consumer !== 'w1');
     expect(rows.map((row) => [row.id, row.consumer])).toEqual(ids.map((id, i) => [id, racers[i]]));
     expect(recovery.stats({ consumer: 'w1' })[0]!.stats.consumersReaped).toBeGreaterThan(0);
-  });
-
-  describe('leases', () => {
-    // Renewals come every LEASE_IDLE / 3 (or every 50 ms with extendLease): a stall of the event loop
-    // longer than the rest of LEASE_IDLE lets a lease lapse, so it is far above a loaded machine's stalls.
-    const LEASE_IDLE = 500;
-
-    /** Worker A runs one held entry; worker B (recovery every 40 ms) starts once A runs it. */
-    async function heldEntry(prefix: string, aRecovery: RecoveryOptions, payload: Record<string, unknown> = {}) {
-      const stream = `${prefix}tasks`;
-      await client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
-      const a = await worker(prefix, 'A', aRecovery, { prefetch: 1, concurrency: 1 });
-      const id = (await client.xadd(stream, '*', 'pattern', 'tasks', 'data', JSON.stringify({ kind: 'held', ...payload }))) as string;
-      await waitFor(() => handled.length === 1, 'A started the held entry', { timeout: 20_000 });
-      const b = await worker(prefix, 'B', { minIdleTime: LEASE_IDLE, interval: 40 }, { prefetch: 1, concurrency: 1 });
-      return { stream, id, a, b };
-    }
-
-    function ticksOfB(): number {
-      return recovery.stats({ consumer: 'B' })[0]?.stats.ticks ?? 0;
-    }
-
-    /**
-     * Lets A's handler run on for `ms` after B started, and until B's recovery ticked at least 10
-     * times (B had its chances however slow the timers are); records the delivery counts seen meanwhile.
-     */
-    async function runWhileBRecovers(stream: string, ms: number): Promise<Set<number>> {
-      const counts = new Set<number>();
-      const until = Date.now() + ms;
-      await waitFor(async () => {
-        for (const row of await pendingRows(client, stream, 'g')) counts.add(row.deliveries);
-        return Date.now() >= until && ticksOfB() >= 10;
-      }, `${ms} ms and 10 recovery ticks of B`, { timeout: 30_000, interval: 25 });
-      return counts;
-    }
-
-    it('a handler running 5 × minIdleTime is renewed and never taken: handled once, delivery count stays 1', async () => {
-      const { stream, id } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, interval: 40 });
-      const counts = await runWhileBRecovers(stream, 5 * LEASE_IDLE);
-      heldReleased = true;
-      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'held entry acked', { timeout: 20_000 });
-      expect(handled).toEqual([expect.objectContaining({ id, consumer: 'A', deliveryCount: 1 })]);
-      expect([...counts]).toEqual([1]);
-    });
-
-    it('ctx.extendLease() keeps the entry when the timer renews too rarely', async () => {
-      const { stream, id } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 60_000 }, { extend: true });
-      const counts = await runWhileBRecovers(stream, 5 * LEASE_IDLE);
-      heldReleased = true;
-      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'held entry acked', { timeout: 20_000 });
-      expect(handled).toEqual([expect.objectContaining({ id, consumer: 'A', deliveryCount: 1 })]);
-      expect([...counts]).toEqual([1]);
-    });
-
-    it('with leases off another worker takes the entry after minIdleTime (handled twice, count 2)', async () => {
-      const { stream, id } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leases: false });
-      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 20_000 });
-      expect(handled.map((h) => [h.id, h.consumer, h.deliveryCount])).toEqual([[id, 'A', 1], [id, 'B', 2]]);
-      heldReleased = true;
-      await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'acked', { timeout: 20_000 });
-    });
-
-    it('a late renewal after a takeover reports the loss and does not take the entry back', async () => {
-      // A renews only every 3 × minIdleTime: B takes the entry first; A's next renewal must lose.
-      const { stream, id, a } = await heldEntry(freshPrefix(), { minIdleTime: LEASE_IDLE, leaseInterval: 3 * LEASE_IDLE });
-      await waitFor(() => handled.length === 2, 'B took the entry', { timeout: 20_000 });
-      await waitFor(() => a.events.leasesLost.length === 1, 'A saw its lease lost', { timeout: 20_000 });
-      expect(a.events.leasesLost[0]).toMatchObject({ stream, group: 'g', id, reason: 'not_owner', owner: 'B' });
-      // Still B's, never back to A (both handlers still run).
-      expect(await pendingRows(client, stream, 'g')).toEqual([expect.objectContaining({ id, consumer: 'B', deliveries: 2 })]);
-    });
   });
 });
