@@ -158,7 +158,7 @@ export class Dispatcher {
    * never sees a freed slot still "returning" (whatever the ack batcher's own bookkeeping does).
    */
   markReturning(entry: InFlightEntry): void {
-    if (entry.returning || !this.has(entry.binding, entry.id)) return;
+    if (entry.returning || !entry.held) return;
     entry.returning = true;
     this.returning++;
   }
@@ -226,7 +226,8 @@ export class Dispatcher {
         if (twin.returning) twin.redelivery = incoming;
         continue;
       }
-      const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming);
+      const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming.flat, incoming.fields);
+      entry.held = true;
       held.set(incoming.id, entry);
       this.inFlightTotal++;
       bytes += entry.size;
@@ -268,17 +269,36 @@ export class Dispatcher {
 
   /** The entry left this consumer's hands (acked, nacked, failed, handed back): its prefetch slot is free. */
   release(entry: InFlightEntry): void {
-    const held = this.inFlight.get(entry.binding);
-    if (held === undefined || held.get(entry.id) !== entry) return;
-    held.delete(entry.id);
+    if (!this.drop(entry)) return;
+    this.wakeSlotWaiters();
+    if (entry.redelivery !== undefined) this.redelivered(entry.binding, entry.redelivery);
+  }
+
+  /** `release` of many entries (one XACK's): the readers and claims are woken once, not per entry. */
+  releaseAll(entries: readonly InFlightEntry[]): void {
+    let redelivered: InFlightEntry[] | undefined;
+    let freed = 0;
+    for (const entry of entries) {
+      if (!this.drop(entry)) continue;
+      freed++;
+      if (entry.redelivery !== undefined) (redelivered ??= []).push(entry);
+    }
+    if (freed > 0) this.wakeSlotWaiters();
+    if (redelivered !== undefined) for (const entry of redelivered) this.redelivered(entry.binding, entry.redelivery as IncomingEntry);
+  }
+
+  /** Frees the entry's slot and bytes, once (the `held` flag: a second release of it is a no-op). */
+  private drop(entry: InFlightEntry): boolean {
+    if (!entry.held) return false;
+    entry.held = false;
+    (this.inFlight.get(entry.binding) as Map<string, InFlightEntry>).delete(entry.id);
     this.inFlightTotal--;
     this.heldBytes -= entry.size;
     if (entry.returning) {
       entry.returning = false;
       this.returning--;
     }
-    this.wakeSlotWaiters();
-    if (entry.redelivery !== undefined) this.redelivered(entry.binding, entry.redelivery);
+    return true;
   }
 
   /** Stop starting handlers; slot waiters wake so readers can see they must stop; waiting claims get nothing. */

@@ -101,6 +101,11 @@ export class EntryHandling implements EntrySettler {
     this.dispatcher?.release(entry);
   };
 
+  /** Gives back the slots of one XACK's entries at once. */
+  readonly releaseAll = (entries: readonly InFlightEntry[]): void => {
+    this.dispatcher?.releaseAll(entries);
+  };
+
   // ---- EntrySettler (RedisStreamsContext) ----
 
   ack(entry: InFlightEntry): Promise<void> {
@@ -115,6 +120,24 @@ export class EntryHandling implements EntrySettler {
     this.telemetry?.acked(entry.binding.stream, entry.binding.group);
     entry.acked = this.acker.add(entry);
     return entry.acked;
+  }
+
+  /** `ack` of a batch handler's entries (one binding): one promise, one add to the ack batch. */
+  private ackAll(entries: readonly InFlightEntry[]): void {
+    if (this.acker === undefined || this.setup.isClosed()) {
+      for (const entry of entries) this.nack(entry);
+      return;
+    }
+    const unsettled = entries.every((entry) => !entry.settled) ? entries : entries.filter((entry) => !entry.settled);
+    if (unsettled.length === 0) return;
+    const { dispatcher, telemetry } = this;
+    for (const entry of unsettled) {
+      entry.settled = true;
+      dispatcher?.markReturning(entry);
+      telemetry?.acked(entry.binding.stream, entry.binding.group);
+    }
+    const acked = this.acker.addAll((unsettled[0] as InFlightEntry).binding, unsettled);
+    for (const entry of unsettled) entry.acked = acked;
   }
 
   nack(entry: InFlightEntry): void {
@@ -142,7 +165,7 @@ export class EntryHandling implements EntrySettler {
         this.nack(entry);
       },
       finished: (entries) => this.dispatcher?.batchFinished(entries),
-      succeeded: (entry) => (setup.isClosed() ? this.nack(entry) : void this.ack(entry)),
+      succeeded: (entries) => this.ackAll(entries),
       failed: (entry, error) => {
         this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error);
         // With a retry policy the entry goes to the retry consumer for its backoff, as a single entry would.
