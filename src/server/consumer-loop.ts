@@ -7,7 +7,7 @@ import { errorMessage, isNoGroupError } from './groups.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { IncomingEntry } from './in-flight.js';
 import { ReaderPulse } from './liveness.js';
-import { forEachStreamOfReply, liveEntries, type ReadEntry } from './read-reply.js';
+import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 
 /** Non-blocking reads of the streams with a backlog only, before all streams are read again. */
 const MAX_FOCUSED_READS = 3;
@@ -25,6 +25,8 @@ export interface ReaderHost {
   readonly logger: Logger;
   /** `reReadAt`: for a re-read of own pending entries, when its reply came (Date.now()). */
   deliver(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void;
+  /** The entries of a fresh read (`>`, delivery count 1), as the reply holds them. */
+  deliverFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void;
   /** Slots are on their way back within a round trip: acks are queued or in flight. */
   slotsReturning(): boolean;
   /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
@@ -183,11 +185,11 @@ export class StreamReader {
     this.host.dispatcher.unreserveRead(reserved, bytes);
     let delivered = 0;
     const backlog: string[] = [];
-    forEachStreamOfReply(reply, 1, (stream, entries) => {
+    forEachStreamOfRawReply(reply, (stream, entries) => {
       const binding = this.byStream.get(stream);
       delivered += entries.length;
       if (entries.length >= count) backlog.push(stream);
-      if (binding !== undefined) this.host.deliver(binding, liveEntries(entries));
+      if (binding !== undefined && entries.length > 0) this.host.deliverFresh(binding, entries);
     });
     this.backlog = backlog;
     // A short read means no backlog: let the handlers just started run their first steps before

@@ -1,6 +1,7 @@
 import { BatchGate } from './batch/batch-gate.js';
 import type { StreamBinding } from './handler-binding.js';
 import { EntryState, InFlightEntry, type IncomingEntry } from './in-flight.js';
+import type { ReplyEntry } from './read-reply.js';
 
 /**
  * The entry size assumed before any entry was seen. Large enough that the first read of small
@@ -229,16 +230,50 @@ export class Dispatcher {
       const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming.flat, incoming.fields);
       entry.held = true;
       held.set(incoming.id, entry);
-      this.inFlightTotal++;
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
     }
+    this.admitted(binding, bytes, admitted);
+  }
+
+  /** `admitted` entries of `bytes` joined the binding's queue: counted, and handlers started as slots allow. */
+  private admitted(binding: StreamBinding, bytes: number, admitted: number): void {
     if (admitted > 0) {
+      this.inFlightTotal += admitted;
       this.holdBytes(bytes, admitted);
       if (binding.batch !== undefined) this.gates[this.bindings.indexOf(binding)]?.queued();
     }
     this.pump();
+  }
+
+  /**
+   * `admit` of a fresh read's entries (delivery count 1) as the reply holds them: no object per
+   * entry besides its `InFlightEntry`. An entry without fields (deleted while pending: own-PEL
+   * re-reads only, never a fresh read) is skipped.
+   */
+  admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+    const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
+    let bytes = 0;
+    let admitted = 0;
+    for (let i = 0; i < entries.length; i++) {
+      const item = entries[i] as ReplyEntry;
+      const flat = item[1];
+      if (flat === null) continue;
+      const id = typeof item[0] === 'string' ? item[0] : String(item[0]);
+      const twin = held.get(id);
+      if (twin !== undefined) {
+        if (twin.returning) twin.redelivery = { id, flat, deliveryCount: 1 };
+        continue;
+      }
+      const entry = new InFlightEntry(binding, id, 1, flat);
+      entry.held = true;
+      held.set(id, entry);
+      bytes += entry.size;
+      admitted++;
+      binding.queue.push(entry);
+    }
+    this.admitted(binding, bytes, admitted);
   }
 
   /** The entry's handler returned (or failed): its handler slot goes to the next queued entry. */

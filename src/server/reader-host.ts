@@ -6,6 +6,7 @@ import type { Dispatcher } from './dispatcher.js';
 import { createGroup, errorMessage } from './groups.js';
 import { pendingDeliveriesOf } from './redelivery-check.js';
 import type { IncomingEntry, StreamBinding } from './in-flight.js';
+import type { ReplyEntry } from './read-reply.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
@@ -35,6 +36,7 @@ export function readerHostOf(sources: ReaderHostSources): ReaderHost {
     commands,
     logger,
     deliver: (binding, entries, reReadAt) => admitRead(sources, binding, entries, reReadAt),
+    deliverFresh: (binding, entries) => admitFresh(sources, binding, entries),
     slotsReturning: () => dispatcher.slotsReturning(),
     // Own-PEL ids whose entry is gone: acked away, counted and reported by recovery (once, also if a tick found them too).
     dropDeleted: (binding, ids) => {
@@ -74,6 +76,15 @@ function admitRead(sources: ReaderHostSources, binding: StreamBinding, entries: 
   }
   dispatcher.admit(binding, entries.filter((entry) => entry.deliveryCount <= limit));
   void sources.recovery()?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id), reReadAt);
+}
+
+/**
+ * Entries of a fresh read (`>`): first deliveries, so none is past `maxDeliveries` (at least 1)
+ * and none needs the check; they go to the dispatcher as the reply holds them.
+ */
+function admitFresh(sources: ReaderHostSources, binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+  sources.telemetry?.consumed(binding.stream, binding.group, entries.length);
+  sources.dispatcher.admitFresh(binding, entries);
 }
 
 /**

@@ -88,8 +88,8 @@ function run(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], decod
   }
   const { handler } = (good[0] as InFlightEntry).binding;
   const context = new RedisStreamsBatchContext(good, decoded, host.consumer, host);
-  const payloads: unknown[] = new Array(decoded.length);
-  for (let i = 0; i < decoded.length; i++) payloads[i] = (decoded[i] as DecodedEntry).data;
+  const payloads: unknown[] = [];
+  for (const entry of decoded) payloads.push(entry.data);
   let result: unknown;
   try {
     result = handler(payloads, context);
