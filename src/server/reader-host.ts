@@ -1,7 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisClient } from '../redis/connection.js';
 import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
-import type { ReaderHost } from './consumer-loop.js';
 import type { Dispatcher } from './dispatcher.js';
 import { createGroup, errorMessage } from './groups.js';
 import { pendingDeliveriesOf } from './redelivery-check.js';
@@ -10,6 +9,29 @@ import type { ReplyEntry } from './read-reply.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+
+/** What a reader needs from the server. */
+export interface ReaderHost {
+  readonly consumer: string;
+  readonly blockMs: number;
+  readonly readBatch: number;
+  readonly reconnectInitialMs: number;
+  readonly reconnectMaxMs: number;
+  readonly dispatcher: Dispatcher;
+  /** The command connection (XPENDING for re-read delivery counts, CLIENT UNBLOCK on stop). */
+  readonly commands: RedisClient;
+  readonly logger: Logger;
+  /** `reReadAt`: for a re-read of own pending entries, when its reply came (Date.now()). */
+  deliver(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void;
+  /** The entries of a fresh read (`>`, delivery count 1), as the reply holds them. */
+  deliverFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void;
+  /** Slots are on their way back within a round trip: acks are queued or in flight. */
+  slotsReturning(): boolean;
+  /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
+  dropDeleted(binding: StreamBinding, ids: string[]): void;
+  /** NOGROUP: recreate the groups of these bindings at `0`. */
+  recreateGroups(bindings: readonly StreamBinding[]): Promise<void>;
+}
 
 /** The server's parts a reader reaches through its `ReaderHost`. */
 export interface ReaderHostSources {
