@@ -48,6 +48,30 @@ describe('Dispatcher: the same id read again while its entry is held', () => {
     dispatcher.release(entry);
     expect(redelivered).toEqual([]);
   });
+
+  it('a fresh read (entries as the reply holds them) while its ack is under way: kept aside, handed on by the release of its XACK batch, once', () => {
+    const { lane, started, redelivered, dispatcher } = setUp();
+    dispatcher.admitFresh(lane, [['1-0', ['data', '{}']], ['2-0', ['data', '{}']]]);
+    const [first, second] = started as [InFlightEntry, InFlightEntry];
+    for (const entry of started) {
+      dispatcher.finished(entry);
+      dispatcher.markReturning(entry);
+    }
+    dispatcher.admitFresh(lane, [['1-0', ['data', '{}']]]);
+    expect(started).toHaveLength(2);
+    expect(dispatcher.slotsReturning()).toBe(true);
+    dispatcher.releaseAll([first, second]);
+    expect(redelivered).toEqual([delivery(1)]);
+    expect(dispatcher.inFlightCount()).toBe(0);
+    expect(dispatcher.slotsReturning()).toBe(false);
+    expect(dispatcher.bytesHeld().held).toBe(0);
+    // A second release of the same entries (e.g. a nack after the ack) frees nothing twice.
+    dispatcher.releaseAll([first, second]);
+    dispatcher.release(first);
+    expect(dispatcher.inFlightCount()).toBe(0);
+    expect(dispatcher.freeSlots()).toBe(10);
+    expect(redelivered).toHaveLength(1);
+  });
 });
 
 describe('pendingDeliveriesOf: is the kept-aside delivery still this consumer’s?', () => {

@@ -9,6 +9,8 @@ import type { InFlightEntry } from './in-flight.js';
 interface AckBatch {
   readonly binding: StreamBinding;
   readonly entries: InFlightEntry[];
+  /** Their ids, collected as they are added (the XACK's arguments). */
+  readonly ids: string[];
   /** Settles with this batch's XACK: resolves when Redis acked, rejects when the XACK failed. */
   readonly done: Promise<void>;
   readonly resolve: () => void;
@@ -27,13 +29,14 @@ interface AckBatch {
  * the entries too; a group found missing is recreated (`recreateGroup`) and the batch reported.
  */
 export class AckBatcher {
-  private batches = new Map<StreamBinding, AckBatch>();
+  private readonly batches = new Map<StreamBinding, AckBatch>();
   private scheduled = false;
   private flushes = new Set<Promise<void>>();
 
   constructor(
     private readonly client: RedisClient,
-    private readonly release: (entry: InFlightEntry) => void,
+    /** Frees the slots of one XACK's entries, once it was answered (or failed). */
+    private readonly releaseAll: (entries: readonly InFlightEntry[]) => void,
     private readonly report: (error: Error) => void,
     private readonly maxBatch = 1_000,
     private readonly deletePolicy: (binding: StreamBinding) => AckDeletePolicy | undefined = () => undefined,
@@ -48,12 +51,35 @@ export class AckBatcher {
    * is no unhandled rejection).
    */
   add(entry: InFlightEntry): Promise<void> {
-    let batch = this.batches.get(entry.binding);
-    if (batch === undefined) {
-      batch = newBatch(entry.binding);
-      this.batches.set(entry.binding, batch);
-    }
+    const batch = this.batchOf(entry.binding);
     batch.entries.push(entry);
+    batch.ids.push(entry.id);
+    return this.queued(batch);
+  }
+
+  /**
+   * `add` of entries of one binding (a batch handler's): one promise for all of them. They join one
+   * XACK, which may exceed `maxBatch` by at most their number.
+   */
+  addAll(binding: StreamBinding, entries: readonly InFlightEntry[]): Promise<void> {
+    const batch = this.batchOf(binding);
+    for (const entry of entries) {
+      batch.entries.push(entry);
+      batch.ids.push(entry.id);
+    }
+    return this.queued(batch);
+  }
+
+  private batchOf(binding: StreamBinding): AckBatch {
+    let batch = this.batches.get(binding);
+    if (batch === undefined) {
+      batch = newBatch(binding);
+      this.batches.set(binding, batch);
+    }
+    return batch;
+  }
+
+  private queued(batch: AckBatch): Promise<void> {
     if (batch.entries.length >= this.maxBatch) this.flushNow();
     else if (!this.scheduled) {
       this.scheduled = true;
@@ -75,8 +101,9 @@ export class AckBatcher {
   private flushNow(): void {
     this.scheduled = false;
     if (this.batches.size === 0) return;
+    // One map for the server's life: the batches leave it (before any is sent), the map stays.
     const batches = [...this.batches.values()];
-    this.batches = new Map();
+    this.batches.clear();
     const flush = Promise.all(batches.map((batch) => this.send(batch))).then(() => {
       this.flushes.delete(flush);
     });
@@ -84,8 +111,7 @@ export class AckBatcher {
   }
 
   private async send(batch: AckBatch): Promise<void> {
-    const { binding, entries } = batch;
-    const ids = entries.map((entry) => entry.id);
+    const { binding, entries, ids } = batch;
     let failure: Error | undefined;
     const policy = this.deletePolicy(binding);
     try {
@@ -111,7 +137,7 @@ export class AckBatcher {
       );
       this.report(failure);
     }
-    for (const entry of entries) this.release(entry);
+    this.releaseAll(entries);
     if (failure === undefined) batch.resolve();
     else batch.reject(failure);
   }
@@ -125,5 +151,5 @@ function newBatch(binding: StreamBinding): AckBatch {
     reject = rej;
   });
   done.catch(() => undefined);
-  return { binding, entries: [], done, resolve, reject };
+  return { binding, entries: [], ids: [], done, resolve, reject };
 }

@@ -1,37 +1,15 @@
-import type { Logger } from '@nestjs/common';
 import { Redis } from 'ioredis';
 import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
-import type { Dispatcher } from './dispatcher.js';
 import { errorMessage, isNoGroupError } from './groups.js';
 import type { StreamBinding } from './handler-binding.js';
-import type { IncomingEntry } from './in-flight.js';
 import { ReaderPulse } from './liveness.js';
-import { forEachStreamOfReply, liveEntries, type ReadEntry } from './read-reply.js';
+import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry } from './read-reply.js';
+import type { ReaderHost } from './reader-host.js';
+import { deliverReRead } from './reread-delivery.js';
 
 /** Non-blocking reads of the streams with a backlog only, before all streams are read again. */
 const MAX_FOCUSED_READS = 3;
-
-/** What a reader needs from the server. */
-export interface ReaderHost {
-  readonly consumer: string;
-  readonly blockMs: number;
-  readonly readBatch: number;
-  readonly reconnectInitialMs: number;
-  readonly reconnectMaxMs: number;
-  readonly dispatcher: Dispatcher;
-  /** The command connection (XPENDING for re-read delivery counts, CLIENT UNBLOCK on stop). */
-  readonly commands: RedisClient;
-  readonly logger: Logger;
-  /** `reReadAt`: for a re-read of own pending entries, when its reply came (Date.now()). */
-  deliver(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void;
-  /** Slots are on their way back within a round trip: acks are queued or in flight. */
-  slotsReturning(): boolean;
-  /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
-  dropDeleted(binding: StreamBinding, ids: string[]): void;
-  /** NOGROUP: recreate the groups of these bindings at `0`. */
-  recreateGroups(bindings: readonly StreamBinding[]): Promise<void>;
-}
 
 /**
  * One blocking connection reading all streams of one group. It first re-reads this consumer's
@@ -183,11 +161,11 @@ export class StreamReader {
     this.host.dispatcher.unreserveRead(reserved, bytes);
     let delivered = 0;
     const backlog: string[] = [];
-    forEachStreamOfReply(reply, 1, (stream, entries) => {
+    forEachStreamOfRawReply(reply, (stream, entries) => {
       const binding = this.byStream.get(stream);
       delivered += entries.length;
       if (entries.length >= count) backlog.push(stream);
-      if (binding !== undefined) this.host.deliver(binding, liveEntries(entries));
+      if (binding !== undefined && entries.length > 0) this.host.deliverFresh(binding, entries);
     });
     this.backlog = backlog;
     // A short read means no backlog: let the handlers just started run their first steps before
@@ -242,41 +220,11 @@ export class StreamReader {
       });
       for (const binding of pending) if (!answered.has(binding)) cursors.delete(binding);
       try {
-        for (const [binding, entries] of pages) await this.deliverReRead(binding, entries, reReadAt);
+        for (const [binding, entries] of pages) await deliverReRead(this.host, binding, entries, reReadAt);
       } finally {
         this.host.dispatcher.unreserveRead(reserved, bytes);
       }
     }
-  }
-
-  private async deliverReRead(binding: StreamBinding, entries: ReadEntry[], reReadAt: number): Promise<void> {
-    const deleted = entries.filter((entry) => entry.flat === null).map((entry) => entry.id);
-    if (deleted.length > 0) this.host.dropDeleted(binding, deleted);
-    const live = entries.filter((entry) => entry.flat !== null);
-    if (live.length === 0) return;
-    let counts: Map<string, number> | undefined = new Map<string, number>();
-    try {
-      const first = (live[0] as ReadEntry).id;
-      const last = (live[live.length - 1] as ReadEntry).id;
-      const rows = (await this.host.commands.call(
-        'XPENDING', binding.stream, binding.group, first, last, live.length, this.host.consumer,
-      )) as Array<[string, string, number, number]>;
-      for (const row of rows) counts.set(String(row[0]), Number(row[3]));
-    } catch (error) {
-      counts = undefined;
-      this.host.logger.warn(`XPENDING on "${binding.stream}" failed; re-read entries get delivery count 2: ${errorMessage(error)}`);
-    }
-    // An entry no longer pending for us was settled meanwhile (e.g. recovery claimed it into our
-    // pending list, the handler ran and acked it before this re-read's reply was processed). One
-    // this process holds (recovery claimed it while the re-read waited for slots) is running or
-    // queued already: this re-read raised its count but is no new delivery — never dead-letter it.
-    const { dispatcher } = this.host;
-    const stillOurs = live.filter((entry) => (counts === undefined || counts.has(entry.id)) && !dispatcher.has(binding, entry.id));
-    this.host.deliver(
-      binding,
-      stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as (string | Buffer)[], deliveryCount: counts?.get(entry.id) ?? 2 })),
-      reReadAt,
-    );
   }
 
   private xreadgroup(...args: (string | number)[]): Promise<unknown> {

@@ -1,20 +1,18 @@
-import { BatchGate } from './batch/batch-gate.js';
+import { ByteBudget } from './byte-budget.js';
+import { ClaimWaiters } from './claim-waiters.js';
+import { HandlerLanes } from './handler-lanes.js';
 import type { StreamBinding } from './handler-binding.js';
-import { EntryState, InFlightEntry, type IncomingEntry } from './in-flight.js';
+import { InFlightEntry, type IncomingEntry } from './in-flight.js';
+import type { ReplyEntry } from './read-reply.js';
+
+export { FIRST_READ_ENTRY_BYTES } from './byte-budget.js';
 
 /**
- * The entry size assumed before any entry was seen. Large enough that the first read of small
- * entries is a full one at the default cap (64 MiB / 2 / 64 KiB = 512 ≥ readBatch); a first read
- * of larger entries overshoots the cap once, by COUNT × (size − 64 KiB) (docs/server.md).
- */
-export const FIRST_READ_ENTRY_BYTES = 64 * 1024;
-
-/**
- * Prefetch and concurrency accounting. Every entry from any source enters through `admit` and
- * holds one prefetch slot and its bytes until `release` (acked, nacked, failed, handed back); it
- * holds one handler slot while its handler runs. Readers reserve slots (and the bytes they expect)
- * before a read so several readers (one per group) never fetch more than `prefetch` entries, nor
- * more than `maxBytes` at the estimated entry size, together.
+ * Prefetch accounting. Every entry from any source enters through `admit` and holds one prefetch
+ * slot and its bytes (byte-budget.ts) until `release` (acked, nacked, failed, handed back); it
+ * holds one handler slot while its handler runs (handler-lanes.ts). Readers reserve slots (and the
+ * bytes they expect) before a read so several readers (one per group) never fetch more than
+ * `prefetch` entries, nor more than `maxBytes` at the estimated entry size, together.
  */
 export class Dispatcher {
   /** Per stream + group: id → entry. */
@@ -23,38 +21,27 @@ export class Dispatcher {
   /** Entries whose ack was requested and whose slot is not free yet: it comes back within a round trip. */
   private returning = 0;
   private reserved = 0;
-  private running = 0;
   private accepting = true;
-  private pumping = false;
-  private nextLane = 0;
   private slotWaiters: Array<() => void> = [];
-  /** Claims waiting for slots (served before readers, which only see slots beyond this demand). */
-  private claimWaiters: Array<{ wanted: number; resolve: (reserved: number) => void }> = [];
-  private claimDemand = 0;
-  private idleWaiters: Array<() => void> = [];
-  /** Bytes of the entries held (see `entryBytes`), the most ever held, and what reads in progress expect. */
-  private heldBytes = 0;
-  private peakHeldBytes = 0;
-  private reservedBytes = 0;
-  /** Expected size of the next entries read: a guess until the first entry was seen. */
-  private entryBytesEstimate = FIRST_READ_ENTRY_BYTES;
-  private sizeSeen = false;
-  /** Per lane (index of `bindings`): the collector of a batch binding (`extras.batch`), else undefined. */
-  private readonly gates: (BatchGate<InFlightEntry> | undefined)[];
+  /** Claims waiting for slots (served before readers, which only see slots beyond their demand). */
+  private readonly claims = new ClaimWaiters();
+  private readonly bytes: ByteBudget;
+  private readonly lanes: HandlerLanes;
 
   constructor(
     private readonly prefetch: number,
-    private readonly concurrency: number,
-    private readonly bindings: readonly StreamBinding[],
-    private readonly start: (entry: InFlightEntry) => void,
-    private readonly maxBytes = Number.POSITIVE_INFINITY,
+    concurrency: number,
+    bindings: readonly StreamBinding[],
+    start: (entry: InFlightEntry) => void,
+    maxBytes = Number.POSITIVE_INFINITY,
     /** A delivery that arrived while its twin's ack was under way, handed on once that ack is done. */
     private readonly redelivered: (binding: StreamBinding, incoming: IncomingEntry) => void = () => undefined,
     /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
-    private readonly startBatch: (entries: InFlightEntry[]) => void = () => undefined,
+    startBatch: (entries: InFlightEntry[]) => void = () => undefined,
   ) {
     for (const binding of bindings) this.inFlight.set(binding, new Map());
-    this.gates = bindings.map((binding) => (binding.batch === undefined ? undefined : new BatchGate(binding.batch, () => this.pump())));
+    this.bytes = new ByteBudget(maxBytes);
+    this.lanes = new HandlerLanes(concurrency, bindings, start, startBatch);
   }
 
   get prefetchSize(): number {
@@ -62,44 +49,37 @@ export class Dispatcher {
   }
 
   get maxPrefetchBytes(): number {
-    return this.maxBytes;
+    return this.bytes.maxBytes;
   }
 
   /** Bytes held now and the most held at once since the start (for tests and sizing). */
   bytesHeld(): { held: number; peak: number } {
-    return { held: this.heldBytes, peak: this.peakHeldBytes };
+    return this.bytes.bytesHeld();
   }
 
-  /**
-   * Entries one read may fetch within the byte cap at the estimated entry size: what is left under
-   * the cap, and at most half of it per read (so a read is in flight while the previous one is
-   * handled, as with prefetch; and the reply's transient copies stay within half the cap).
-   */
+  /** Entries one read may fetch within the byte cap at the estimated entry size (`ByteBudget.entriesWithinCap`). */
   entriesWithinByteCap(): number {
-    const room = Math.min(this.maxBytes - this.heldBytes - this.reservedBytes, this.maxBytes / 2);
-    return room <= 0 ? 0 : Math.floor(room / this.entryBytesEstimate);
+    return this.bytes.entriesWithinCap();
   }
 
   /** Entries in half the byte cap at the estimated size: a read this large is worth waiting for. */
   entriesInHalfByteCap(): number {
-    return Math.floor(this.maxBytes / 2 / this.entryBytesEstimate);
+    return this.bytes.entriesInHalfCap();
   }
 
   /** No entry held, no read nor claim in progress: a read may fetch one entry whatever its size. */
   holdsNothing(): boolean {
-    return this.inFlightTotal === 0 && this.reserved === 0 && this.reservedBytes === 0;
+    return this.inFlightTotal === 0 && this.reserved === 0 && this.bytes.noneReserved();
   }
 
   /** Reserves `slots` for a read and the bytes they are expected to take; returns those bytes (for `unreserveRead`). */
   reserveRead(slots: number): number {
-    const bytes = slots * this.entryBytesEstimate;
     this.reserved += slots;
-    this.reservedBytes += bytes;
-    return bytes;
+    return this.bytes.reserve(slots);
   }
 
   unreserveRead(slots: number, bytes: number): void {
-    this.reservedBytes -= bytes;
+    this.bytes.unreserve(bytes);
     this.unreserve(slots);
   }
 
@@ -120,7 +100,7 @@ export class Dispatcher {
 
   /** Free slots a reader may take: what is free beyond the slots claims are waiting for. */
   freeSlotsForReads(): number {
-    return this.freeSlots() - this.claimDemand;
+    return this.freeSlots() - this.claims.demand;
   }
 
   /** Reserves up to `max` free slots at once; returns how many. */
@@ -136,20 +116,7 @@ export class Dispatcher {
    * resolves it with 0.
    */
   reserveLater(wanted: number): { reserved: Promise<number>; cancel: () => void } {
-    let waiter!: { wanted: number; resolve: (reserved: number) => void };
-    const reserved = new Promise<number>((resolve) => {
-      waiter = { wanted, resolve };
-    });
-    this.claimWaiters.push(waiter);
-    this.claimDemand += wanted;
-    const cancel = (): void => {
-      const index = this.claimWaiters.indexOf(waiter);
-      if (index === -1) return;
-      this.claimWaiters.splice(index, 1);
-      this.claimDemand -= waiter.wanted;
-      waiter.resolve(0);
-    };
-    return { reserved, cancel };
+    return this.claims.add(wanted);
   }
 
   /**
@@ -158,7 +125,7 @@ export class Dispatcher {
    * never sees a freed slot still "returning" (whatever the ack batcher's own bookkeeping does).
    */
   markReturning(entry: InFlightEntry): void {
-    if (entry.returning || !this.has(entry.binding, entry.id)) return;
+    if (entry.returning || !entry.held) return;
     entry.returning = true;
     this.returning++;
   }
@@ -169,7 +136,7 @@ export class Dispatcher {
   }
 
   runningCount(): number {
-    return this.running;
+    return this.lanes.runningCount();
   }
 
   inFlightCount(): number {
@@ -226,157 +193,122 @@ export class Dispatcher {
         if (twin.returning) twin.redelivery = incoming;
         continue;
       }
-      const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming);
+      const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming.flat, incoming.fields);
+      entry.held = true;
       held.set(incoming.id, entry);
-      this.inFlightTotal++;
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
     }
+    this.admitted(binding, bytes, admitted);
+  }
+
+  /** `admitted` entries of `bytes` joined the binding's queue: counted, and handlers started as slots allow. */
+  private admitted(binding: StreamBinding, bytes: number, admitted: number): void {
     if (admitted > 0) {
-      this.holdBytes(bytes, admitted);
-      if (binding.batch !== undefined) this.gates[this.bindings.indexOf(binding)]?.queued();
+      this.inFlightTotal += admitted;
+      this.bytes.hold(bytes, admitted);
     }
-    this.pump();
+    this.lanes.queued(binding, admitted);
+  }
+
+  /**
+   * `admit` of a fresh read's entries (delivery count 1) as the reply holds them: no object per
+   * entry besides its `InFlightEntry`. An entry without fields (deleted while pending: own-PEL
+   * re-reads only, never a fresh read) is skipped.
+   */
+  admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+    const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
+    let bytes = 0;
+    let admitted = 0;
+    for (let i = 0; i < entries.length; i++) {
+      const item = entries[i] as ReplyEntry;
+      const flat = item[1];
+      if (flat === null) continue;
+      const id = typeof item[0] === 'string' ? item[0] : String(item[0]);
+      const twin = held.get(id);
+      if (twin !== undefined) {
+        if (twin.returning) twin.redelivery = { id, flat, deliveryCount: 1 };
+        continue;
+      }
+      const entry = new InFlightEntry(binding, id, 1, flat);
+      entry.held = true;
+      held.set(id, entry);
+      bytes += entry.size;
+      admitted++;
+      binding.queue.push(entry);
+    }
+    this.admitted(binding, bytes, admitted);
   }
 
   /** The entry's handler returned (or failed): its handler slot goes to the next queued entry. */
   finished(entry: InFlightEntry): void {
-    if (entry.state !== EntryState.Running) return;
-    entry.state = EntryState.Finished;
-    this.handlerDone(entry.binding);
+    this.lanes.finished(entry);
   }
 
   /** A batch's handler returned (or failed): its one handler slot goes to the next queued work. */
   batchFinished(entries: readonly InFlightEntry[]): void {
-    const first = entries[0];
-    if (first === undefined || first.state !== EntryState.Running) return;
-    for (const entry of entries) entry.state = EntryState.Finished;
-    this.handlerDone(first.binding);
-  }
-
-  private handlerDone(binding: StreamBinding): void {
-    this.running--;
-    binding.running--;
-    if (this.running === 0 && this.idleWaiters.length > 0) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const wake of waiters) wake();
-    }
-    this.pump();
+    this.lanes.batchFinished(entries);
   }
 
   /** The entry left this consumer's hands (acked, nacked, failed, handed back): its prefetch slot is free. */
   release(entry: InFlightEntry): void {
-    const held = this.inFlight.get(entry.binding);
-    if (held === undefined || held.get(entry.id) !== entry) return;
-    held.delete(entry.id);
+    if (!this.drop(entry)) return;
+    this.wakeSlotWaiters();
+    if (entry.redelivery !== undefined) this.redelivered(entry.binding, entry.redelivery);
+  }
+
+  /** `release` of many entries (one XACK's): the readers and claims are woken once, not per entry. */
+  releaseAll(entries: readonly InFlightEntry[]): void {
+    let redelivered: InFlightEntry[] | undefined;
+    let freed = 0;
+    for (const entry of entries) {
+      if (!this.drop(entry)) continue;
+      freed++;
+      if (entry.redelivery !== undefined) (redelivered ??= []).push(entry);
+    }
+    if (freed > 0) this.wakeSlotWaiters();
+    if (redelivered !== undefined) for (const entry of redelivered) this.redelivered(entry.binding, entry.redelivery as IncomingEntry);
+  }
+
+  /** Frees the entry's slot and bytes, once (the `held` flag: a second release of it is a no-op). */
+  private drop(entry: InFlightEntry): boolean {
+    if (!entry.held) return false;
+    entry.held = false;
+    (this.inFlight.get(entry.binding) as Map<string, InFlightEntry>).delete(entry.id);
     this.inFlightTotal--;
-    this.heldBytes -= entry.size;
+    this.bytes.free(entry.size);
     if (entry.returning) {
       entry.returning = false;
       this.returning--;
     }
-    this.wakeSlotWaiters();
-    if (entry.redelivery !== undefined) this.redelivered(entry.binding, entry.redelivery);
+    return true;
   }
 
   /** Stop starting handlers; slot waiters wake so readers can see they must stop; waiting claims get nothing. */
   stopAccepting(): void {
     this.accepting = false;
-    for (const gate of this.gates) gate?.cancel();
-    for (const waiter of this.claimWaiters.splice(0)) waiter.resolve(0);
-    this.claimDemand = 0;
+    this.lanes.stop();
+    this.claims.cancelAll();
     this.wakeSlotWaiters(true);
   }
 
   /** Removes and returns every entry not started yet (for the handoff on close). */
   takeQueued(): InFlightEntry[] {
-    const taken: InFlightEntry[] = [];
-    for (const binding of this.bindings) {
-      for (const entry of binding.queue) taken.push(entry);
-      binding.queue.length = 0;
-    }
-    return taken;
+    return this.lanes.takeQueued();
   }
 
   /** Resolves when no handler runs. */
   whenIdle(): Promise<void> {
-    if (this.running === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.lanes.whenIdle();
   }
 
-  /**
-   * Counts admitted bytes and updates the size estimate: it rises at once to a larger batch's
-   * average (so the next read is sized for it) and falls slowly (a few small entries do not
-   * let a read fetch many large ones).
-   */
-  private holdBytes(bytes: number, entries: number): void {
-    this.heldBytes += bytes;
-    if (this.heldBytes > this.peakHeldBytes) this.peakHeldBytes = this.heldBytes;
-    const average = Math.max(1, bytes / entries);
-    this.entryBytesEstimate = this.sizeSeen ? Math.max(average, 0.75 * this.entryBytesEstimate + 0.25 * average) : average;
-    this.sizeSeen = true;
-  }
+  private readonly freeSlotsNow = (): number => this.freeSlots();
+  private readonly reserveNowFor = (wanted: number): number => this.reserveNow(wanted);
 
-  /** Freed slots go to waiting claims first, reserved synchronously so no reader can take them in between. */
-  private serveClaims(): void {
-    while (this.claimWaiters.length > 0 && this.freeSlots() > 0) {
-      const waiter = this.claimWaiters.shift() as { wanted: number; resolve: (reserved: number) => void };
-      this.claimDemand -= waiter.wanted;
-      waiter.resolve(this.reserveNow(waiter.wanted));
-    }
-  }
-
-  /** Starts queued entries while handler slots allow, taking lanes in turn so no stream starves. */
-  private pump(): void {
-    // A handler that settles synchronously re-enters through finished(): the loop below goes on.
-    if (this.pumping) return;
-    this.pumping = true;
-    try {
-      this.pumpLanes();
-    } finally {
-      this.pumping = false;
-    }
-  }
-
-  private pumpLanes(): void {
-    const lanes = this.bindings.length;
-    while (this.accepting && this.running < this.concurrency) {
-      let entry: InFlightEntry | undefined;
-      let batch: InFlightEntry[] | undefined;
-      for (let i = 0; i < lanes; i++) {
-        const index = (this.nextLane + i) % lanes;
-        const lane = this.bindings[index] as StreamBinding;
-        if (lane.queue.length > 0 && lane.running < lane.concurrency) {
-          const gate = this.gates[index];
-          if (gate === undefined) entry = lane.queue.shift();
-          else if ((batch = gate.take(lane.queue)) === undefined) continue; // still filling
-          this.nextLane = (index + 1) % lanes;
-          break;
-        }
-      }
-      if (batch !== undefined) {
-        this.startBatchOf(batch);
-        continue;
-      }
-      if (entry === undefined) return;
-      entry.state = EntryState.Running;
-      this.running++;
-      entry.binding.running++;
-      this.start(entry);
-    }
-  }
-
-  private startBatchOf(entries: InFlightEntry[]): void {
-    for (const entry of entries) entry.state = EntryState.Running;
-    this.running++;
-    (entries[0] as InFlightEntry).binding.running++;
-    this.startBatch(entries);
-  }
-
+  /** Freed slots go to waiting claims first (reserved synchronously, so no reader can take them in between), then readers wake. */
   private wakeSlotWaiters(force = false): void {
-    this.serveClaims();
+    this.claims.serve(this.freeSlotsNow, this.reserveNowFor);
     if (this.slotWaiters.length === 0 || (!force && this.freeSlotsForReads() <= 0)) return;
     const waiters = this.slotWaiters;
     this.slotWaiters = [];

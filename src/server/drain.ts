@@ -55,7 +55,7 @@ export async function drain(target: DrainTarget): Promise<void> {
     } catch (error) {
       events.error(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
     } finally {
-      for (const entry of queued) dispatcher.release(entry);
+      dispatcher.releaseAll(queued);
     }
   }
   await waitForRunningHandlers(target);

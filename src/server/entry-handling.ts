@@ -6,6 +6,7 @@ import type { LeaseExtender } from '../recovery/recovery-host.js';
 import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { AckBatcher } from './ack-batcher.js';
+import { AckSettlement } from './ack-settlement.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import type { Dispatcher } from './dispatcher.js';
 import { errorMessage } from './groups.js';
@@ -47,7 +48,6 @@ export interface EntryHandlingParts {
  */
 export class EntryHandling implements EntrySettler {
   private dispatcher: Dispatcher | undefined;
-  private acker: AckBatcher | undefined;
   private retries: RetryReleaser | undefined;
   private records: IdempotencyRecords | undefined;
   private telemetry: Telemetry | undefined;
@@ -56,15 +56,19 @@ export class EntryHandling implements EntrySettler {
   private leaseExtender: LeaseExtender | undefined;
   private batches: BatchHost | undefined;
 
-  constructor(private readonly setup: EntryHandlingSetup) {}
+  private readonly settlement: AckSettlement;
+
+  constructor(private readonly setup: EntryHandlingSetup) {
+    this.settlement = new AckSettlement(setup.logger, setup.isClosed);
+  }
 
   /** At `listen()`, once the parts exist. */
   wire(parts: EntryHandlingParts): void {
     this.dispatcher = parts.dispatcher;
-    this.acker = parts.acker;
     this.retries = parts.retries;
     this.records = parts.records;
     this.telemetry = parts.telemetry;
+    this.settlement.wire(parts.dispatcher, parts.acker, parts.telemetry);
     this.requests = {
       ...parts.requests,
       telemetry: parts.telemetry,
@@ -101,26 +105,19 @@ export class EntryHandling implements EntrySettler {
     this.dispatcher?.release(entry);
   };
 
+  /** Gives back the slots of one XACK's entries at once. */
+  readonly releaseAll = (entries: readonly InFlightEntry[]): void => {
+    this.dispatcher?.releaseAll(entries);
+  };
+
   // ---- EntrySettler (RedisStreamsContext) ----
 
   ack(entry: InFlightEntry): Promise<void> {
-    if (entry.settled) return entry.acked ?? Promise.resolve();
-    if (this.acker === undefined || this.setup.isClosed()) {
-      const error = new Error(`cannot ack entry ${entry.id} of "${entry.binding.stream}": the server is closed; it stays pending`);
-      this.setup.logger.warn(error.message);
-      return handledRejection(error);
-    }
-    entry.settled = true;
-    this.dispatcher?.markReturning(entry);
-    this.telemetry?.acked(entry.binding.stream, entry.binding.group);
-    entry.acked = this.acker.add(entry);
-    return entry.acked;
+    return this.settlement.ack(entry);
   }
 
   nack(entry: InFlightEntry): void {
-    if (entry.settled) return;
-    entry.settled = true;
-    this.dispatcher?.release(entry);
+    this.settlement.nack(entry);
   }
 
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
@@ -142,7 +139,7 @@ export class EntryHandling implements EntrySettler {
         this.nack(entry);
       },
       finished: (entries) => this.dispatcher?.batchFinished(entries),
-      succeeded: (entry) => (setup.isClosed() ? this.nack(entry) : void this.ack(entry)),
+      succeeded: (entries) => this.settlement.ackAll(entries),
       failed: (entry, error) => {
         this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error);
         // With a retry policy the entry goes to the retry consumer for its backoff, as a single entry would.
@@ -317,13 +314,6 @@ export class EntryHandling implements EntrySettler {
       `handler of "${binding.pattern}" failed on entry ${entry.id} of "${binding.stream}" (group "${binding.group}", delivery ${entry.deliveryCount}); it stays pending: ${detail}`,
     );
   }
-}
-
-/** A rejected promise that is no unhandled rejection when its caller does not await it. */
-function handledRejection(error: Error): Promise<never> {
-  const rejected = Promise.reject(error);
-  rejected.catch(() => undefined);
-  return rejected;
 }
 
 function safeJson(value: unknown): string {

@@ -39,6 +39,8 @@ export class InFlightEntry {
   acked: Promise<void> | undefined;
   /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
   returning = false;
+  /** It holds a prefetch slot and its bytes: set by `Dispatcher.admit`, cleared by the one release that frees them. */
+  held = false;
   /**
    * The same id read again while its ack was under way (a group recreated at 0 delivers it anew):
    * the ack may not cover that delivery, so it is checked once the ack is done (`Dispatcher.release`).
@@ -53,21 +55,23 @@ export class InFlightEntry {
   /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */
   private readonly bytes: readonly Buffer[] | undefined;
 
+  /** `flat` as read (a fresh read builds entries straight from its reply), or `fields` as handed over. */
   constructor(
     readonly binding: StreamBinding,
     readonly id: string,
     readonly deliveryCount: number,
-    incoming: IncomingEntry,
+    flat: readonly (string | Buffer)[] | undefined,
+    fields?: StreamFields,
   ) {
-    this.map = incoming.fields;
-    const read = incoming.flat ?? NO_FIELDS;
+    this.map = fields;
+    const read = flat ?? NO_FIELDS;
     if (read.length === 0 || typeof read[0] === 'string') this.flat = read as readonly string[];
     else {
       // Read as bytes (the reply of a byte read or a recovery claim): text for everyone else.
       if (binding.raw === 'buffers') this.bytes = read as readonly Buffer[];
       this.flat = read.map(String);
     }
-    this.size = entryBytes(incoming);
+    this.size = flat !== undefined ? flatBytes(id, flat) : entryBytes({ id, fields, deliveryCount });
   }
 
   /** The fields exactly as stored (null-prototype map), built on first use. */
@@ -118,13 +122,16 @@ function asBuffer(value: string | Buffer): Buffer {
  * their byte size; the JS objects around them are the fixed per-entry overhead of docs/server.md.
  */
 export function entryBytes(incoming: IncomingEntry): number {
+  if (incoming.flat !== undefined) return flatBytes(incoming.id, incoming.flat);
   let bytes = incoming.id.length;
-  const flat = incoming.flat;
-  if (flat !== undefined) {
-    for (let i = 0; i < flat.length; i++) bytes += (flat[i] as string).length;
-    return bytes;
-  }
   const fields = incoming.fields;
   if (fields !== undefined) for (const name in fields) bytes += name.length + (fields[name] as string).length;
+  return bytes;
+}
+
+/** `entryBytes` of an entry read as `[f1, v1, …]`. */
+function flatBytes(id: string, flat: readonly (string | Buffer)[]): number {
+  let bytes = id.length;
+  for (let i = 0; i < flat.length; i++) bytes += (flat[i] as string).length;
   return bytes;
 }

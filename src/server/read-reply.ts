@@ -1,5 +1,3 @@
-import type { IncomingEntry } from './in-flight.js';
-
 export interface ReadEntry {
   readonly id: string;
   /** `[f1, v1, …]` as read (Buffers for a byte read); `null` when the entry was deleted or trimmed while pending (own-PEL re-reads only). */
@@ -17,12 +15,29 @@ export function forEachStreamOfReply(
   deliveryCount: number,
   onStream: (stream: string, entries: ReadEntry[]) => void,
 ): void {
+  forEachStreamOfRawReply(reply, (stream, entries) => onStream(stream, toEntries(entries, deliveryCount)));
+}
+
+/** One entry of a reply as Redis sent it: `[id, [f1, v1, …]]` (`null` fields: deleted while pending). */
+export type ReplyEntry = readonly [id: string | Buffer, flat: (string | Buffer)[] | null];
+
+/**
+ * `forEachStreamOfReply` without an object per entry: each stream's entries as the reply holds
+ * them (a fresh read's entries become in-flight entries straight from there).
+ */
+export function forEachStreamOfRawReply(reply: unknown, onStream: (stream: string, entries: readonly ReplyEntry[]) => void): void {
   if (!Array.isArray(reply) || reply.length === 0) return;
   if (Array.isArray(reply[0])) {
-    for (const pair of reply as unknown[][]) onStream(String(pair[0]), toEntries(pair[1], deliveryCount));
+    for (const pair of reply as unknown[][]) onStream(String(pair[0]), asEntries(pair[1]));
     return;
   }
-  for (let i = 0; i + 1 < reply.length; i += 2) onStream(String(reply[i]), toEntries(reply[i + 1], deliveryCount));
+  for (let i = 0; i + 1 < reply.length; i += 2) onStream(String(reply[i]), asEntries(reply[i + 1]));
+}
+
+const NO_ENTRIES: readonly ReplyEntry[] = [];
+
+function asEntries(raw: unknown): readonly ReplyEntry[] {
+  return Array.isArray(raw) ? (raw as ReplyEntry[]) : NO_ENTRIES;
 }
 
 function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
@@ -35,12 +50,4 @@ function toEntries(raw: unknown, deliveryCount: number): ReadEntry[] {
     entries.push({ id: String(item[0]), flat: Array.isArray(flat) ? flat : null, deliveryCount });
   }
   return entries;
-}
-
-/** The entries whose body is still there, as they are when none is missing (the usual case: no copy). */
-export function liveEntries(entries: ReadEntry[]): IncomingEntry[] {
-  for (const entry of entries) {
-    if (entry.flat === null) return entries.filter((e) => e.flat !== null) as IncomingEntry[];
-  }
-  return entries as IncomingEntry[];
 }

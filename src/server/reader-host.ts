@@ -1,14 +1,37 @@
 import type { Logger } from '@nestjs/common';
 import type { RedisClient } from '../redis/connection.js';
 import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
-import type { ReaderHost } from './consumer-loop.js';
 import type { Dispatcher } from './dispatcher.js';
 import { createGroup, errorMessage } from './groups.js';
 import { pendingDeliveriesOf } from './redelivery-check.js';
 import type { IncomingEntry, StreamBinding } from './in-flight.js';
+import type { ReplyEntry } from './read-reply.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
+
+/** What a reader needs from the server. */
+export interface ReaderHost {
+  readonly consumer: string;
+  readonly blockMs: number;
+  readonly readBatch: number;
+  readonly reconnectInitialMs: number;
+  readonly reconnectMaxMs: number;
+  readonly dispatcher: Dispatcher;
+  /** The command connection (XPENDING for re-read delivery counts, CLIENT UNBLOCK on stop). */
+  readonly commands: RedisClient;
+  readonly logger: Logger;
+  /** `reReadAt`: for a re-read of own pending entries, when its reply came (Date.now()). */
+  deliver(binding: StreamBinding, entries: IncomingEntry[], reReadAt?: number): void;
+  /** The entries of a fresh read (`>`, delivery count 1), as the reply holds them. */
+  deliverFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void;
+  /** Slots are on their way back within a round trip: acks are queued or in flight. */
+  slotsReturning(): boolean;
+  /** Own-PEL ids whose entry is gone from the stream: nothing to handle, ack them. */
+  dropDeleted(binding: StreamBinding, ids: string[]): void;
+  /** NOGROUP: recreate the groups of these bindings at `0`. */
+  recreateGroups(bindings: readonly StreamBinding[]): Promise<void>;
+}
 
 /** The server's parts a reader reaches through its `ReaderHost`. */
 export interface ReaderHostSources {
@@ -35,6 +58,7 @@ export function readerHostOf(sources: ReaderHostSources): ReaderHost {
     commands,
     logger,
     deliver: (binding, entries, reReadAt) => admitRead(sources, binding, entries, reReadAt),
+    deliverFresh: (binding, entries) => admitFresh(sources, binding, entries),
     slotsReturning: () => dispatcher.slotsReturning(),
     // Own-PEL ids whose entry is gone: acked away, counted and reported by recovery (once, also if a tick found them too).
     dropDeleted: (binding, ids) => {
@@ -74,6 +98,15 @@ function admitRead(sources: ReaderHostSources, binding: StreamBinding, entries: 
   }
   dispatcher.admit(binding, entries.filter((entry) => entry.deliveryCount <= limit));
   void sources.recovery()?.deadLetterExhausted(binding.stream, binding.group, exhausted.map((entry) => entry.id), reReadAt);
+}
+
+/**
+ * Entries of a fresh read (`>`): first deliveries, so none is past `maxDeliveries` (at least 1)
+ * and none needs the check; they go to the dispatcher as the reply holds them.
+ */
+function admitFresh(sources: ReaderHostSources, binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+  sources.telemetry?.consumed(binding.stream, binding.group, entries.length);
+  sources.dispatcher.admitFresh(binding, entries);
 }
 
 /**

@@ -89,7 +89,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     sources.capabilities()?.xackdel === true ? deletePolicies.get(binding) : undefined;
   const records = new IdempotencyRecords(commands);
   const emitError = (error: Error): void => events.error(error);
-  const acker = new AckBatcher(commands, handling.release, emitError, undefined, deletePolicyOf, (binding) =>
+  const acker = new AckBatcher(commands, handling.releaseAll, emitError, undefined, deletePolicyOf, (binding) =>
     recreateGroups(commands, [binding], logger, events), records,
   );
   const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: handling.release };

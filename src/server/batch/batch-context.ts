@@ -21,6 +21,7 @@ export interface BatchLeases {
 }
 
 const NO_HEADERS: Headers = Object.freeze(Object.create(null) as Headers);
+const NO_ARGS = [] as unknown as [readonly RedisStreamsBatchEntry[]];
 
 class BatchEntryView implements RedisStreamsBatchEntry {
   constructor(
@@ -53,7 +54,7 @@ class BatchEntryView implements RedisStreamsBatchEntry {
  * others are acknowledged (docs/batch.md).
  */
 export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStreamsBatchEntry[]]> {
-  readonly entries: readonly RedisStreamsBatchEntry[];
+  private views: readonly RedisStreamsBatchEntry[] | undefined;
   /** Index → the error `fail()` marked it with. */
   private readonly failures = new Map<number, unknown>();
   private readonly byId = new Map<string, number>();
@@ -63,13 +64,27 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStre
 
   constructor(
     private readonly batch: readonly ContextEntry[],
-    headers: readonly (Headers | undefined)[],
+    /** Per entry (same order): its decoded headers. */
+    private readonly decoded: readonly { readonly headers?: Headers }[],
     private readonly consumer: string,
     private readonly leases: BatchLeases,
   ) {
-    const entries = batch.map((entry, index) => new BatchEntryView(index, entry, headers[index]));
-    super([entries]);
-    this.entries = entries;
+    // The entry views are built only when asked for (ctx.entries / getArgs): many handlers never do.
+    super(NO_ARGS);
+  }
+
+  /** The entries behind the payloads, in the same order. */
+  get entries(): readonly RedisStreamsBatchEntry[] {
+    this.views ??= this.batch.map((entry, index) => new BatchEntryView(index, entry, this.decoded[index]?.headers));
+    return this.views;
+  }
+
+  override getArgs(): [readonly RedisStreamsBatchEntry[]] {
+    return [this.entries];
+  }
+
+  override getArgByIndex(index: number): readonly RedisStreamsBatchEntry[] {
+    return this.getArgs()[index] as readonly RedisStreamsBatchEntry[];
   }
 
   /** How many entries (and payloads) the batch has. */

@@ -77,13 +77,19 @@ export function inStreamOrder<Entry extends Queued>(entries: Entry[]): Entry[] {
 
 /** Compares `ms-seq` ids numerically (Redis writes them without leading zeros: longer is larger). */
 export function compareStreamIds(a: string, b: string): number {
+  // Digit by digit in place: no substring per comparison (this runs for every entry of a batch).
   const dashA = a.indexOf('-');
   const dashB = b.indexOf('-');
   if (dashA !== dashB) return dashA - dashB;
-  const ms = a.slice(0, dashA) < b.slice(0, dashB) ? -1 : a.slice(0, dashA) > b.slice(0, dashB) ? 1 : 0;
-  if (ms !== 0) return ms;
-  const seqA = a.slice(dashA + 1);
-  const seqB = b.slice(dashB + 1);
-  if (seqA.length !== seqB.length) return seqA.length - seqB.length;
-  return seqA < seqB ? -1 : seqA > seqB ? 1 : 0;
+  for (let i = 0; i < dashA; i++) {
+    const diff = a.charCodeAt(i) - b.charCodeAt(i);
+    if (diff !== 0) return diff;
+  }
+  // Same ms part (same length): the longer sequence number is the larger.
+  if (a.length !== b.length) return a.length - b.length;
+  for (let i = dashA + 1; i < a.length; i++) {
+    const diff = a.charCodeAt(i) - b.charCodeAt(i);
+    if (diff !== 0) return diff;
+  }
+  return 0;
 }

@@ -16,8 +16,8 @@ export interface BatchHost {
   undecodable(entry: InFlightEntry, error: unknown): Promise<void>;
   /** The batch's handler slot is free again. */
   finished(entries: readonly InFlightEntry[]): void;
-  /** The entry succeeded: acknowledged with the others of this tick (one XACK / XACKDEL per stream + group). */
-  succeeded(entry: InFlightEntry): void;
+  /** The entries (of one binding) succeeded: acknowledged with the others of this tick (one XACK / XACKDEL per stream + group); left pending once closed. */
+  succeeded(entries: readonly InFlightEntry[]): void;
   /** The entry failed: `error` is recorded for its dead letter; it stays pending (or goes to its retry). */
   failed(entry: InFlightEntry, error: unknown): void;
   extendLease(entry: InFlightEntry): Promise<void>;
@@ -87,8 +87,9 @@ function run(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], decod
     return;
   }
   const { handler } = (good[0] as InFlightEntry).binding;
-  const context = new RedisStreamsBatchContext(good, decoded.map((entry) => entry.headers), host.consumer, host);
-  const payloads = decoded.map((entry) => entry.data);
+  const context = new RedisStreamsBatchContext(good, decoded, host.consumer, host);
+  const payloads: unknown[] = [];
+  for (const entry of decoded) payloads.push(entry.data);
   let result: unknown;
   try {
     result = handler(payloads, context);
@@ -135,7 +136,12 @@ function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], co
       `handler of "${binding.pattern}" marked ${failures.size} of ${where} failed; they stay pending: ${[...failures.values()].map(describeError).join('; ')}`,
     );
   }
-  good.forEach((entry, i) => (failures.has(i) ? host.failed(entry, failures.get(i)) : host.succeeded(entry)));
+  if (failures.size === 0) {
+    host.succeeded(good);
+    return;
+  }
+  host.succeeded(good.filter((_, i) => !failures.has(i)));
+  good.forEach((entry, i) => failures.has(i) && host.failed(entry, failures.get(i)));
 }
 
 function describeError(error: unknown): string {

@@ -1,0 +1,133 @@
+import { BatchGate } from './batch/batch-gate.js';
+import type { StreamBinding } from './handler-binding.js';
+import { EntryState, type InFlightEntry } from './in-flight.js';
+
+/**
+ * Handler slots: at most `concurrency` handlers (a batch counts as one) run at once, each binding
+ * within its own concurrency, its queued entries started lane by lane in turn so no stream
+ * starves. A batch binding's lane (`extras.batch`) starts a batch once its gate says it is full or due.
+ */
+export class HandlerLanes {
+  private running = 0;
+  private accepting = true;
+  private pumping = false;
+  private nextLane = 0;
+  private idleWaiters: Array<() => void> = [];
+  /** Per lane (index of `bindings`): the collector of a batch binding (`extras.batch`), else undefined. */
+  private readonly gates: (BatchGate<InFlightEntry> | undefined)[];
+
+  constructor(
+    private readonly concurrency: number,
+    private readonly bindings: readonly StreamBinding[],
+    private readonly start: (entry: InFlightEntry) => void,
+    /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
+    private readonly startBatch: (entries: InFlightEntry[]) => void,
+  ) {
+    this.gates = bindings.map((binding) => (binding.batch === undefined ? undefined : new BatchGate(binding.batch, () => this.pump())));
+  }
+
+  runningCount(): number {
+    return this.running;
+  }
+
+  /** Entries joined `binding`'s queue: start handlers as slots allow (a batch lane's gate counts them first). */
+  queued(binding: StreamBinding, entries: number): void {
+    if (entries > 0 && binding.batch !== undefined) this.gates[this.bindings.indexOf(binding)]?.queued();
+    this.pump();
+  }
+
+  /** The entry's handler returned (or failed): its handler slot goes to the next queued entry. */
+  finished(entry: InFlightEntry): void {
+    if (entry.state !== EntryState.Running) return;
+    entry.state = EntryState.Finished;
+    this.handlerDone(entry.binding);
+  }
+
+  /** A batch's handler returned (or failed): its one handler slot goes to the next queued work. */
+  batchFinished(entries: readonly InFlightEntry[]): void {
+    const first = entries[0];
+    if (first === undefined || first.state !== EntryState.Running) return;
+    for (const entry of entries) entry.state = EntryState.Finished;
+    this.handlerDone(first.binding);
+  }
+
+  /** No handler starts any more; batches still filling are not started. */
+  stop(): void {
+    this.accepting = false;
+    for (const gate of this.gates) gate?.cancel();
+  }
+
+  /** Removes and returns every entry not started yet (for the handoff on close). */
+  takeQueued(): InFlightEntry[] {
+    const taken: InFlightEntry[] = [];
+    for (const binding of this.bindings) {
+      for (const entry of binding.queue) taken.push(entry);
+      binding.queue.length = 0;
+    }
+    return taken;
+  }
+
+  /** Resolves when no handler runs. */
+  whenIdle(): Promise<void> {
+    if (this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private handlerDone(binding: StreamBinding): void {
+    this.running--;
+    binding.running--;
+    if (this.running === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+    this.pump();
+  }
+
+  /** Starts queued entries while handler slots allow, taking lanes in turn so no stream starves. */
+  private pump(): void {
+    // A handler that settles synchronously re-enters through finished(): the loop below goes on.
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      this.pumpLanes();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private pumpLanes(): void {
+    const lanes = this.bindings.length;
+    while (this.accepting && this.running < this.concurrency) {
+      let entry: InFlightEntry | undefined;
+      let batch: InFlightEntry[] | undefined;
+      for (let i = 0; i < lanes; i++) {
+        const index = (this.nextLane + i) % lanes;
+        const lane = this.bindings[index] as StreamBinding;
+        if (lane.queue.length > 0 && lane.running < lane.concurrency) {
+          const gate = this.gates[index];
+          if (gate === undefined) entry = lane.queue.shift();
+          else if ((batch = gate.take(lane.queue)) === undefined) continue; // still filling
+          this.nextLane = (index + 1) % lanes;
+          break;
+        }
+      }
+      if (batch !== undefined) {
+        this.startBatchOf(batch);
+        continue;
+      }
+      if (entry === undefined) return;
+      entry.state = EntryState.Running;
+      this.running++;
+      entry.binding.running++;
+      this.start(entry);
+    }
+  }
+
+  private startBatchOf(entries: InFlightEntry[]): void {
+    for (const entry of entries) entry.state = EntryState.Running;
+    this.running++;
+    (entries[0] as InFlightEntry).binding.running++;
+    this.startBatch(entries);
+  }
+}
