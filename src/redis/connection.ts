@@ -3,6 +3,7 @@ import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
 import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';
 import { dropFailoverDetectorOnClose } from './failover-detector-guard.js';
+import { absorbLateSocketErrors } from './late-socket-error-guard.js';
 import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
 import { isSentinelUrl, sentinelUrlOptions, withSentinelDefaults } from './sentinel-connection.js';
 
@@ -28,7 +29,8 @@ export function isRedisClient(value: unknown): value is RedisClient {
  * Opens a connection for one role. `dedicated` forces a connection of our own even when the user
  * passed a client (blocking reads must not share a socket with other commands). On a client we
  * create, a `commandTimeout` is judged only after pending replies were read (./command-timeout.ts),
- * and a Sentinel connection drops its failover detector when it closes (./failover-detector-guard.ts).
+ * a Sentinel connection drops its failover detector when it closes (./failover-detector-guard.ts),
+ * and a socket's second error is absorbed instead of crashing the process (./late-socket-error-guard.ts).
  */
 export function openConnection(
   connection: RedisConnection | undefined,
@@ -40,6 +42,7 @@ export function openConnection(
   if (opened.owned) {
     judgeCommandTimeoutsAfterReads(opened.client);
     dropFailoverDetectorOnClose(opened.client);
+    absorbLateSocketErrors(opened.client);
   }
   return opened;
 }
