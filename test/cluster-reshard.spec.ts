@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { hashSlotOf } from '../src/redis/keys.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
+import { withTimeout } from '../src/timeout.js';
 import { useRedisCluster } from './helpers/redis-cluster.js';
 import { startCountedProducer } from './helpers/counted-producer.js';
 import { waitFor } from './helpers/wait.js';
@@ -96,6 +97,39 @@ describe('resharding on a real local cluster', () => {
       await admin.call('CLIENT', 'UNPAUSE');
       expect(await emit).toMatchObject({ name: 'RedisStreamsPublishError', stream });
       expect(await admin.xlen(stream)).toBe(1);
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
+      admin.disconnect();
+      await client.close();
+    }
+  });
+
+  // On a Cluster the client's XADDs are auto-pipelined; a pipeline that gets MOVED is sent again
+  // with fresh promises. The timeout guard (src/redis/command-timeout.ts) disarmed its timer when
+  // the first promise was rejected and never armed it again: the re-sent XADD had no timeout, and
+  // an emit to a master that stopped answering waited for good.
+  it('an emit re-sent after MOVED to a master that does not answer still fails within commandTimeout', async () => {
+    const cluster = harness.cluster;
+    const stream = 'rs-moved';
+    const slot = hashSlotOf(stream);
+    const client = new RedisStreamsClient({ connection: { cluster: { nodes: cluster.urls } }, commandTimeout: 1_000 });
+    client.on('error', () => undefined);
+    const owner = await cluster.masterOf(slot);
+    const target = (await cluster.masters()).find((master) => master !== owner)!;
+    const admin = target.client();
+    try {
+      // The client learns the slot map, then the slot moves behind its back: its next XADD gets MOVED.
+      await lastValueFrom(client.emit(stream, 0));
+      await cluster.moveSlot(slot, target);
+      await admin.call('CLIENT', 'PAUSE', '60000', 'WRITE');
+      const emit = lastValueFrom(client.emit(stream, 1)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // Bounded here by 15 s (commandTimeout is 1 s): without the fix it never settled.
+      expect(await withTimeout(emit, 15_000, 'the emit re-sent after MOVED')).toMatchObject({ name: 'RedisStreamsPublishError', stream });
+      // The XADD did reach the new master: it waits there on the pause.
+      expect((await admin.client('LIST')) as string).toMatch(/name=nestjs-redis-streams:client .*cmd=xadd/);
     } finally {
       await admin.call('CLIENT', 'UNPAUSE').catch(() => undefined);
       admin.disconnect();
