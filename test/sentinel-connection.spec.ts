@@ -146,6 +146,21 @@ describe('the ioredis Sentinel options ({ sentinels, name, ... }) checked in the
     for (const client of [byDefault, off, standalone]) client.disconnect();
   });
 
+  it('a sentinel gets a bounded time to answer (ioredis sets none): a third of connectTimeout, at most 2 s; an explicit value wins', () => {
+    const sentinels = [{ host: '127.0.0.1', port: 26390 }];
+    const open = (options: object, overrides?: object) => (openConnection({ sentinels, name: 'm', ...options }, 'test', overrides).client as Redis).options;
+    const clients = [
+      open({}),
+      open({ connectTimeout: 900 }),
+      open({ connectTimeout: 0 }),
+      open({ connectTimeout: 60_000 }, { connectTimeout: 1_500 }),
+      open({ sentinelCommandTimeout: 7_000 }),
+      (openConnection('redis+sentinel://127.0.0.1:26390/m', 'test', { connectTimeout: 600 }).client as Redis).options,
+    ];
+    expect(clients.map((options) => options.sentinelCommandTimeout)).toEqual([2_000, 300, 2_000, 500, 7_000, 200]);
+    expect((openConnection({ host: '127.0.0.1', port: 6390 }, 'test').client as Redis).options.sentinelCommandTimeout).toBeUndefined();
+  });
+
   it('describes the connection by primary name and sentinels, without passwords', () => {
     expect(describeConnection({ sentinels: [{ host: 'a', port: 1 }, { host: 'b' }], name: 'm', password: 'pw12', sentinelPassword: 'spw12' })).toBe(
       'the primary "m" of the sentinels a:1, b:26379',

@@ -11,6 +11,7 @@ import {
   type RedisClient,
   type RedisConnection,
 } from '../redis/connection.js';
+import { isClusterConnection } from '../redis/cluster-connection.js';
 import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import type { Redactor } from '../redaction.js';
@@ -210,11 +211,16 @@ export class ProducerConnection {
  * asked for: its emit may already have failed on commandTimeout (and been retried), or the first
  * write reached Redis (and a replica that was then promoted) with only the reply lost. So on the
  * connections we build (URL, ioredis options, Sentinel) an unanswered XADD stays a failed emit
- * (within commandTimeout), never a hidden write. An explicit `autoResendUnfulfilledCommands` in
- * the options wins; a Redis or Cluster instance you pass keeps its settings; a Cluster we build
- * keeps ioredis' behaviour (its resends on MOVED/ASK and node failover are not checked here).
+ * (within commandTimeout), never a hidden write. A Cluster we build (`{ cluster: ... }`) re-sends
+ * on its own every command of a node connection that closed unanswered ("Connection is closed.",
+ * `retryDelayOnFailover`, also for auto-pipelined ones): after a master's kill -9 that wrote the
+ * XADD again on the promoted replica; we set `retryDelayOnFailover: 0` there (MOVED, ASK,
+ * TRYAGAIN and CLUSTERDOWN are still followed: Redis ran nothing then). An explicit
+ * `autoResendUnfulfilledCommands` / `cluster.options.retryDelayOnFailover` wins; a Redis or
+ * Cluster instance you pass keeps its settings.
  */
-function noResend(connection: RedisConnection | undefined): { autoResendUnfulfilledCommands?: boolean } {
+function noResend(connection: RedisConnection | undefined): { autoResendUnfulfilledCommands?: boolean; retryDelayOnFailover?: number } {
+  if (isClusterConnection(connection)) return connection.cluster.options?.retryDelayOnFailover === undefined ? { retryDelayOnFailover: 0 } : {};
   if (isRedisClient(connection) || isClusterConnectionOption(connection)) return {};
   if (typeof connection === 'object' && connection !== null && 'autoResendUnfulfilledCommands' in connection) return {};
   return { autoResendUnfulfilledCommands: false };

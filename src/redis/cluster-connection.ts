@@ -22,18 +22,18 @@ export function isClusterConnection(value: unknown): value is RedisClusterConnec
 }
 
 /** Options a Cluster reads at its own level; inside `redisOptions` they would only reach its nodes. */
-export const CLUSTER_LEVEL_OPTIONS = ['lazyConnect', 'enableOfflineQueue', 'enableAutoPipelining', 'enableReadyCheck'] as const;
+export const CLUSTER_LEVEL_OPTIONS = ['lazyConnect', 'enableOfflineQueue', 'enableAutoPipelining', 'enableReadyCheck', 'retryDelayOnFailover'] as const;
 
 /** Splits connection overrides into the Cluster's own options and those of every node connection. */
 export function splitClusterOverrides(overrides: RedisOptions): { cluster: Partial<ClusterOptions>; node: RedisOptions } {
-  const node: RedisOptions = { ...overrides };
+  const node: Record<string, unknown> = { ...overrides };
   const cluster: Record<string, unknown> = {};
   for (const name of CLUSTER_LEVEL_OPTIONS) {
-    if (overrides[name] === undefined) continue;
-    cluster[name] = overrides[name];
+    if (node[name] === undefined) continue;
+    cluster[name] = node[name];
     delete node[name];
   }
-  return { cluster: cluster as Partial<ClusterOptions>, node };
+  return { cluster: cluster as Partial<ClusterOptions>, node: node as RedisOptions };
 }
 
 /** A new (lazy unless overridden) Cluster for `connection`, its nodes named `connectionName`. */

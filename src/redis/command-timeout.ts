@@ -25,12 +25,23 @@ function deferTimeoutVerdict(command: Command): void {
   // A Cluster hands the same command to a node client (and may resend it): arm it once.
   if (deferred.has(command)) return;
   deferred.add(command);
-  let cancel: (() => void) | undefined;
+  let deadline: number | undefined;
+  let armed = false;
   command.setTimeout = (ms: number): void => {
-    if (cancel !== undefined) return; // re-sent after a reconnect: the first deadline holds, as in ioredis
-    cancel = startTimeoutVerdict(() => {
+    // Sent again: the first deadline holds, as in ioredis. A Cluster pipeline sent again after
+    // MOVED / ASK / TRYAGAIN / CLUSTERDOWN gives the command a fresh promise once the first one
+    // was rejected (which disarmed the timer): armed again for what is left of that deadline,
+    // or the re-sent XADD had no timeout at all.
+    if (armed) return;
+    armed = true;
+    deadline ??= Date.now() + ms;
+    const cancel = startTimeoutVerdict(() => {
       if (!command.isSettled) command.reject(new Error('Command timed out'));
-    }, ms);
-    void command.promise.then(cancel, cancel);
+    }, Math.max(0, deadline - Date.now()));
+    const disarm = (): void => {
+      armed = false;
+      cancel();
+    };
+    void command.promise.then(disarm, disarm);
   };
 }

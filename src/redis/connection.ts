@@ -67,11 +67,12 @@ function createConnection(
   if (typeof connection === 'string') {
     // A Sentinel URL was checked by connectionOption(); parsed here into ioredis' options.
     const client = isSentinelUrl(connection)
-      ? new Redis({ ...withSentinelDefaults(sentinelUrlOptions('connection', connection, 'keyPrefix is not supported')), ...options })
+      ? new Redis(withSentinelDefaults({ ...sentinelUrlOptions('connection', connection, 'keyPrefix is not supported'), ...options }))
       : new Redis(connection, options);
     return { client, owned: true };
   }
-  return { client: new Redis({ ...withSentinelDefaults(connection ?? {}), ...options }), owned: true };
+  // Sentinel defaults see the merged options: our connectTimeout bounds their sentinelCommandTimeout.
+  return { client: new Redis(withSentinelDefaults({ ...connection, ...options })), owned: true };
 }
 
 function duplicateCluster(cluster: Cluster, overrides: RedisOptions, connectionName: string): Cluster {

@@ -135,6 +135,9 @@ export function sentinelConnectionOption(option: string, value: Record<string, u
   }
 }
 
+/** Longest default wait for one sentinel's answer before ioredis asks the next one. */
+export const MAX_DEFAULT_SENTINEL_COMMAND_TIMEOUT = 2_000;
+
 /**
  * Sentinel options as users expect them (an explicit value always wins):
  * - `tls` set means TLS to the primary and replicas too (ioredis applies `tls` to them only when
@@ -143,12 +146,24 @@ export function sentinelConnectionOption(option: string, value: Record<string, u
  *   reconnects to the new primary at once. Without it, a connection to a primary that was
  *   failed over while alive (`SENTINEL FAILOVER`, a partition) keeps writing to it until the
  *   sentinels demote it, 8 to 20 s later, and every write of that time is thrown away.
+ * - `sentinelCommandTimeout` bounded (ioredis sets none): a sentinel that accepts connections
+ *   but never answers (stopped, swapping; the kernel still accepts on its port) held every
+ *   connect and reconnect for good instead of letting ioredis ask the next sentinel. A third of
+ *   `connectTimeout`, at most 2 s: a connect bounded by it (the client's is) can skip such a
+ *   sentinel or two and still reach the primary through the next.
+ * Takes the options once merged with the transport's own (their `connectTimeout` counts).
  */
 export function withSentinelDefaults(options: RedisOptions): RedisOptions {
   if (options.sentinels == null) return options;
-  const defaults: RedisOptions = { failoverDetector: true };
+  const defaults: RedisOptions = { failoverDetector: true, sentinelCommandTimeout: defaultSentinelCommandTimeout(options.connectTimeout) };
   if (options.tls !== undefined) defaults.enableTLSForSentinelMode = true;
   return { ...defaults, ...withoutUndefined(options) };
+}
+
+function defaultSentinelCommandTimeout(connectTimeout: number | undefined): number {
+  // ioredis' own connectTimeout is 10 s; 0 turns it off.
+  if (connectTimeout === undefined || !(connectTimeout > 0)) return MAX_DEFAULT_SENTINEL_COMMAND_TIMEOUT;
+  return Math.max(1, Math.min(MAX_DEFAULT_SENTINEL_COMMAND_TIMEOUT, Math.floor(connectTimeout / 3)));
 }
 
 function withoutUndefined(options: RedisOptions): RedisOptions {
