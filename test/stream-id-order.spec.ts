@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compareStreamIds, inStreamOrder } from '../src/server/batch/batch-gate.js';
+import { inStreamOrder } from '../src/server/batch/batch-gate.js';
+import { compareStreamIds } from '../src/stream-ids.js';
 
 // Batches hand their entries in stream order; a redelivered or claimed entry that joined a batch
 // later is sorted in by id, numerically (ids are `ms-seq` without leading zeros).

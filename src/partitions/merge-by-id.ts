@@ -1,3 +1,4 @@
+import { compareStreamIds } from '../stream-ids.js';
 /**
  * Pages read from several partitions, merged into one page in id order. Each partition's page is
  * in id order already; ids of different partitions are comparable (the same clock) but may be
@@ -13,12 +14,3 @@ export function mergeById<T>(pages: readonly (readonly T[])[], idOf: (item: T) =
   return { items: all.slice(0, end), more };
 }
 
-/** Orders two stream ids (`ms-seq`). */
-export function compareStreamIds(a: string, b: string): number {
-  const [am = '0', as = '0'] = a.split('-');
-  const [bm = '0', bs = '0'] = b.split('-');
-  const ms = BigInt(am) - BigInt(bm);
-  if (ms !== 0n) return ms < 0n ? -1 : 1;
-  const seq = BigInt(as) - BigInt(bs);
-  return seq === 0n ? 0 : seq < 0n ? -1 : 1;
-}

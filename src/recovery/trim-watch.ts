@@ -1,3 +1,4 @@
+import { compareStreamIds } from '../stream-ids.js';
 import type { StreamInspector } from '../claim/stream-inspector.js';
 import type { EntriesLostNotice } from './recovery-events.js';
 
@@ -31,7 +32,7 @@ export class TrimWatch {
     if (entriesRead !== null && entriesAdded !== null && recordedFirstEntryId !== null) {
       // Redis 7.0+: entries the group never read that are no longer in the stream. Not from `lag`:
       // since Redis 8.0 it is capped at the stream length, so `lag - length` is never above 0.
-      if (compareIds(lastDeliveredId, recordedFirstEntryId) >= 0) return undefined;
+      if (compareStreamIds(lastDeliveredId, recordedFirstEntryId) >= 0) return undefined;
       count = entriesAdded - entriesRead - length;
       if (count <= 0) return undefined;
     } else if (lag !== null) {
@@ -39,7 +40,7 @@ export class TrimWatch {
       if (count <= 0) return undefined;
     } else {
       // Redis 6.2 (no counters), or Redis cannot tell: only whether the group is behind the stream.
-      const behind = firstEntryId !== null && lastDeliveredId !== '0-0' && compareIds(lastDeliveredId, firstEntryId) < 0;
+      const behind = firstEntryId !== null && lastDeliveredId !== '0-0' && compareStreamIds(lastDeliveredId, firstEntryId) < 0;
       if (!behind) return undefined;
       count = 0; // unknown how many
     }
@@ -50,12 +51,3 @@ export class TrimWatch {
   }
 }
 
-/** Orders two stream ids (`ms-seq`). */
-export function compareIds(a: string, b: string): number {
-  const [am = '0', as = '0'] = a.split('-');
-  const [bm = '0', bs = '0'] = b.split('-');
-  const ms = BigInt(am) - BigInt(bm);
-  if (ms !== 0n) return ms < 0n ? -1 : 1;
-  const seq = BigInt(as) - BigInt(bs);
-  return seq === 0n ? 0 : seq < 0n ? -1 : 1;
-}

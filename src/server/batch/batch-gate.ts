@@ -1,3 +1,4 @@
+import { compareStreamIds } from '../../stream-ids.js';
 import type { ResolvedBatch } from './batch-options.js';
 
 /** What a gate needs of a queued entry: its stream id (batches are handed out in stream order). */
@@ -75,21 +76,3 @@ export function inStreamOrder<Entry extends Queued>(entries: Entry[]): Entry[] {
   return entries;
 }
 
-/** Compares `ms-seq` ids numerically (Redis writes them without leading zeros: longer is larger). */
-export function compareStreamIds(a: string, b: string): number {
-  // Digit by digit in place: no substring per comparison (this runs for every entry of a batch).
-  const dashA = a.indexOf('-');
-  const dashB = b.indexOf('-');
-  if (dashA !== dashB) return dashA - dashB;
-  for (let i = 0; i < dashA; i++) {
-    const diff = a.charCodeAt(i) - b.charCodeAt(i);
-    if (diff !== 0) return diff;
-  }
-  // Same ms part (same length): the longer sequence number is the larger.
-  if (a.length !== b.length) return a.length - b.length;
-  for (let i = dashA + 1; i < a.length; i++) {
-    const diff = a.charCodeAt(i) - b.charCodeAt(i);
-    if (diff !== 0) return diff;
-  }
-  return 0;
-}
