@@ -60,7 +60,8 @@ function addConsumer(consumers: Map<string, NonNullable<PartitionTotals['consume
   total.inactiveMs = total.inactiveMs === null || info.inactiveMs === null ? null : Math.min(total.inactiveMs, info.inactiveMs);
 }
 
-function sumOrNull(values: readonly (number | null)[]): number | null {
+/** The sum, or null when any value is unknown (a partition on a Redis that does not report it). */
+export function sumOrNull(values: readonly (number | null)[]): number | null {
   let sum = 0;
   for (const value of values) {
     if (value === null) return null;

@@ -1,3 +1,4 @@
+import { sumOrNull } from '../partition-totals.js';
 import type { GroupSample, StreamSample } from './top-sample.js';
 
 /**
@@ -12,9 +13,9 @@ export function partitionedSamples(key: string, partitions: readonly StreamSampl
   const total: StreamSample = {
     key: `${key} (total)`,
     exists: existing.length > 0,
-    length: sum(existing.map((partition) => partition.length)) ?? 0,
-    entriesAdded: sum(existing.map((partition) => partition.entriesAdded)),
-    deadLetters: sum(partitions.map((partition) => partition.deadLetters)) ?? 0,
+    length: sumOrNull(existing.map((partition) => partition.length)) ?? 0,
+    entriesAdded: sumOrNull(existing.map((partition) => partition.entriesAdded)),
+    deadLetters: sumOrNull(partitions.map((partition) => partition.deadLetters)) ?? 0,
     groups: names.map((name) => groupTotal(name, existing.flatMap((partition) => partition.groups.filter((group) => group.name === name)))),
   };
   return [...partitions, total];
@@ -27,19 +28,10 @@ function groupTotal(name: string, groups: readonly GroupSample[]): GroupSample {
   return {
     name,
     consumers: Math.max(...present.map((group) => group.consumers)),
-    pending: sum(present.map((group) => group.pending)) ?? 0,
-    lag: sum(present.map((group) => group.lag)),
-    entriesRead: sum(present.map((group) => group.entriesRead)),
+    pending: sumOrNull(present.map((group) => group.pending)) ?? 0,
+    lag: sumOrNull(present.map((group) => group.lag)),
+    entriesRead: sumOrNull(present.map((group) => group.entriesRead)),
     oldestPendingIdleMs: idle.length === 0 ? null : Math.max(...idle),
   };
 }
 
-/** The sum, or null when any value is unknown. */
-function sum(values: readonly (number | null)[]): number | null {
-  let total = 0;
-  for (const value of values) {
-    if (value === null) return null;
-    total += value;
-  }
-  return total;
-}
