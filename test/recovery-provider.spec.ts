@@ -209,7 +209,13 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     await sleep(MIN_IDLE + 50);
     const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 3 });
     const tick = await recovery.runOnce({ consumer: 'w1' });
-    expect(tick).toMatchObject({ claimed: 1, deletedPending: 3, deadLettered: 0, errors: 0 });
+    expect(tick).toMatchObject({ claimed: 1, deadLettered: 0, errors: 0 });
+    // On 7.0+ XAUTOCLAIM names the deleted ids, so the tick finds all three. On 6.2 it claims them
+    // into this consumer's PEL, and the worker's own handling of those claimed, bodiless entries may
+    // ack and report gone1/gone2 before the tick's missing-id check: each is counted once per
+    // process either way (the stats below), by whichever finder came first.
+    expect(tick.deletedPending).toBeGreaterThanOrEqual(1);
+    expect(tick.deletedPending).toBeLessThanOrEqual(3);
     const lostIds = w.events.lost.filter((l) => l.reason === 'trimmed_pending').flatMap((l) => l.ids).sort();
     expect(lostIds).toEqual([gone1, gone2, poisonGone].sort());
     expect(w.events.deadLetters).toEqual([expect.objectContaining({ id: poisonGone, reason: 'trimmed', tombstone: true })]);
