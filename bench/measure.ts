@@ -7,6 +7,12 @@ import { median } from './stats.js';
 /** What one run of one contender measured. Absent metrics do not apply to the scenario. */
 export interface RunResult {
   msgsPerSec?: number;
+  /**
+   * The rate over the second half of the entries (consume): what a worker that runs for long does,
+   * without its start (connections, `listen()`, the JIT's warm-up), which a fresh process pays in
+   * the first half.
+   */
+  steadyMsgsPerSec?: number;
   p50Ms?: number;
   p99Ms?: number;
   /** Peak resident set of the process under test, MB. */
@@ -18,7 +24,7 @@ export interface RunResult {
 }
 
 export type Metric = Exclude<keyof RunResult, 'extra'>;
-export const METRICS: readonly Metric[] = ['msgsPerSec', 'p50Ms', 'p99Ms', 'peakRssMb', 'rssGrowthMb'];
+export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'peakRssMb', 'rssGrowthMb'];
 
 export interface BenchContext {
   config: BenchConfig;
@@ -208,6 +214,7 @@ function medianOf(runs: RunResult[]): RunResult {
 export function formatRun(result: RunResult): string {
   const parts: string[] = [];
   if (result.msgsPerSec !== undefined) parts.push(`${Math.round(result.msgsPerSec)} msg/s`);
+  if (result.steadyMsgsPerSec !== undefined) parts.push(`second half ${Math.round(result.steadyMsgsPerSec)} msg/s`);
   if (result.p50Ms !== undefined) parts.push(`p50 ${result.p50Ms.toFixed(2)} ms`);
   if (result.p99Ms !== undefined) parts.push(`p99 ${result.p99Ms.toFixed(2)} ms`);
   if (result.peakRssMb !== undefined) parts.push(`peak RSS ${result.peakRssMb.toFixed(1)} MB`);

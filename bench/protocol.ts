@@ -25,11 +25,28 @@ export interface WorkerStats {
   count: number;
   firstAt: number;
   lastAt: number;
+  /** When the handler saw half of the awaited count (0 when nothing was awaited). */
+  halfAt: number;
   latency: LatencySummary;
   rssKb: number;
   maxRssKb: number;
   /** process.cpuUsage() of the worker so far, user + system, in ms. */
   cpuMs: number;
+  /** The user and system parts of `cpuMs` (system: mostly socket reads and writes). */
+  cpuUserMs: number;
+  cpuSystemMs: number;
+  /** Where the worker's memory is now: V8's heap spaces (committed), buffers outside the heap. */
+  memory: WorkerMemory;
+}
+
+export interface WorkerMemory {
+  /** Young generation (semi-spaces): V8 grows it while many objects survive a scavenge. */
+  newSpaceKb: number;
+  oldSpaceKb: number;
+  /** Code, maps, large objects and the rest of V8's heap. */
+  otherHeapKb: number;
+  /** Buffers and other memory outside V8's heap (`external`). */
+  externalKb: number;
 }
 
 export type ChildMessage =

@@ -30,8 +30,9 @@ function rss(result: ScenarioResult): string {
 }
 
 function targetCell(result: ScenarioResult, outcomes: readonly TargetOutcome[]): string {
-  const ids = TARGETS.filter((target) => target.scenario === result.scenario).map((target) => target.id);
-  if (result.impl !== 'streams') return '';
+  // Each target on the row of the contender it measures (`ours`: the per-entry server, or e.g. the batch one).
+  const ids = TARGETS.filter((target) => target.scenario === result.scenario && (target.ours ?? 'streams') === result.impl).map((target) => target.id);
+  if (ids.length === 0) return '';
   return outcomes
     .filter((outcome) => ids.includes(outcome.id))
     .map((outcome) => (outcome.status === 'n/a' ? 'n/a' : `${outcome.status === 'pass' ? 'PASS' : 'FAIL'} ${shortText(outcome)}`))
@@ -42,17 +43,19 @@ function shortText(outcome: TargetOutcome): string {
   const target = TARGETS.find((t) => t.id === outcome.id)!;
   const measured = outcome.measured === undefined ? '?' : target.op === '<' ? `${outcome.measured.toFixed(1)}` : `${outcome.measured.toFixed(2)}×`;
   if (target.op === '<') return `${target.metric === 'rssGrowthMb' ? 'growth' : 'RSS'} ${measured} < ${target.bound} MB`;
-  const metric = target.metric === 'msgsPerSec' ? '' : `${target.metric.replace('Ms', '')} `;
-  return `${metric}${measured} ${target.op === '>=' ? '≥' : '≤'} ${target.factor}× ${target.against}`;
+  const metric = target.metric === 'msgsPerSec' ? '' : target.metric === 'steadyMsgsPerSec' ? '2nd half ' : `${target.metric.replace('Ms', '')} `;
+  const paired = outcome.paired === undefined ? '' : ` (paired runs ${outcome.paired.toFixed(2)}×)`;
+  return `${metric}${measured} ${target.op === '>=' ? '≥' : '≤'} ${target.factor}× ${target.against}${paired}`;
 }
 
 /** The results as an aligned text table (also valid Markdown). */
 export function renderTable(results: readonly ScenarioResult[], outcomes: readonly TargetOutcome[]): string {
-  const header = ['scenario', 'implementation', 'msgs/s', 'p50 ms', 'p99 ms', 'RSS MB', 'vs ref', 'targets'];
+  const header = ['scenario', 'implementation', 'msgs/s', '2nd half', 'p50 ms', 'p99 ms', 'RSS MB', 'vs ref', 'targets'];
   const rows = results.map((result) => [
     result.scenario,
     result.label,
     result.error && result.runs.length === 0 ? `(${result.error})` : fmt(result.median.msgsPerSec),
+    fmt(result.median.steadyMsgsPerSec),
     fmt(result.median.p50Ms, 2),
     fmt(result.median.p99Ms, 2),
     rss(result),

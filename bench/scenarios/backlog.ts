@@ -27,6 +27,8 @@ export const backlogScenario: Scenario = {
   },
   contenders: (ctx) => [
     contender(ctx, 'raw', 'raw XREADGROUP COUNT 100 + XACK loop', 'raw-worker'),
+    // Nest's application and per-entry pipeline without our transport: what any Nest transport starts from.
+    contender(ctx, 'raw-nest-handler', 'raw XREADGROUP/XACK loop → Nest @EventPattern pipeline', 'nest-raw-loop-worker'),
     {
       ...contender(ctx, 'streams', 'RedisStreamsServer (default prefetch)', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
@@ -52,7 +54,14 @@ function contender(ctx: BenchContext, impl: string, label: string, script: strin
         const stats = await worker.stats();
         peakKb = Math.max(peakKb, worker.peakRssKb() || 0, stats.maxRssKb);
         const elapsedS = (nowNs() - startedAt) / 1e9;
-        return { msgsPerSec: stats.count / elapsedS, peakRssMb: peakKb / 1024, extra: { consumed: stats.count } };
+        const mb = (kb: number) => kb / 1024;
+        const { memory } = stats;
+        return {
+          msgsPerSec: stats.count / elapsedS,
+          peakRssMb: peakKb / 1024,
+          // Where the memory is at the end of the run (V8's heap spaces, buffers outside it).
+          extra: { consumed: stats.count, newSpaceMb: mb(memory.newSpaceKb), oldSpaceMb: mb(memory.oldSpaceKb), otherHeapMb: mb(memory.otherHeapKb), externalMb: mb(memory.externalKb) },
+        };
       } finally {
         await worker.stop();
         await ctx.admin.xgroup('DESTROY', KEY, group).catch(() => undefined);

@@ -49,7 +49,8 @@ export function workerContender(ctx: BenchContext, impl: string, label: string, 
         const startedAt = await worker.go();
         const reachedAt = await reached;
         const ackedAt = await waitAcked(ctx.admin, key, group);
-        const { firstAt, cpuMs } = await worker.stats();
+        const after = await worker.stats();
+        const { firstAt, halfAt } = after;
         if (variant !== undefined) {
           const left = await ctx.admin.xlen(key);
           const expected = variant.expectedLeft(total);
@@ -57,9 +58,13 @@ export function workerContender(ctx: BenchContext, impl: string, label: string, 
         }
         return {
           msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
+          // The second half of the entries: connections, listen() and the JIT's warm-up left out.
+          steadyMsgsPerSec: (total - Math.floor(total / 2)) / ((reachedAt - halfAt) / 1e9),
           extra: {
             // The worker's CPU for the run: a shared host slows the clock, not this.
-            workerCpuMs: cpuMs - before.cpuMs,
+            workerCpuMs: after.cpuMs - before.cpuMs,
+            workerUserCpuMs: after.cpuUserMs - before.cpuUserMs,
+            workerSystemCpuMs: after.cpuSystemMs - before.cpuSystemMs,
             ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),
             firstEntryMs: (firstAt - startedAt) / 1e6,
             firstToLastMsgsPerSec: (total - 1) / ((reachedAt - firstAt) / 1e9),

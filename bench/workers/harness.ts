@@ -1,6 +1,7 @@
 import { nowNs } from '../clock.js';
 import { ageNs } from '../payload.js';
-import type { ChildMessage, ParentMessage, WorkerConfig } from '../protocol.js';
+import { getHeapSpaceStatistics } from 'node:v8';
+import type { ChildMessage, ParentMessage, WorkerConfig, WorkerMemory } from '../protocol.js';
 import { LatencyRecorder } from '../stats.js';
 
 /** What a handler calls for every message it gets: counts it and, if asked, records its latency. */
@@ -8,7 +9,10 @@ export class Probe {
   count = 0;
   firstAt = 0;
   lastAt = 0;
+  /** When the count reached half of the awaited count: the rate from here to the end leaves the start-up out. */
+  halfAt = 0;
   private target = Number.POSITIVE_INFINITY;
+  private half = Number.POSITIVE_INFINITY;
   readonly latencies = new LatencyRecorder();
 
   constructor(private readonly recordLatency: boolean) {}
@@ -17,6 +21,7 @@ export class Probe {
     if (this.recordLatency) this.latencies.record(ageNs(payload));
     this.count++;
     if (this.count === 1) this.firstAt = nowNs();
+    if (this.count === this.half) this.halfAt = nowNs();
     if (this.count >= this.target) {
       this.lastAt = nowNs();
       this.target = Number.POSITIVE_INFINITY;
@@ -29,6 +34,7 @@ export class Probe {
       send({ type: 'reached', count: this.count, at: this.lastAt || nowNs() });
     } else {
       this.target = count;
+      this.half = Math.max(1, Math.floor(count / 2));
     }
   }
 }
@@ -50,9 +56,22 @@ function send(message: ChildMessage): void {
   process.send?.(message);
 }
 
-function cpuMs(): number {
+function cpu(): { cpuMs: number; cpuUserMs: number; cpuSystemMs: number } {
   const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
+  return { cpuMs: (user + system) / 1000, cpuUserMs: user / 1000, cpuSystemMs: system / 1000 };
+}
+
+function memory(): WorkerMemory {
+  let newSpace = 0;
+  let oldSpace = 0;
+  let other = 0;
+  for (const space of getHeapSpaceStatistics()) {
+    if (space.space_name === 'new_space') newSpace += space.space_size;
+    else if (space.space_name === 'old_space') oldSpace += space.space_size;
+    else other += space.space_size;
+  }
+  const kb = (bytes: number) => Math.round(bytes / 1024);
+  return { newSpaceKb: kb(newSpace), oldSpaceKb: kb(oldSpace), otherHeapKb: kb(other), externalKb: kb(process.memoryUsage().external) };
 }
 
 function rssKb(): number {
@@ -95,10 +114,12 @@ export async function serveWorker(build: (probe: Probe, config: WorkerConfig) =>
           count: probe.count,
           firstAt: probe.firstAt,
           lastAt: probe.lastAt,
+          halfAt: probe.halfAt,
           latency: probe.latencies.drain(),
           rssKb: rssKb(),
           maxRssKb: process.resourceUsage().maxRSS,
-          cpuMs: cpuMs(),
+          ...cpu(),
+          memory: memory(),
         });
         return;
       case 'stop':
