@@ -6,7 +6,7 @@ import { useRedisServer } from './helpers/use-redis-server.js';
 
 @Controller()
 class TooLargeController {
-  @EventPattern<string>('bad-batch', { batch: { size: 201 } })
+  @EventPattern<string>('bad-batch', { batch: { size: 401 } })
   on(): void {}
 }
 @Controller()
@@ -55,7 +55,7 @@ class MessageBatchController {
 describe('extras.batch is validated in listen(), before any command', () => {
   const redis = useRedisServer();
   const cases: Array<[string, Type, string]> = [
-    ['size above prefetch (200)', TooLargeController, 'extras.batch (handler "bad-batch").size'],
+    ['size above prefetch (400)', TooLargeController, 'extras.batch (handler "bad-batch").size'],
     ['size 0', ZeroSizeController, 'extras.batch (handler "bad-batch").size'],
     ['no size', NoSizeController, 'extras.batch (handler "bad-batch").size'],
     ['negative waitMs', NegativeWaitController, 'extras.batch (handler "bad-batch").waitMs'],

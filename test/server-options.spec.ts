@@ -44,12 +44,12 @@ describe('RedisStreamsServer options are validated in the constructor', () => {
     expect(error.option).toBe('concurency');
   });
 
-  it('accepts `$` and explicit stream ids as startId; prefetch defaults to max(2 × concurrency, 2 × readBatch)', () => {
+  it('accepts `$` and explicit stream ids as startId; prefetch defaults to max(2 × concurrency, 4 × readBatch)', () => {
     expect(() => new RedisStreamsServer({ ...base, startId: '$' })).not.toThrow();
     expect(() => new RedisStreamsServer({ ...base, startId: '1700000000000-0' })).not.toThrow();
-    expect(resolveServerOptions({ ...base }).prefetch).toBe(200);
-    expect(resolveServerOptions({ ...base, concurrency: 7 }).prefetch).toBe(200);
-    expect(resolveServerOptions({ ...base, concurrency: 150 }).prefetch).toBe(300);
+    expect(resolveServerOptions({ ...base }).prefetch).toBe(400);
+    expect(resolveServerOptions({ ...base, concurrency: 7 }).prefetch).toBe(400);
+    expect(resolveServerOptions({ ...base, concurrency: 250 }).prefetch).toBe(500);
     expect(resolveServerOptions({ ...base, concurrency: 7, readBatch: 2 }).prefetch).toBe(14);
     // prefetch alone below the default concurrency lowers concurrency instead of failing.
     expect(resolveServerOptions({ ...base, prefetch: 3 })).toMatchObject({ prefetch: 3, concurrency: 3 });
@@ -59,10 +59,10 @@ describe('RedisStreamsServer options are validated in the constructor', () => {
   it('default prefetch follows the readers: each gets one stream\'s default, or 10 slots per stream it reads', () => {
     const readers = (...streams: number[]) => streams.map((count) => Array.from({ length: count }, () => ({}) as StreamBinding));
     const defaults = resolveServerOptions({ ...base });
-    expect(planPrefetch(defaults, readers(1))).toEqual({ prefetch: 200, shares: [200] });
+    expect(planPrefetch(defaults, readers(1))).toEqual({ prefetch: 400, shares: [400] });
     expect(planPrefetch(defaults, readers(200))).toEqual({ prefetch: 2000, shares: [2000] });
-    expect(planPrefetch(defaults, readers(...Array.from({ length: 20 }, () => 1))).prefetch).toBe(4000);
-    expect(planPrefetch(defaults, readers(200, 1))).toEqual({ prefetch: 2200, shares: [2000, 200] });
+    expect(planPrefetch(defaults, readers(...Array.from({ length: 20 }, () => 1))).prefetch).toBe(8000);
+    expect(planPrefetch(defaults, readers(200, 1))).toEqual({ prefetch: 2400, shares: [2000, 400] });
     // A given prefetch is kept, split by the same weights (at least one slot per stream).
     const given = resolveServerOptions({ ...base, prefetch: 400 });
     expect(planPrefetch(given, readers(1, 1))).toEqual({ prefetch: 400, shares: [200, 200] });

@@ -20,9 +20,9 @@ export interface PrefetchPlan {
 /**
  * Splits prefetch between the blocking readers (one per consumer group, or per stream + group on a
  * Cluster). Each reader weighs `max(base, DEFAULT_SLOTS_PER_STREAM × its streams)`, base being the
- * one-reader default (max(2 × concurrency, 2 × readBatch)) or the given prefetch. Without a given
+ * one-reader default (max(2 × concurrency, 4 × readBatch)) or the given prefetch. Without a given
  * prefetch the server's prefetch is the sum of the weights, so each reader has what one reader of
- * one stream would have: 20 groups do not split 200 slots 20 ways, 200 streams do not read one
+ * one stream would have: 20 groups do not split 400 slots 20 ways, 200 streams do not read one
  * entry each. Memory stays bounded by `maxPrefetchBytes`, whatever the count. With a given
  * prefetch the readers split it by weight (each at least one slot per stream it reads).
  */
