@@ -72,7 +72,7 @@ describe('RedisStreamsServer: prefetch slots come back to the reader', () => {
     const pipeline = redis.client.pipeline();
     for (let n = 0; n < 200; n++) pipeline.xadd('kept', '*', 'pattern', 'kept', 'data', JSON.stringify({ n }));
     await pipeline.exec();
-    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c' }, [ManualController]);
+    running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c', prefetch: 200 }, [ManualController]);
     await waitFor(() => seen.manual.length === 200, 'a full prefetch handled');
     expect(running.server.freePrefetchSlots()).toBe(0);
     await Promise.all(seen.manual.slice(0, 60).map((ctx) => ctx.ack()));
