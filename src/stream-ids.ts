@@ -3,6 +3,8 @@
  * so a longer part is the larger one and equal lengths compare digit by digit.
  */
 export function compareStreamIds(a: string, b: string): number {
+  // Ids of one read mostly share their length and dash: then text order is numeric order.
+  if (a.length === b.length && a.indexOf('-') === b.indexOf('-')) return a < b ? -1 : a > b ? 1 : 0;
   // Digit by digit in place: no substring or BigInt per comparison (batches sort with it).
   const dashA = a.indexOf('-');
   const dashB = b.indexOf('-');

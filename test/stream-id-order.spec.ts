@@ -14,6 +14,10 @@ describe('compareStreamIds / inStreamOrder', () => {
     expect(compareStreamIds('1700000000001-0', '1700000000000-99')).toBeGreaterThan(0);
     expect(compareStreamIds('1700000000000-5', '1700000000000-4')).toBeGreaterThan(0);
     expect(compareStreamIds('1700000000000-42', '1700000000000-42')).toBe(0);
+    // Same length and dash (the usual pair of one read): text order.
+    expect(compareStreamIds('1700000000009-1', '1700000000010-0')).toBeLessThan(0);
+    expect(compareStreamIds('1700000000010-0', '1700000000009-1')).toBeGreaterThan(0);
+    expect(compareStreamIds('1700000000000-19', '1700000000000-20')).toBeLessThan(0);
   });
 
   it('leaves entries in order as they are and sorts the rest', () => {
