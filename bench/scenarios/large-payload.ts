@@ -13,7 +13,7 @@ interface Variant {
 }
 
 const VARIANTS: readonly Variant[] = [
-  { impl: 'uncapped', label: 'no byte cap (maxPrefetchBytes 2^50: prefetch 200 alone, as before)', options: { maxPrefetchBytes: 2 ** 50 } },
+  { impl: 'uncapped', label: 'no byte cap (maxPrefetchBytes 2^50, prefetch 200: as before issue 18)', options: { maxPrefetchBytes: 2 ** 50, prefetch: 200 } },
   { impl: 'default', label: 'defaults (maxPrefetchBytes 64 MiB)', options: {} },
   { impl: 'cap-16', label: 'maxPrefetchBytes 16 MiB', options: { maxPrefetchBytes: 16 * 1024 * 1024 } },
 ];
