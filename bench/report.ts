@@ -1,6 +1,6 @@
 import type { Metric, ScenarioResult } from './measure.js';
 import type { TargetOutcome } from './targets.js';
-import { TARGETS } from './targets.js';
+import { TARGETS, targetsOf } from './targets.js';
 
 /** The ratio column: throughput ours/ref (higher is better), latency and RSS ours/ref (lower is better). */
 function ratioMetric(result: ScenarioResult): Metric | undefined {
@@ -31,7 +31,7 @@ function rss(result: ScenarioResult): string {
 
 function targetCell(result: ScenarioResult, outcomes: readonly TargetOutcome[]): string {
   // Each target on the row of the contender it measures (`ours`: the per-entry server, or e.g. the batch one).
-  const ids = TARGETS.filter((target) => target.scenario === result.scenario && (target.ours ?? 'streams') === result.impl).map((target) => target.id);
+  const ids = targetsOf(result.scenario, result.impl).map((target) => target.id);
   if (ids.length === 0) return '';
   return outcomes
     .filter((outcome) => ids.includes(outcome.id))
