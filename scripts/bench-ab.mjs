@@ -79,7 +79,7 @@ for (let round = -1; round < rounds; round++) {
     }
   }
 }
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const { median } = await import(`${builds[0].dir}/build/bench/stats.js`);
 const [first] = contenders;
 console.log(`\n${rounds} rounds of ${total} entries, medians; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 console.log(`| contender | msg/s | per-round ratio to ${first.name} | worker CPU µs/entry | user | system | CPU range |`);
