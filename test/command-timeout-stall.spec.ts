@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import type { Redis } from 'ioredis';
+import { Command, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { closeConnection, openConnection } from '../src/redis/connection.js';
 import { withTimeout } from '../src/timeout.js';
 import { compiledPath, ensureCompiled } from './helpers/compiled.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
@@ -72,6 +73,24 @@ describe('a timeout is judged after a stalled event loop read the reply that cam
     }
   });
 
+  it('a connection without commandTimeout leaves its commands as ioredis makes them; with one, each command is judged', async () => {
+    // Nothing to judge without a timer: the server's connections (no commandTimeout) pay nothing per command.
+    const plain = openConnection(server.url, 'no-timeout');
+    const timed = openConnection({ ...parseUrl(server.url), commandTimeout: 1_000 }, 'timeout');
+    try {
+      const sent = async (client: Redis): Promise<Command> => {
+        const command = new Command('PING', []);
+        await client.sendCommand(command);
+        return command;
+      };
+      expect(Object.hasOwn(await sent(plain.client as Redis), 'setTimeout')).toBe(false);
+      expect(Object.hasOwn(await sent(timed.client as Redis), 'setTimeout')).toBe(true);
+    } finally {
+      await closeConnection(plain);
+      await closeConnection(timed);
+    }
+  });
+
   it('withTimeout: a promise settled by a reply read after the stall is not reported as timed out', async () => {
     const redis = server.client();
     try {
@@ -116,3 +135,8 @@ describe('a timeout is judged after a stalled event loop read the reply that cam
     }
   }, 60_000);
 });
+
+function parseUrl(url: string): { host: string; port: number } {
+  const { hostname, port } = new URL(url);
+  return { host: hostname, port: Number(port) };
+}

@@ -1,4 +1,4 @@
-import type { Cluster, Command, Redis } from 'ioredis';
+import { Cluster, type Command, type Redis } from 'ioredis';
 import { startTimeoutVerdict } from '../timeout.js';
 
 /**
@@ -8,40 +8,62 @@ import { startTimeoutVerdict } from '../timeout.js';
  * XADD that was written is reported as failed). This routes each command's timeout through
  * `startTimeoutVerdict`, which gives pending replies one turn of the event loop first. The option
  * itself stays ioredis' (it decides which commands get a timeout, and for how long).
+ *
+ * A client without `commandTimeout` (the server's connections, unless the user sets one) arms no
+ * timer, so it is left as it is: its commands get nothing of ours.
  */
 export function judgeCommandTimeoutsAfterReads<T extends Redis | Cluster>(client: T): T {
+  if (!hasCommandTimeout(client)) return client;
   const send = client.sendCommand.bind(client) as (command: Command, ...rest: unknown[]) => unknown;
   const sendCommand = (command: Command, ...rest: unknown[]): unknown => {
-    deferTimeoutVerdict(command);
+    deferTimeoutVerdict(command as JudgedCommand);
     return send(command, ...rest);
   };
   (client as unknown as { sendCommand: typeof sendCommand }).sendCommand = sendCommand;
   return client;
 }
 
-const deferred = new WeakSet<Command>();
+/** ioredis arms a command's timer only when this is a number (a Cluster: in the options of its nodes). */
+function hasCommandTimeout(client: Redis | Cluster): boolean {
+  const options = client instanceof Cluster ? client.options.redisOptions : client.options;
+  return typeof options?.commandTimeout === 'number';
+}
 
-function deferTimeoutVerdict(command: Command): void {
-  // A Cluster hands the same command to a node client (and may resend it): arm it once.
-  if (deferred.has(command)) return;
-  deferred.add(command);
-  let deadline: number | undefined;
-  let armed = false;
-  command.setTimeout = (ms: number): void => {
-    // Sent again: the first deadline holds, as in ioredis. A Cluster pipeline sent again after
-    // MOVED / ASK / TRYAGAIN / CLUSTERDOWN gives the command a fresh promise once the first one
-    // was rejected (which disarmed the timer): armed again for what is left of that deadline,
-    // or the re-sent XADD had no timeout at all.
-    if (armed) return;
-    armed = true;
-    deadline ??= Date.now() + ms;
-    const cancel = startTimeoutVerdict(() => {
-      if (!command.isSettled) command.reject(new Error('Command timed out'));
-    }, Math.max(0, deadline - Date.now()));
-    const disarm = (): void => {
-      armed = false;
-      cancel();
-    };
-    void command.promise.then(disarm, disarm);
+const judged = Symbol('nestjs-redis-streams.judgedTimeout');
+
+/** A command's timeout, as first armed: its deadline, and whether a timer runs for it now. */
+interface TimeoutState {
+  deadline: number | undefined;
+  armed: boolean;
+}
+
+type JudgedCommand = Command & { [judged]?: TimeoutState };
+
+function deferTimeoutVerdict(command: JudgedCommand): void {
+  // A Cluster hands the same command to a node client (and may resend it): set up once.
+  if (command[judged] !== undefined) return;
+  command[judged] = { deadline: undefined, armed: false };
+  // One function for all commands, not a closure per command: a closure made for every command
+  // kept every reply alive through young-generation GCs (docs/benchmarks.md, "GC survivors").
+  command.setTimeout = judgedSetTimeout;
+}
+
+/** `Command#setTimeout` of a judged command (ioredis calls it as a method, once per send). */
+function judgedSetTimeout(this: JudgedCommand, ms: number): void {
+  const state = this[judged] as TimeoutState;
+  // Sent again: the first deadline holds, as in ioredis. A Cluster pipeline sent again after
+  // MOVED / ASK / TRYAGAIN / CLUSTERDOWN gives the command a fresh promise once the first one
+  // was rejected (which disarmed the timer): armed again for what is left of that deadline,
+  // or the re-sent XADD had no timeout at all.
+  if (state.armed) return;
+  state.armed = true;
+  state.deadline ??= Date.now() + ms;
+  const cancel = startTimeoutVerdict(() => {
+    if (!this.isSettled) this.reject(new Error('Command timed out'));
+  }, Math.max(0, state.deadline - Date.now()));
+  const disarm = (): void => {
+    state.armed = false;
+    cancel();
   };
+  void this.promise.then(disarm, disarm);
 }
