@@ -102,8 +102,11 @@ export class AckBatcher {
     this.scheduled = false;
     if (this.batches.size === 0) return;
     // One map for the server's life: the batches leave it (before any is sent), the map stays.
+    // Each leaves by delete, never by clear(): clear() gives the map a new table in the old
+    // generation and leaves the last one holding its batches, so every entry acked stayed alive
+    // through young-generation GCs until the next full one (docs/benchmarks.md, "GC survivors").
     const batches = [...this.batches.values()];
-    this.batches.clear();
+    for (const batch of batches) this.batches.delete(batch.binding);
     const flush = Promise.all(batches.map((batch) => this.send(batch))).then(() => {
       this.flushes.delete(flush);
     });
