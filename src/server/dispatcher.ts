@@ -3,6 +3,7 @@ import { ClaimWaiters } from './claim-waiters.js';
 import { HandlerLanes } from './handler-lanes.js';
 import type { StreamBinding } from './handler-binding.js';
 import { InFlightEntry, type IncomingEntry } from './in-flight.js';
+import { InFlightIndex } from './in-flight-index.js';
 import type { ReplyEntry } from './read-reply.js';
 
 export { FIRST_READ_ENTRY_BYTES } from './byte-budget.js';
@@ -15,8 +16,8 @@ export { FIRST_READ_ENTRY_BYTES } from './byte-budget.js';
  * `prefetch` entries, nor more than `maxBytes` at the estimated entry size, together.
  */
 export class Dispatcher {
-  /** Per stream + group: id → entry. */
-  private readonly inFlight = new Map<StreamBinding, Map<string, InFlightEntry>>();
+  /** Per stream + group: id → entry (the twin check of every admission). */
+  private readonly inFlight: InFlightIndex;
   private inFlightTotal = 0;
   /** Entries whose ack was requested and whose slot is not free yet: it comes back within a round trip. */
   private returning = 0;
@@ -39,7 +40,7 @@ export class Dispatcher {
     /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
     startBatch: (entries: InFlightEntry[]) => void = () => undefined,
   ) {
-    for (const binding of bindings) this.inFlight.set(binding, new Map());
+    this.inFlight = new InFlightIndex(bindings);
     this.bytes = new ByteBudget(maxBytes);
     this.lanes = new HandlerLanes(concurrency, bindings, start, startBatch);
   }
@@ -158,12 +159,12 @@ export class Dispatcher {
    */
   unsettledIdsOf(binding: StreamBinding): string[] {
     const ids: string[] = [];
-    for (const entry of this.inFlight.get(binding)?.values() ?? []) if (!entry.settled) ids.push(entry.id);
+    for (const entry of this.inFlight.entriesOf(binding)) if (!entry.settled) ids.push(entry.id);
     return ids;
   }
 
   has(binding: StreamBinding, id: string): boolean {
-    return this.inFlight.get(binding)?.has(id) ?? false;
+    return this.inFlight.has(binding, id);
   }
 
   /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
@@ -184,18 +185,18 @@ export class Dispatcher {
    * unless its ack is under way, then the new delivery is kept aside until that ack is done.
    */
   admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
-    const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
+    const held = this.inFlight.idsOf(binding);
     let bytes = 0;
     let admitted = 0;
     for (const incoming of entries) {
-      const twin = held.get(incoming.id);
+      const twin = this.inFlight.get(held, incoming.id);
       if (twin !== undefined) {
         if (twin.returning) twin.redelivery = incoming;
         continue;
       }
       const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming.flat, incoming.fields);
       entry.held = true;
-      held.set(incoming.id, entry);
+      this.inFlight.add(held, entry);
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
@@ -218,7 +219,7 @@ export class Dispatcher {
    * re-reads only, never a fresh read) is skipped.
    */
   admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
-    const held = this.inFlight.get(binding) as Map<string, InFlightEntry>;
+    const held = this.inFlight.idsOf(binding);
     let bytes = 0;
     let admitted = 0;
     for (let i = 0; i < entries.length; i++) {
@@ -226,14 +227,14 @@ export class Dispatcher {
       const flat = item[1];
       if (flat === null) continue;
       const id = typeof item[0] === 'string' ? item[0] : String(item[0]);
-      const twin = held.get(id);
+      const twin = this.inFlight.get(held, id);
       if (twin !== undefined) {
         if (twin.returning) twin.redelivery = { id, flat, deliveryCount: 1 };
         continue;
       }
       const entry = new InFlightEntry(binding, id, 1, flat);
       entry.held = true;
-      held.set(id, entry);
+      this.inFlight.add(held, entry);
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
@@ -275,7 +276,7 @@ export class Dispatcher {
   private drop(entry: InFlightEntry): boolean {
     if (!entry.held) return false;
     entry.held = false;
-    (this.inFlight.get(entry.binding) as Map<string, InFlightEntry>).delete(entry.id);
+    this.inFlight.remove(entry);
     this.inFlightTotal--;
     this.bytes.free(entry.size);
     if (entry.returning) {

@@ -41,6 +41,8 @@ export class InFlightEntry {
   returning = false;
   /** It holds a prefetch slot and its bytes: set by `Dispatcher.admit`, cleared by the one release that frees them. */
   held = false;
+  /** Its place in the dispatcher's index while held (in-flight-index.ts), -1 otherwise. */
+  indexSlot = -1;
   /**
    * The same id read again while its ack was under way (a group recreated at 0 delivers it anew):
    * the ack may not cover that delivery, so it is checked once the ack is done (`Dispatcher.release`).
