@@ -40,7 +40,7 @@ export class Dispatcher {
     /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
     startBatch: (entries: InFlightEntry[]) => void = () => undefined,
   ) {
-    this.inFlight = new InFlightIndex(bindings);
+    this.inFlight = new InFlightIndex();
     this.bytes = new ByteBudget(maxBytes);
     this.lanes = new HandlerLanes(concurrency, bindings, start, startBatch);
   }
@@ -185,18 +185,21 @@ export class Dispatcher {
    * unless its ack is under way, then the new delivery is kept aside until that ack is done.
    */
   admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
-    const held = this.inFlight.idsOf(binding);
+    // Claims, re-reads and redeliveries: ids in any order, any of them possibly held.
+    const held = this.inFlight.heldById(binding);
     let bytes = 0;
     let admitted = 0;
     for (const incoming of entries) {
-      const twin = this.inFlight.get(held, incoming.id);
+      const twin = held.get(incoming.id);
       if (twin !== undefined) {
         if (twin.returning) twin.redelivery = incoming;
         continue;
       }
       const entry = new InFlightEntry(binding, incoming.id, incoming.deliveryCount, incoming.flat, incoming.fields);
       entry.held = true;
-      this.inFlight.add(held, entry);
+      this.inFlight.add(entry);
+      this.inFlight.admitted(binding, entry.id);
+      held.set(entry.id, entry);
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
@@ -219,26 +222,35 @@ export class Dispatcher {
    * re-reads only, never a fresh read) is skipped.
    */
   admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
-    const held = this.inFlight.idsOf(binding);
+    // A read's ids ascend. Above every id this binding admitted, none can be held: no lookups
+    // (in-flight-index.ts). At or below it (the group was reset), each id is looked up.
+    const first = entries[0];
+    const held = first !== undefined && this.inFlight.mayHoldFrom(binding, idOf(first)) ? this.inFlight.heldById(binding) : undefined;
     let bytes = 0;
     let admitted = 0;
+    let last: string | undefined;
     for (let i = 0; i < entries.length; i++) {
       const item = entries[i] as ReplyEntry;
       const flat = item[1];
       if (flat === null) continue;
-      const id = typeof item[0] === 'string' ? item[0] : String(item[0]);
-      const twin = this.inFlight.get(held, id);
-      if (twin !== undefined) {
-        if (twin.returning) twin.redelivery = { id, flat, deliveryCount: 1 };
-        continue;
+      const id = idOf(item);
+      if (held !== undefined) {
+        const twin = held.get(id);
+        if (twin !== undefined) {
+          if (twin.returning) twin.redelivery = { id, flat, deliveryCount: 1 };
+          continue;
+        }
       }
       const entry = new InFlightEntry(binding, id, 1, flat);
       entry.held = true;
-      this.inFlight.add(held, entry);
+      this.inFlight.add(entry);
+      held?.set(id, entry);
+      last = id;
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
     }
+    if (last !== undefined) this.inFlight.admitted(binding, last);
     this.admitted(binding, bytes, admitted);
   }
 
@@ -315,4 +327,8 @@ export class Dispatcher {
     this.slotWaiters = [];
     for (const wake of waiters) wake();
   }
+}
+
+function idOf(item: ReplyEntry): string {
+  return typeof item[0] === 'string' ? item[0] : String(item[0]);
 }

@@ -1,59 +1,67 @@
+import { compareStreamIds } from '../stream-ids.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { InFlightEntry } from './in-flight.js';
 
 /**
- * The entries a dispatcher holds, by binding and id (the twin check of every admission).
+ * The entries a dispatcher holds, for the twin check of every admission (the same binding and id
+ * held already) and for the rare questions of recovery (is this id held? which ids are?).
  *
- * The id maps point to slot numbers, not to entries. A long-lived Map that sees a set and a delete
- * per entry replaces its hash table every few hundred entries; the new table is allocated in the
- * old generation, and the table it replaces keeps what it held until the next full GC. Holding
- * entries, it kept each entry (its fields, the strings of its read reply) alive through the
- * young-generation GCs that followed; holding slot numbers, it keeps only the ids. The slots array
- * lets go of an entry the moment it is removed. (docs/benchmarks.md, "GC survivors")
+ * No map keyed by id: a long-lived Map that sees a set and a delete per entry replaces its hash
+ * table every few hundred entries, in the old generation, and a replaced table keeps what it held
+ * alive through the young-generation GCs until the next full one; and hashing every id read was a
+ * good part of the per-entry cost (docs/benchmarks.md, "GC survivors"). Instead:
+ * - the entries sit in a slots array (a removed entry's slot is cleared at once and reused);
+ * - a fresh read (`>`) needs no lookup while its first id is above the highest id this binding
+ *   ever admitted: Redis hands a group's entries out in id order, so such an id was never
+ *   delivered to the group before. Only a group reset (recreated at 0, SETID) or a claim or
+ *   re-read (`admit`) looks the ids up, in a map built for that one admission.
  */
 export class InFlightIndex {
-  private readonly ids = new Map<StreamBinding, Map<string, number>>();
   private readonly slots: (InFlightEntry | undefined)[] = [];
   /** Slots given back, reused before the array grows (it grows to the most entries held at once). */
   private readonly freeSlots: number[] = [];
+  /** Per binding: the highest id it admitted from any source (updated in place: no churn). */
+  private readonly highest = new Map<StreamBinding, string>();
 
-  constructor(bindings: readonly StreamBinding[]) {
-    for (const binding of bindings) this.ids.set(binding, new Map());
+  /** Whether the binding may hold an entry with an id at or above `id` (else none of a fresh read's ids from `id` up is held). */
+  mayHoldFrom(binding: StreamBinding, id: string): boolean {
+    const highest = this.highest.get(binding);
+    return highest !== undefined && compareStreamIds(id, highest) <= 0;
   }
 
-  /** The id map of one binding, for a run of lookups and adds (`get` / `add` take it back). */
-  idsOf(binding: StreamBinding): Map<string, number> {
-    return this.ids.get(binding) as Map<string, number>;
-  }
-
-  get(ids: Map<string, number>, id: string): InFlightEntry | undefined {
-    const slot = ids.get(id);
-    return slot === undefined ? undefined : this.slots[slot];
+  /** The binding's entries by id, built now: for the lookups of one admission. */
+  heldById(binding: StreamBinding): Map<string, InFlightEntry> {
+    const held = new Map<string, InFlightEntry>();
+    for (const entry of this.slots) if (entry !== undefined && entry.binding === binding) held.set(entry.id, entry);
+    return held;
   }
 
   has(binding: StreamBinding, id: string): boolean {
-    return this.ids.get(binding)?.has(id) ?? false;
+    for (const entry of this.slots) if (entry !== undefined && entry.binding === binding && entry.id === id) return true;
+    return false;
   }
 
-  add(ids: Map<string, number>, entry: InFlightEntry): void {
+  /** Holds `entry`; the caller reports its id to `admitted` (once per admission: the highest of them). */
+  add(entry: InFlightEntry): void {
     const slot = this.freeSlots.length > 0 ? (this.freeSlots.pop() as number) : this.slots.length;
     this.slots[slot] = entry;
     entry.indexSlot = slot;
-    ids.set(entry.id, slot);
+  }
+
+  /** The binding admitted an entry with this id: it counts for `mayHoldFrom` from now on. */
+  admitted(binding: StreamBinding, id: string): void {
+    const highest = this.highest.get(binding);
+    if (highest === undefined || compareStreamIds(id, highest) > 0) this.highest.set(binding, id);
   }
 
   remove(entry: InFlightEntry): void {
-    (this.ids.get(entry.binding) as Map<string, number>).delete(entry.id);
     this.slots[entry.indexSlot] = undefined;
     this.freeSlots.push(entry.indexSlot);
     entry.indexSlot = -1;
   }
 
-  /** The binding's entries, in the order they were added. */
+  /** The binding's entries, in no particular order. */
   *entriesOf(binding: StreamBinding): Generator<InFlightEntry> {
-    for (const slot of this.ids.get(binding)?.values() ?? []) {
-      const entry = this.slots[slot];
-      if (entry !== undefined) yield entry;
-    }
+    for (const entry of this.slots) if (entry !== undefined && entry.binding === binding) yield entry;
   }
 }
