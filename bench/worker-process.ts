@@ -8,6 +8,14 @@ export function profileDir(): string | undefined {
   return process.env.BENCH_CPU_PROF_DIR || undefined;
 }
 
+/**
+ * Extra Node/V8 flags for every worker child, space-separated: `BENCH_WORKER_ARGS='--trace-gc-nvp'`
+ * (young-generation survivors per scavenge, docs/benchmarks.md "GC survivors"), `--max-semi-space-size=8`.
+ */
+export function workerNodeArgs(): string[] {
+  return (process.env.BENCH_WORKER_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+}
+
 type Waiter = { type: ChildMessage['type']; resolve: (message: ChildMessage) => void; reject: (error: Error) => void };
 
 /**
@@ -52,7 +60,10 @@ export class WorkerProcess {
     const path = fileURLToPath(new URL(`./workers/${script}.js`, import.meta.url));
     const dir = profileDir();
     const child = fork(path, [JSON.stringify(config)], {
-      execArgv: dir ? ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `${script}-${Date.now()}-${process.pid}.cpuprofile`] : [],
+      execArgv: [
+        ...(dir ? ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `${script}-${Date.now()}-${process.pid}.cpuprofile`] : []),
+        ...workerNodeArgs(),
+      ],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     return new WorkerProcess(script, child);
