@@ -22,6 +22,8 @@ export class InFlightIndex {
   private readonly freeSlots: number[] = [];
   /** Per binding: the highest id it admitted from any source (updated in place: no churn). */
   private readonly highest = new Map<StreamBinding, string>();
+  /** The ids of one binding, built by `has` for a run of questions (recovery asks per pending row); dropped by any add or remove. */
+  private lookup: { binding: StreamBinding; ids: Set<string> } | undefined;
 
   /** Whether the binding may hold an entry with an id at or above `id` (else none of a fresh read's ids from `id` up is held). */
   mayHoldFrom(binding: StreamBinding, id: string): boolean {
@@ -37,8 +39,13 @@ export class InFlightIndex {
   }
 
   has(binding: StreamBinding, id: string): boolean {
-    for (const entry of this.slots) if (entry !== undefined && entry.binding === binding && entry.id === id) return true;
-    return false;
+    let lookup = this.lookup;
+    if (lookup === undefined || lookup.binding !== binding) {
+      const ids = new Set<string>();
+      for (const entry of this.slots) if (entry !== undefined && entry.binding === binding) ids.add(entry.id);
+      lookup = this.lookup = { binding, ids };
+    }
+    return lookup.ids.has(id);
   }
 
   /** Holds `entry`; the caller reports its id to `admitted` (once per admission: the highest of them). */
@@ -46,6 +53,7 @@ export class InFlightIndex {
     const slot = this.freeSlots.length > 0 ? (this.freeSlots.pop() as number) : this.slots.length;
     this.slots[slot] = entry;
     entry.indexSlot = slot;
+    this.dropLookup();
   }
 
   /** The binding admitted an entry with this id: it counts for `mayHoldFrom` from now on. */
@@ -58,6 +66,12 @@ export class InFlightIndex {
     this.slots[entry.indexSlot] = undefined;
     this.freeSlots.push(entry.indexSlot);
     entry.indexSlot = -1;
+    this.dropLookup();
+  }
+
+  /** The held entries changed: a lookup built before is stale. */
+  private dropLookup(): void {
+    if (this.lookup !== undefined) this.lookup = undefined;
   }
 
   /** The binding's entries, in no particular order. */
