@@ -43,8 +43,9 @@ function deferTimeoutVerdict(command: JudgedCommand): void {
   // A Cluster hands the same command to a node client (and may resend it): set up once.
   if (command[judged] !== undefined) return;
   command[judged] = { deadline: undefined, armed: false };
-  // One function for all commands, not a closure per command: a closure made for every command
-  // kept every reply alive through young-generation GCs (docs/benchmarks.md, "GC survivors").
+  // One function for all commands instead of a closure stored on each: measured, the stored
+  // closures kept every reply alive through young-generation GCs (docs/benchmarks.md, "GC
+  // survivors"). The timer's own closures below exist only while ioredis has a timer armed.
   command.setTimeout = judgedSetTimeout;
 }
 

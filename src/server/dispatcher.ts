@@ -16,7 +16,7 @@ export { FIRST_READ_ENTRY_BYTES } from './byte-budget.js';
  * `prefetch` entries, nor more than `maxBytes` at the estimated entry size, together.
  */
 export class Dispatcher {
-  /** Per stream + group: id → entry (the twin check of every admission). */
+  /** The entries held, of every binding (in-flight-index.ts): the twin check of every admission. */
   private readonly inFlight: InFlightIndex;
   private inFlightTotal = 0;
   /** Entries whose ack was requested and whose slot is not free yet: it comes back within a round trip. */

@@ -22,8 +22,8 @@ export class InFlightIndex {
   private readonly freeSlots: number[] = [];
   /** Per binding: the highest id it admitted from any source (updated in place: no churn). */
   private readonly highest = new Map<StreamBinding, string>();
-  /** The ids of one binding, built by `has` for a run of questions (recovery asks per pending row); dropped by any add or remove. */
-  private lookup: { binding: StreamBinding; ids: Set<string> } | undefined;
+  /** `heldById` of one binding, kept by `has` for a run of questions (recovery asks per pending row); dropped by any add or remove. */
+  private lookup: { binding: StreamBinding; held: Map<string, InFlightEntry> } | undefined;
 
   /** Whether the binding may hold an entry with an id at or above `id` (else none of a fresh read's ids from `id` up is held). */
   mayHoldFrom(binding: StreamBinding, id: string): boolean {
@@ -34,18 +34,13 @@ export class InFlightIndex {
   /** The binding's entries by id, built now: for the lookups of one admission. */
   heldById(binding: StreamBinding): Map<string, InFlightEntry> {
     const held = new Map<string, InFlightEntry>();
-    for (const entry of this.slots) if (entry !== undefined && entry.binding === binding) held.set(entry.id, entry);
+    for (const entry of this.entriesOf(binding)) held.set(entry.id, entry);
     return held;
   }
 
   has(binding: StreamBinding, id: string): boolean {
-    let lookup = this.lookup;
-    if (lookup === undefined || lookup.binding !== binding) {
-      const ids = new Set<string>();
-      for (const entry of this.slots) if (entry !== undefined && entry.binding === binding) ids.add(entry.id);
-      lookup = this.lookup = { binding, ids };
-    }
-    return lookup.ids.has(id);
+    if (this.lookup === undefined || this.lookup.binding !== binding) this.lookup = { binding, held: this.heldById(binding) };
+    return this.lookup.held.has(id);
   }
 
   /** Holds `entry`; the caller reports its id to `admitted` (once per admission: the highest of them). */
