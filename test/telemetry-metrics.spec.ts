@@ -1,5 +1,5 @@
 import { Controller } from '@nestjs/common';
-import { Ctx, EventPattern, Payload, RpcException } from '@nestjs/microservices';
+import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import { metrics } from '@opentelemetry/api';
 import {
   AggregationTemporality,
@@ -19,7 +19,10 @@ import { waitFor } from './helpers/wait.js';
 
 const STREAM = 'metered';
 const GROUP = 'metering';
+const REQUESTS = 'metered-sum';
+const EVENTS = 'metered-burst';
 const succeeded: string[] = [];
+let burstHandled = 0;
 
 @Controller()
 class MeteredController {
@@ -30,6 +33,27 @@ class MeteredController {
     succeeded.push(ctx.getId());
   }
 }
+
+@Controller()
+class CardinalityController {
+  @MessagePattern(REQUESTS)
+  sum(@Payload() numbers: number[]): number {
+    return numbers.reduce((a, b) => a + b, 0);
+  }
+
+  @EventPattern<string>(EVENTS)
+  onBurst(): void {
+    burstHandled += 1;
+  }
+}
+
+/** What must never be a metric attribute: entry ids, UUIDs (correlation ids, reply streams). */
+const ENTRY_ID = /^\d+-\d+$/;
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+const PER_MESSAGE_KEYS = ['messaging.message.id', 'messaging.message.conversation_id', 'messaging.client.id'];
+
+type Point = { attributes: Record<string, unknown>; value: unknown };
+const pointsOf = (metric: MetricData): Point[] => metric.dataPoints as Point[];
 
 describe('OpenTelemetry metrics (real SDK, real Redis): counted exactly for a run of known size', () => {
   const redis = useRedisServer();
@@ -50,7 +74,7 @@ describe('OpenTelemetry metrics (real SDK, real Redis): counted exactly for a ru
         recovery: { interval: 100, minIdleTime: 200 },
         telemetry: { gaugeInterval: 100 },
       },
-      [MeteredController],
+      [MeteredController, CardinalityController],
     );
   });
 
@@ -112,5 +136,61 @@ describe('OpenTelemetry metrics (real SDK, real Redis): counted exactly for a ru
 
     expect(total(all, 'redis_streams.group.lag', where)).toBe(0);
     expect(total(all, 'redis_streams.group.pending', where)).toBe(0);
+  });
+
+  it('cardinality: 20 more sends and emits add no series (one per destination + operation); no id on any metric', async () => {
+    /** `n` requests (each with its reply) and `n` events, then until all is handled and counted. */
+    async function round(n: number, sentBefore: number): Promise<MetricData[]> {
+      const handledBefore = burstHandled;
+      for (let i = 0; i < n; i += 1) {
+        expect(await lastValueFrom(client.send(REQUESTS, [i, 1]))).toBe(i + 1);
+        await lastValueFrom(client.emit(EVENTS, { i }));
+      }
+      await waitFor(() => burstHandled === handledBefore + n, 'every event handled');
+      await waitFor(async () => (await pendingCount(redis.client, REQUESTS, GROUP)) === 0 && (await pendingCount(redis.client, EVENTS, GROUP)) === 0, 'nothing pending');
+      let all: MetricData[] = [];
+      // The reply is counted once its XADD answered, which may be after the requester got it.
+      await waitFor(async () => {
+        all = await collect();
+        return total(all, 'messaging.client.sent.messages') === sentBefore + 3 * n;
+      }, 'every request, reply and event counted');
+      return all;
+    }
+    const seriesPerMetric = (all: MetricData[]): Record<string, number> =>
+      Object.fromEntries(all.map((metric) => [metric.descriptor.name, pointsOf(metric).length]));
+
+    const sentBefore = total(await collect(), 'messaging.client.sent.messages');
+    const first = seriesPerMetric(await round(1, sentBefore));
+    const all = await round(20, sentBefore + 3);
+    expect(seriesPerMetric(all)).toEqual(first);
+
+    const sent = pointsOf(all.find((metric) => metric.descriptor.name === 'messaging.client.sent.messages') as MetricData);
+    const requests = sent.filter((point) => point.attributes['messaging.destination.name'] === REQUESTS);
+    const replies = sent.filter((point) => point.attributes['messaging.destination.temporary'] === true);
+    expect(requests.map((point) => point.value)).toEqual([21]);
+    expect(sent.filter((point) => point.attributes['messaging.destination.name'] === EVENTS).map((point) => point.value)).toEqual([21]);
+    // The replies go to the client's reply stream (a UUID): one series under a template.
+    expect(replies.map((point) => [point.value, point.attributes['messaging.destination.template']])).toEqual([[21, '(temporary)']]);
+    expect(replies[0]?.attributes).not.toHaveProperty('messaging.destination.name');
+    for (const point of [...requests, ...replies]) expect(point.attributes).toMatchObject({ 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' });
+
+    const where = { 'messaging.destination.name': REQUESTS, 'messaging.consumer.group.name': GROUP };
+    expect(total(all, 'redis_streams.processed.messages', where)).toBe(21);
+    expect(total(all, 'messaging.process.duration', where)).toBe(21);
+    expect(total(all, 'redis_streams.acked.messages', where)).toBe(21);
+
+    for (const metric of all) {
+      for (const point of pointsOf(metric)) {
+        const where = `${metric.descriptor.name} ${JSON.stringify(point.attributes)}`;
+        for (const key of PER_MESSAGE_KEYS) expect(point.attributes, where).not.toHaveProperty(key);
+        for (const value of Object.values(point.attributes)) {
+          if (typeof value !== 'string') continue;
+          expect(value, where).not.toMatch(ENTRY_ID);
+          expect(value, where).not.toMatch(UUID);
+          expect(value, where).not.toContain(client.replyStream);
+          expect(value, where).not.toBe('meter-1');
+        }
+      }
+    }
   });
 });

@@ -154,17 +154,39 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
       expect(await lastValueFrom(client.send('traced-sum', [1, 2, 3]))).toBe(6);
       http.end();
     });
-    await waitFor(() => named(`send ${client.replyStream}`).length === 1, 'the reply span');
+    await waitFor(() => named('send (temporary)').length === 1, 'the reply span');
     const http = one('GET /sum');
     const request = one('send traced-sum');
     const processSpan = one('process traced-sum');
-    const reply = one(`send ${client.replyStream}`);
+    // The reply stream is the client's own (a UUID): a template in the span name, the key in an attribute.
+    const reply = one('send (temporary)');
     const traceId = http.spanContext().traceId;
     for (const span of [request, processSpan, reply]) expect(span.spanContext().traceId).toBe(traceId);
     expect(processSpan.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
     expect(reply.parentSpanContext?.spanId).toBe(processSpan.spanContext().spanId);
     expect(reply.kind).toBe(SpanKind.PRODUCER);
     expect(request.attributes['messaging.message.conversation_id']).toBe(reply.attributes['messaging.message.conversation_id']);
+    expect(reply.attributes).toMatchObject({
+      'messaging.operation.type': 'send',
+      'messaging.destination.name': client.replyStream,
+      'messaging.destination.temporary': true,
+      'messaging.destination.template': '(temporary)',
+    });
+  });
+
+  it('span names carry no id: 20 sends and 20 emits give the same few names', async () => {
+    for (let i = 0; i < 20; i += 1) {
+      expect(await lastValueFrom(client.send('traced-sum', [i, 1]))).toBe(i + 1);
+      await lastValueFrom(client.emit('traced-orders', { i }));
+    }
+    const producers = (): ReadableSpan[] => spans().filter((span) => span.kind === SpanKind.PRODUCER);
+    // 20 requests, their 20 replies, 20 events.
+    await waitFor(() => producers().length === 60 && named('process traced-orders').length === 20, 'every producer and process span');
+    const names = new Set(spans().map((span) => span.name));
+    expect([...names].sort()).toEqual(['process traced-orders', 'process traced-sum', 'send (temporary)', 'send traced-orders', 'send traced-sum', 'user work']);
+    // The ids stay on the spans, as attributes.
+    const conversations = new Set(named('send (temporary)').map((span) => span.attributes['messaging.message.conversation_id']));
+    expect(conversations.size).toBe(20);
   });
 
   it("a poison entry: failed process spans (deliveries 1 and 2) and its dead letter on the entry's own trace", async () => {

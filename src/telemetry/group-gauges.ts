@@ -1,7 +1,7 @@
 import type { Meter } from '@opentelemetry/api';
 import { parseGroups } from '../claim/inspection-replies.js';
 import type { RedisClient } from '../redis/connection.js';
-import { MESSAGING_SYSTEM } from './telemetry.js';
+import { MESSAGING_SYSTEM } from './destination-attributes.js';
 
 interface Sample {
   readonly stream: string;

@@ -3,25 +3,11 @@ import type { Headers } from '../codec/wire-format.js';
 import { parseDeadLetter } from '../recovery/dead-letter-format.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
 import type { RedisClient } from '../redis/connection.js';
+import { Attr, DestinationAttributes, Variants, type GroupAttributes, type SendAttributes } from './destination-attributes.js';
 import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
 import type { ResolvedTelemetryOptions } from './telemetry-options.js';
 
-/**
- * `messaging.system`: the semantic conventions have no value for Redis Streams (their list is
- * kafka, rabbitmq, …; custom values are allowed). Not `redis`: that names the database client
- * spans of Redis instrumentations (`db.system.name`), and dashboards must tell them apart.
- */
-export const MESSAGING_SYSTEM = 'redis_streams';
 const SCOPE = 'nestjs-redis-streams';
-
-/** Attributes of our own, under the system's namespace as the conventions ask. */
-export const Attr = {
-  deliveryCount: 'messaging.redis_streams.message.delivery_count',
-  outcome: 'messaging.redis_streams.outcome',
-  reason: 'messaging.redis_streams.reason',
-  deadLetterStream: 'messaging.redis_streams.dead_letter.stream',
-  deadLetterId: 'messaging.redis_streams.dead_letter.id',
-} as const;
 
 /** An entry as the server hands it: the telemetry keys its spans by this object. */
 export interface TracedEntry {
@@ -41,7 +27,7 @@ export interface ProducerTrace {
 interface Processing {
   readonly start: number;
   readonly span: Span | undefined;
-  readonly attributes: Attributes;
+  readonly attributes: GroupAttributes;
   error?: unknown;
 }
 
@@ -54,6 +40,9 @@ interface Processing {
 export class Telemetry {
   private readonly processing = new WeakMap<TracedEntry, Processing>();
   private readonly instruments: Instruments | undefined;
+  private readonly destinations = new DestinationAttributes();
+  private readonly errorTypes = new Variants('error.type');
+  private readonly reasons = new Variants(Attr.reason);
 
   private constructor(
     private readonly api: OpenTelemetryApi,
@@ -82,16 +71,38 @@ export class Telemetry {
 
   /**
    * Starts a PRODUCER span `send <stream>` under the caller's active context and returns the
-   * trace headers to write. `conversationId`: the correlation id of a request or a reply.
+   * trace headers to write. `conversationId`: the correlation id of a request.
    */
-  startSend(stream: string, conversationId?: string, parent?: Context): ProducerTrace {
-    const { api } = this;
-    const attributes: Attributes = { ...systemAttributes(), 'messaging.operation.type': 'send', 'messaging.operation.name': 'send', 'messaging.destination.name': stream };
-    if (conversationId !== undefined) attributes['messaging.message.conversation_id'] = conversationId;
-    const active = parent ?? api.context.active();
-    const span = this.tracer?.startSpan(`send ${stream}`, { kind: api.SpanKind.PRODUCER, attributes }, active);
+  startSend(stream: string, conversationId?: string): ProducerTrace {
+    return this.startProducer(this.destinations.send(stream), undefined, conversationId, undefined);
+  }
+
+  /**
+   * The PRODUCER span of a request's reply, a child of the request's process span: `send
+   * (temporary)`, since `replyTo` is the requester's own reply stream (its key goes on the span only).
+   */
+  startReply(entry: TracedEntry, replyTo: string, correlationId: string): ProducerTrace {
+    const span = this.processing.get(entry)?.span;
+    const parent = span === undefined ? undefined : this.api.trace.setSpan(this.api.ROOT_CONTEXT, span);
+    return this.startProducer(this.destinations.reply, replyTo, correlationId, parent);
+  }
+
+  /** `temporaryName`: the key of a temporary destination (a span attribute, never a metric one). */
+  private startProducer(destination: SendAttributes, temporaryName: string | undefined, conversationId: string | undefined, parent: Context | undefined): ProducerTrace {
+    const { api, tracer } = this;
     const headers: Headers = {};
-    if (span !== undefined) api.propagation.inject(api.trace.setSpan(active, span), headers);
+    let span: Span | undefined;
+    if (tracer !== undefined) {
+      let attributes = destination.span;
+      if (temporaryName !== undefined || conversationId !== undefined) {
+        attributes = { ...attributes };
+        if (temporaryName !== undefined) attributes['messaging.destination.name'] = temporaryName;
+        if (conversationId !== undefined) attributes['messaging.message.conversation_id'] = conversationId;
+      }
+      const active = parent ?? api.context.active();
+      span = tracer.startSpan(destination.spanName, { kind: api.SpanKind.PRODUCER, attributes }, active);
+      api.propagation.inject(api.trace.setSpan(active, span), headers);
+    }
     let ended = false;
     const instruments = this.instruments;
     return {
@@ -100,7 +111,7 @@ export class Telemetry {
         if (ended) return;
         ended = true;
         const failed = error !== undefined;
-        instruments?.sent.add(1, failed ? { ...attributes, 'error.type': errorType(error) } : attributes);
+        instruments?.sent.add(1, failed ? this.errorTypes.of(destination.metric, errorType(error)) : destination.metric);
         if (span === undefined) return;
         if (typeof id === 'string') span.setAttribute('messaging.message.id', id);
         if (failed) this.fail(span, error);
@@ -109,18 +120,11 @@ export class Telemetry {
     };
   }
 
-  /** The PRODUCER span of a request's reply, a child of the request's process span. */
-  startReply(entry: TracedEntry, replyTo: string, correlationId: string): ProducerTrace {
-    const span = this.processing.get(entry)?.span;
-    const parent = span === undefined ? undefined : this.api.trace.setSpan(this.api.ROOT_CONTEXT, span);
-    return this.startSend(replyTo, correlationId, parent);
-  }
-
   // ---- consumer side ----
 
   /** Entries read or claimed for a stream + group (`messaging.client.consumed.messages`). */
   consumed(stream: string, group: string, count: number): void {
-    if (count > 0) this.instruments?.consumed.add(count, { ...systemAttributes(), 'messaging.destination.name': stream, 'messaging.consumer.group.name': group, 'messaging.operation.name': 'receive', 'messaging.operation.type': 'receive' });
+    if (count > 0) this.instruments?.consumed.add(count, this.destinations.group(stream, group).receive);
   }
 
   /**
@@ -129,24 +133,17 @@ export class Telemetry {
    */
   process<T>(entry: TracedEntry, headers: Headers | undefined, consumer: string, handle: () => T): T {
     const { api } = this;
-    const { stream, group } = entry.binding;
-    const attributes: Attributes = {
-      ...systemAttributes(),
-      'messaging.operation.type': 'process',
-      'messaging.operation.name': 'process',
-      'messaging.destination.name': stream,
-      'messaging.consumer.group.name': group,
-    };
+    const attributes = this.destinations.group(entry.binding.stream, entry.binding.group);
     if (this.tracer === undefined) {
       this.processing.set(entry, { start: performance.now(), span: undefined, attributes });
       return handle();
     }
     const parent = headers === undefined ? api.ROOT_CONTEXT : api.propagation.extract(api.ROOT_CONTEXT, headers);
     const span = this.tracer.startSpan(
-      `process ${stream}`,
+      attributes.processSpanName,
       {
         kind: api.SpanKind.CONSUMER,
-        attributes: { ...attributes, 'messaging.message.id': entry.id, 'messaging.client.id': consumer, [Attr.deliveryCount]: entry.deliveryCount },
+        attributes: { ...attributes.process, 'messaging.message.id': entry.id, 'messaging.client.id': consumer, [Attr.deliveryCount]: entry.deliveryCount },
       },
       parent,
     );
@@ -169,9 +166,9 @@ export class Telemetry {
     const outcome = failed ? 'failure' : 'success';
     const instruments = this.instruments;
     if (instruments !== undefined) {
-      const attributes = failed ? { ...processing.attributes, 'error.type': errorType(processing.error) } : processing.attributes;
-      instruments.processDuration.record((performance.now() - processing.start) / 1000, attributes);
-      instruments.processed.add(1, { ...processing.attributes, [Attr.outcome]: outcome });
+      const { attributes } = processing;
+      instruments.processDuration.record((performance.now() - processing.start) / 1000, failed ? this.errorTypes.of(attributes.process, errorType(processing.error)) : attributes.process);
+      instruments.processed.add(1, failed ? attributes.failed : attributes.succeeded);
     }
     const span = processing.span;
     if (span === undefined) return;
@@ -182,17 +179,17 @@ export class Telemetry {
 
   /** An ack was requested for an entry of this stream + group. */
   acked(stream: string, group: string): void {
-    this.instruments?.acked.add(1, { ...systemAttributes(), 'messaging.destination.name': stream, 'messaging.consumer.group.name': group });
+    this.instruments?.acked.add(1, this.destinations.group(stream, group).group);
   }
 
   /** Recovery claimed entries from idle consumers. */
   recovered(notice: RecoveredNotice): void {
-    this.instruments?.recovered.add(notice.ids.length, { ...systemAttributes(), 'messaging.destination.name': notice.stream, 'messaging.consumer.group.name': notice.group });
+    this.instruments?.recovered.add(notice.ids.length, this.destinations.group(notice.stream, notice.group).group);
   }
 
   /** Entries trimmed or deleted before they were handled. */
   lost(notice: EntriesLostNotice): void {
-    this.instruments?.lost.add(notice.count, { ...systemAttributes(), 'messaging.destination.name': notice.stream, 'messaging.consumer.group.name': notice.group, [Attr.reason]: notice.reason });
+    this.instruments?.lost.add(notice.count, this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason));
   }
 
   /**
@@ -200,7 +197,7 @@ export class Telemetry {
    * `dead_letter` event on the entry's own trace, from the headers kept in the dead-letter record.
    */
   async deadLettered(notice: DeadLetterNotice, redis: RedisClient): Promise<void> {
-    const attributes: Attributes = { ...systemAttributes(), 'messaging.destination.name': notice.stream, 'messaging.consumer.group.name': notice.group, [Attr.reason]: notice.reason };
+    const attributes = this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason);
     this.instruments?.deadLettered.add(1, attributes);
     if (this.tracer === undefined || notice.deadLetterId === '') return;
     const headers = await deadLetterHeaders(redis, notice.deadLetterKey, notice.deadLetterId);
@@ -250,11 +247,6 @@ class Instruments {
     this.recovered = meter.createCounter('redis_streams.recovered.messages', { unit: '{message}', description: 'Entries recovery claimed from idle consumers' });
     this.lost = meter.createCounter('redis_streams.lost.messages', { unit: '{message}', description: 'Entries trimmed or deleted before they were handled, by reason' });
   }
-}
-
-/** Both names: `messaging.system.name` replaces `messaging.system` in the newest conventions; backends still read the old one. */
-function systemAttributes(): Attributes {
-  return { 'messaging.system': MESSAGING_SYSTEM, 'messaging.system.name': MESSAGING_SYSTEM };
 }
 
 function errorType(error: unknown): string {
