@@ -114,6 +114,33 @@ export class RedisStreamsPartitionMismatchError extends Error {
 }
 
 /**
+ * A stream's partition metadata key (`{orders}:partitions`) holds what the package never writes:
+ * a count outside 1..1024 (`MAX_PARTITIONS`), something that is not an integer, or a value of
+ * another type. Every reader of the key fails with it, before anything is read or written on the
+ * partitions: the first emit or send of the pattern, `listen()`, the claim, inspection and
+ * dead-letter services, the CLI. A count of 10^10 would otherwise make 10^10 partition keys.
+ */
+export class RedisStreamsPartitionMetadataError extends Error {
+  override readonly name = 'RedisStreamsPartitionMetadataError';
+
+  constructor(
+    /** The stream (without partition suffix), e.g. `orders`. */
+    readonly stream: string,
+    /** The metadata key, e.g. `{orders}:partitions`. */
+    readonly metadataKey: string,
+    /** What the key holds; `undefined` when it is not a string key. */
+    readonly value: string | undefined,
+    /** What is wrong with it, e.g. `count 10000000000 is outside 1..1024`. */
+    reason: string,
+  ) {
+    super(
+      `invalid partition metadata in "${metadataKey}": ${reason}; the key records the partitions setting that producers and workers of "${stream}" share: ` +
+        `set it to that count, or delete it and restart them`,
+    );
+  }
+}
+
+/**
  * An operation that works on one stream key (claim, ack, inspecting or redriving a dead letter by
  * id) was given a partitioned stream (`orders`, recorded in `{orders}:partitions`), which has no
  * key of its own: name one of `partitionKeys` (`orders:p0` …) instead. Operations over a whole

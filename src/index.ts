@@ -5,6 +5,7 @@ export {
   RedisStreamsMissingCommandError,
   RedisStreamsOptionError,
   RedisStreamsPartitionedStreamError,
+  RedisStreamsPartitionMetadataError,
   RedisStreamsPartitionMismatchError,
 } from './errors.js';
 export type { RedisConnection } from './redis/connection.js';

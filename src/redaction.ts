@@ -17,16 +17,30 @@ const MIN_SECRET_LENGTH = 4;
 /**
  * `redis://user:secret@host` → `redis://user:***@host`, for every form ioredis accepts: with or
  * without a scheme (`:secret@host:6379`, `user:secret@host`), `?password=`, percent-encoded.
+ * The whole string is taken as one URL: its password is masked whole whatever it holds (a raw
+ * `@`, a space, `:`, `/`, `#`, `?`; see {@link writtenPassword}).
  */
 export function redactUrl(url: string): string {
-  return redactPatterns(url);
+  const masked = url.replace(URL_QUERY_PASSWORD, `$1${MASK}`);
+  const span = passwordSpan(masked);
+  return redactPatterns(span === undefined ? masked : `${masked.slice(0, span[0])}${MASK}${masked.slice(span[1])}`);
 }
 
-/** The password(s) a URL carries (userinfo, `?password=`, `?sentinelPassword=`), raw and decoded, for masking. */
+/**
+ * The password(s) a URL carries (userinfo, `?password=`, `?sentinelPassword=`), for masking: as
+ * ioredis reads them (its parseURL: WHATWG `URL`, then decoded), and as written in the URL, raw
+ * and decoded.
+ */
 export function urlSecrets(url: string): string[] {
-  const parsed = parseAnyUrl(url);
-  if (parsed === undefined) return [];
-  const raw = [parsed.password, parsed.searchParams.get('password') ?? '', parsed.searchParams.get('sentinelPassword') ?? ''].filter((s) => s.length > 0);
+  const parsed = parseLikeIoredis(url);
+  const written = writtenPassword(url);
+  const raw = [
+    parsed?.password ?? '',
+    parsed?.searchParams.get('password') ?? '',
+    parsed?.searchParams.get('sentinelPassword') ?? '',
+    written ?? '',
+    ...[...url.matchAll(URL_QUERY_PASSWORD)].map((match) => match[2] ?? ''),
+  ].filter((s) => s.length > 0);
   const decoded = raw.flatMap((secret) => {
     try {
       return [decodeURIComponent(secret)];
@@ -35,6 +49,57 @@ export function urlSecrets(url: string): string[] {
     }
   });
   return [...new Set([...raw, ...decoded])];
+}
+
+/** `?password=…` / `&sentinelPassword=…` in a string known to be one URL: the value runs to the next `&` (spaces, `@`, `#` included). */
+const URL_QUERY_PASSWORD = /([?&;](?:sentinel)?password=)([^&]*)/gi;
+
+/**
+ * The password of a URL's userinfo as written, `undefined` when it has none. ioredis 6 (utils
+ * parseURL → WHATWG `URL`) reads the authority from after `scheme://` (after `//`, or from the
+ * start of a URL without a scheme, to which it prepends `redis://`) up to the first `/`, `?` or
+ * `#`; its userinfo ends at the LAST `@` in it, and the password follows the first `:` of the
+ * userinfo (`redis://:a@b@host` → `a@b`; `redis://u:a:b@host` → `a:b`; spaces and tabs are
+ * kept). The Sentinel URL parser (redis/sentinel-connection.ts) reads it the same way.
+ *
+ * The password taken here runs from that first `:` to the last `@` of the whole URL, which is
+ * ioredis' password whenever no `@` follows the authority. When one does, a password with a raw
+ * `/`, `?` or `#` ended ioredis' authority early (it then rejects the URL, or reads the rest as a
+ * path, query or fragment): that is still what whoever wrote the URL meant as the password, and it
+ * is masked whole. The cost: an `@` in a query value masks the host too (nothing is shown, rather
+ * than a secret). A string starting with one `/` (a socket path) or an empty authority
+ * (`unix:///path`) has no userinfo.
+ */
+function writtenPassword(url: string): string | undefined {
+  const span = passwordSpan(url);
+  return span === undefined ? undefined : url.slice(span[0], span[1]);
+}
+
+/** `[start, end)` of the password in `url` (see {@link writtenPassword}). */
+function passwordSpan(url: string): [number, number] | undefined {
+  const scheme = /^\s*(?:[a-z][a-z0-9+.-]*:)?\/\//i.exec(url);
+  if (scheme === null && url.startsWith('/')) return undefined; // a socket path
+  const authority = scheme === null ? 0 : scheme[0].length;
+  if (url[authority] === '/') return undefined; // unix:///path: no authority
+  const at = url.lastIndexOf('@');
+  const colon = url.indexOf(':', authority);
+  if (at < authority || colon < 0 || colon > at) return undefined;
+  return [colon + 1, at];
+}
+
+/**
+ * `new URL` of a URL as ioredis 6 parses it (utils parseURL): `redis://` and `rediss://` as they
+ * are, `//host` with `redis:` before it, a socket path (one leading `/`) not at all, anything else
+ * with `redis://` before it. `undefined` when that fails (ioredis would throw).
+ */
+function parseLikeIoredis(url: string): URL | undefined {
+  if (url.startsWith('/') && !url.startsWith('//')) return undefined;
+  const candidate = /^rediss?:\/\//i.test(url) ? url : url.startsWith('//') ? `redis:${url}` : `redis://${url}`;
+  try {
+    return new URL(candidate);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -155,30 +220,17 @@ export function redactCommandArgs(name: string, args: readonly unknown[]): unkno
   return masked;
 }
 
-/** URL userinfo (with a scheme or without: `:pw@host`, `user:pw@host`) and `password=` / `password: '…'`. */
+/**
+ * URL userinfo (with a scheme or without: `:pw@host`, `user:pw@host`) and `password=` /
+ * `password: '…'`, in any text. A userinfo runs to the last `@` of the word (ioredis' userinfo
+ * ends at the last `@` before the host); a password with a space is only masked as a known secret.
+ */
 function redactPatterns(text: string): string {
   return text
-    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/]*):[^\s@/]*@/gi, `$1:${MASK}@`)
-    .replace(/(^|[\s"'`(<=,[/])([^\s:@/"'`]*):(?!\/\/)[^\s@/"'`]+@(?=[^\s@/]+)/g, `$1$2:${MASK}@`)
+    .replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:@/?#"`<>]*):[^\s"`<>]*@/gi, `$1:${MASK}@`)
+    .replace(/(^|[\s"'`(<=,[/])([^\s:@/"'`]*):(?!\/\/)[^\s/"'`]+@(?=[^\s@/"'`]+)/g, `$1$2:${MASK}@`)
     .replace(/([?&;](?:sentinel)?password=)[^&#\s"']*/gi, `$1${MASK}`)
     .replace(/(\b(?:sentinel)?password["']?\s*[:=]\s*)(["'])(?:\\.|(?!\2).)*\2/gi, `$1$2${MASK}$2`);
-}
-
-/**
- * `new URL` of a URL given with or without a scheme (`:pw@host:port` is parsed as
- * `redis://:pw@host:port`). A host list (`redis+sentinel://:pw@h1:26379,h2:26379/name`), which
- * `new URL` refuses, is parsed with its hosts replaced by one: only the secrets are wanted here.
- */
-function parseAnyUrl(url: string): URL | undefined {
-  const candidate = /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? url : url.startsWith('//') ? `redis:${url}` : `redis://${url}`;
-  for (const attempt of [candidate, candidate.replace(/^([a-z][a-z0-9+.-]*:\/\/(?:[^/?#]*@)?)[^/?#@]*/i, '$1host')]) {
-    try {
-      return new URL(attempt);
-    } catch {
-      // next attempt
-    }
-  }
-  return undefined;
 }
 
 function isCommand(value: unknown): value is { name: string; args: unknown[] } {

@@ -263,5 +263,36 @@ describe('CLI nestjs-redis-streams', { timeout: 180_000 }, () => {
       expect((await list()).map((entry) => [entry.consumer, entry.retry])).toEqual([['backoff', undefined], ['w1', undefined]]);
       expect(expectOneLineFailure(await cli(['pending', 'jobs', 'g', '--entries', '--retry-consumer', '', '--url', closedUrl]), 2)).toContain('--retry-consumer');
     });
+
+    // `{orders}:partitions` holding a count outside 1..1024 once crashed `info orders` (10^10:
+    // "Invalid array length") or ran it out of heap (10^8, after seconds): now one line naming the key.
+    it('invalid partition metadata: every command on the stream fails on one line naming the key, exit 1', async () => {
+      const commands = [
+        ['info', 'orders'],
+        ['info', 'orders', '--group', 'billing'],
+        ['pending', 'orders', 'billing'],
+        ['pending', 'orders', 'billing', '--entries'],
+        ['claim', 'orders', 'billing', 'c1', '--min-idle-time', '1000'],
+        ['ack', 'orders', 'billing', '1-0'],
+        ['dlq', 'list', 'orders'],
+        ['dlq', 'purge', 'orders', '--all'],
+      ];
+      for (const [value, detail] of [
+        ['10000000000', 'count 10000000000 is outside 1..1024'],
+        ['100000000', 'count 100000000 is outside 1..1024'],
+        ['x8', '"x8" is not a partition count (an integer from 1 to 1024)'],
+      ] as const) {
+        await redis.set('{orders}:partitions', value);
+        for (let i = 0; i < commands.length; i += 4) {
+          const batch = commands.slice(i, i + 4);
+          const runs = await Promise.all(batch.map((command) => cli([...command, '--url', server.url])));
+          runs.forEach((run, j) => {
+            const name = `${batch[j]!.join(' ')} with ${value}`;
+            expect([name, run.code, run.stdout]).toEqual([name, 1, '']);
+            expect([name, run.stderr]).toEqual([name, expect.stringMatching(new RegExp(`^error: invalid partition metadata in "\\{orders\\}:partitions": ${detail.replace(/[.()]/g, '\\$&')}[^\n]*\n$`))]);
+          });
+        }
+      }
+    });
   });
 });

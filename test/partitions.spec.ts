@@ -243,6 +243,14 @@ describe('partitioned streams (real redis-server)', () => {
     }
     await expect(startServer([ZeroController])).rejects.toThrow(/"extras\.partitions \(handler "orders"\)": must be an integer between 1 and 1024/);
 
+    // The bound the metadata readers hold a recorded count to: no side can configure more.
+    @Controller()
+    class TooManyController {
+      @EventPattern<string>('orders', { partitions: MAX_PARTITIONS + 1 })
+      onOrder(): void {}
+    }
+    await expect(startServer([TooManyController])).rejects.toThrow(/"extras\.partitions \(handler "orders"\)": must be an integer between 1 and 1024.*got 1025/);
+
     @Controller()
     class TaggedController {
       @EventPattern<string>('{orders}:eu', { partitions: 2 })

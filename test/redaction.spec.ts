@@ -19,6 +19,56 @@ describe('redaction: URLs in every form ioredis accepts', () => {
     expect(redactUrl(url)).toBe(expected);
   });
 
+  // ioredis 6 (utils parseURL → WHATWG URL): the userinfo ends at the LAST "@" before the host, the
+  // password is what follows its first ":". A raw "/", "?" or "#" ends ioredis' authority early (it
+  // then rejects the URL or reads the rest as a path): still a password to whoever wrote it.
+  it.each([
+    ['redis://:hunter2@TAILSECRET@127.0.0.1:6390', 'redis://:***@127.0.0.1:6390'],
+    ['rediss://:a@b@TAILSECRET@[::1]:6390/1', 'rediss://:***@[::1]:6390/1'],
+    ['redis://default:open SPACESECRET@127.0.0.1:6390/0', 'redis://default:***@127.0.0.1:6390/0'],
+    ['redis://default:a:b:COLONSECRET@host', 'redis://default:***@host'],
+    ['redis://default:pa/SLASHSECRET@host:1', 'redis://default:***@host:1'],
+    ['redis://default:12/SLASHSECRET@host:1', 'redis://default:***@host:1'],
+    ['redis://default:pa#HASHSECRET@host:1', 'redis://default:***@host:1'],
+    ['redis://default:pa?QUERYSECRET@host:1', 'redis://default:***@host:1'],
+    ['redis://default:pa%40%20PCTSECRET@host', 'redis://default:***@host'],
+    ['redis://default:tab\tTABSECRET@host', 'redis://default:***@host'],
+    ['REDIS://:UPPER SECRET@host', 'REDIS://:***@host'],
+    [':hunter2@TAILSECRET@127.0.0.1:6390', ':***@127.0.0.1:6390'],
+    ['user:open SPACESECRET@127.0.0.1:6390', 'user:***@127.0.0.1:6390'],
+    ['//user:a@TAILSECRET@127.0.0.1:6390', '//user:***@127.0.0.1:6390'],
+    ['redis://:pw@TAILSECRET@host/0?password=q@UERY SECRET', 'redis://:***@host/0?password=***'],
+    ['redis+sentinel://:a@TAILSECRET@h1:26379,h2/mymaster?sentinelPassword=s@SENTINEL', 'redis+sentinel://:***@h1:26379,h2/mymaster?sentinelPassword=***'],
+    ['redis://user@host:6390', 'redis://user@host:6390'],
+    ['unix:///run/redis.sock', 'unix:///run/redis.sock'],
+  ])('as ioredis reads it: %s', (url, expected) => {
+    expect(redactUrl(url)).toBe(expected);
+  });
+
+  it('lists the password as ioredis sends it and as written, for the known-secret pass', () => {
+    expect(connectionSecrets('redis://:hunter2@TAILSECRET@127.0.0.1:1')).toContain('hunter2@TAILSECRET');
+    expect(connectionSecrets('redis://default:open SPACESECRET@127.0.0.1:1')).toContain('open SPACESECRET');
+    expect(connectionSecrets(':hunter2@TAILSECRET@127.0.0.1:1')).toContain('hunter2@TAILSECRET');
+    expect(connectionSecrets('redis://u:pa%40%20PCT@host').sort()).toEqual(['pa%40%20PCT', 'pa@ PCT'].sort());
+    // ioredis rejects it (a raw "/"), but it was meant as a password: masked wherever it appears.
+    expect(connectionSecrets('redis://u:pa/SLASHSECRET@host')).toContain('pa/SLASHSECRET');
+    expect(connectionSecrets('redis+sentinel://:a@TAILSECRET@h1/mymaster?sentinelPassword=s%40SENTINEL')).toEqual(
+      expect.arrayContaining(['a@TAILSECRET', 's@SENTINEL']),
+    );
+    const redactor = Redactor.for('redis://default:open SPACESECRET@127.0.0.1:1');
+    expect(redactor.text('WRONGPASS for "open SPACESECRET", url redis://default:open SPACESECRET@127.0.0.1:1')).not.toContain('SPACESECRET');
+    expect(Redactor.for('redis://:hunter2@TAILSECRET@h:1').text('AUTH hunter2@TAILSECRET failed')).toBe('AUTH *** failed');
+  });
+
+  it('masks free text up to the last "@" of a URL (no secret known)', () => {
+    const redactor = new Redactor();
+    expect(redactor.text('cannot connect to redis://:hunter2@TAILSECRET@127.0.0.1:1: connection refused')).toBe(
+      'cannot connect to redis://:***@127.0.0.1:1: connection refused',
+    );
+    expect(redactor.text('got ":hunter2@TAILSECRET@127.0.0.1:1"')).toBe('got ":***@127.0.0.1:1"');
+    expect(redactor.text('{"a":"redis://:pw12@h:1","b":"c@d"}')).toBe('{"a":"redis://:***@h:1","b":"c@d"}');
+  });
+
   it('finds the secrets of URLs, options and clients, raw and decoded', () => {
     expect(connectionSecrets(':s3cr3t%40PW@127.0.0.1:1').sort()).toEqual(['s3cr3t%40PW', 's3cr3t@PW']);
     expect(connectionSecrets('user:pw1234@host')).toEqual(['pw1234']);

@@ -11,6 +11,7 @@ import { DeadLetterService } from '../src/recovery/dead-letter.service.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { compiledPath, ensureCompiled } from './helpers/compiled.js';
 import { freePort } from './helpers/redis-server.js';
+import { runCli } from './helpers/run-cli.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
 /**
@@ -21,6 +22,8 @@ import { useRedisServer } from './helpers/use-redis-server.js';
 const MARKER = 'LEAKED';
 const WRONG = `${MARKER}-Wr0ng:pa@ss`;
 const ENCODED = encodeURIComponent(WRONG);
+/** A wrong password with a raw "@", a space and ":" in it, unencoded in the URL. */
+const RAW_WRONG = `pa@ss ${MARKER}:x@y`;
 const UNKNOWN_HOST = 'nonexistent.invalid';
 
 /** Everything a user (or Node, for an uncaught error) could print of `value`. */
@@ -79,6 +82,9 @@ describe('secrets never leave the package', () => {
     urls.wrongPassword = `redis://default:${ENCODED}@127.0.0.1:${redis.server.port}`;
     urls.refused = `redis://default:${ENCODED}@127.0.0.1:${await freePort()}`;
     urls.unknownHost = `redis://default:${ENCODED}@${UNKNOWN_HOST}:6390`;
+    // Written raw, as users do: ioredis reads the password up to the last "@", spaces included.
+    urls.rawWrongPassword = `redis://default:${RAW_WRONG}@127.0.0.1:${redis.server.port}`;
+    urls.rawRefused = `redis://:${RAW_WRONG}@127.0.0.1:${await freePort()}/0`;
   });
   beforeEach(() => {
     logLines.length = 0;
@@ -89,7 +95,7 @@ describe('secrets never leave the package', () => {
     for (const line of logLines) expect(line).not.toContain(MARKER);
   });
 
-  describe.each(['wrongPassword', 'refused', 'unknownHost'])('server: listen() fails (%s)', (kind) => {
+  describe.each(['wrongPassword', 'refused', 'unknownHost', 'rawWrongPassword', 'rawRefused'])('server: listen() fails (%s)', (kind) => {
     it('the listen callback error and the error events carry no password', async () => {
       const server = new RedisStreamsServer({ connection: urls[kind], group: 'g', consumer: 'c', recovery: false, startupTimeout: 1_000 });
       server.addHandler('orders', async () => undefined, true);
@@ -103,7 +109,7 @@ describe('secrets never leave the package', () => {
     });
   });
 
-  describe.each(['wrongPassword', 'refused', 'unknownHost'])('client, %s', (kind) => {
+  describe.each(['wrongPassword', 'refused', 'unknownHost', 'rawWrongPassword', 'rawRefused'])('client, %s', (kind) => {
     it('emit and send rejections and error events carry no password', async () => {
       const client = new RedisStreamsClient({ connection: urls[kind], commandTimeout: 2_000 });
       const events: unknown[] = [];
@@ -117,7 +123,7 @@ describe('secrets never leave the package', () => {
     });
   });
 
-  describe.each(['wrongPassword', 'refused', 'unknownHost'])('services on a connection that fails (%s)', (kind) => {
+  describe.each(['wrongPassword', 'refused', 'unknownHost', 'rawWrongPassword', 'rawRefused'])('services on a connection that fails (%s)', (kind) => {
     let connection: Redis;
     beforeEach(() => {
       connection = new Redis(urls[kind] as string, { lazyConnect: true, maxRetriesPerRequest: 0 });
@@ -202,6 +208,72 @@ describe('secrets never leave the package', () => {
       }
     }, 120_000);
   });
+});
+
+/**
+ * Passwords that ioredis reads with a raw "@" (its userinfo ends at the last "@" before the host),
+ * a space or a ":", and ones with a raw "/", "#" or "?" that end its authority early (it rejects
+ * the URL): no part of them is printed, neither by a failed connect nor by `top`'s header.
+ */
+describe('CLI: passwords with "@", spaces and URL delimiters', () => {
+  // requirepass (the default user) with a raw "@"; an ACL user whose password has "@", a space and ":".
+  const TAIL = 'hunter2@TAILSECRET';
+  const SPACE = 'open SPACESECRET@x:y';
+  const redis = useRedisServer({ password: TAIL });
+  const MARKERS = ['TAILSECRET', 'SPACESECRET', 'SLASHSECRET', 'HASHSECRET', 'QUERYSECRET'];
+
+  beforeAll(async () => {
+    await ensureCompiled();
+    await redis.client.acl('SETUSER', 'ops', 'on', `>${SPACE}`, '~*', '&*', '+@all');
+    await redis.client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+  }, 300_000);
+
+  function expectNoMarker(name: string, output: string): void {
+    for (const marker of MARKERS) expect([name, output]).not.toEqual([name, expect.stringContaining(marker)]);
+  }
+
+  it("top's header shows the URL with the password masked (the connection works)", async () => {
+    const port = redis.server.port;
+    for (const [url, shown] of [
+      [`redis://:${TAIL}@127.0.0.1:${port}`, `redis://:***@127.0.0.1:${port}`],
+      [`redis://ops:${SPACE}@127.0.0.1:${port}/0`, `redis://ops:***@127.0.0.1:${port}/0`],
+    ] as const) {
+      const run = await runCli(['top', 'orders', '--iterations', '1', '--url', url], {}, { nodeArgs: ['--import', './test/fixtures/as-terminal.mjs'] });
+      expect([url, run.code, run.stderr]).toEqual([url, 0, '']);
+      expect(run.stdout).toContain(`nestjs-redis-streams top · ${shown} · every 1.0s`);
+      expect(run.stdout).toMatch(/^orders +billing/m);
+      expectNoMarker(url, run.stdout);
+    }
+  }, 60_000);
+
+  it('a failed connect or a URL ioredis refuses fails on one line without the password', async () => {
+    const port = redis.server.port;
+    const refused = await freePort();
+    const cases: [string, RegExp][] = [
+      [`redis://:wrong@TAILSECRET@127.0.0.1:${port}`, /WRONGPASS/],
+      [`redis://ops:not open SPACESECRET@x:y@127.0.0.1:${port}`, /WRONGPASS/],
+      [`redis://:${TAIL}@127.0.0.1:${refused}`, /connection refused/],
+      [`redis://ops:${SPACE}@127.0.0.1:${refused}/0`, /connection refused/],
+      [`:${TAIL}@127.0.0.1:${refused}`, /must be a redis:\/\//],
+      [`redis://ops:pa/SLASHSECRET@127.0.0.1:${port}`, /not a valid URL/],
+      [`redis://ops:12/SLASHSECRET@127.0.0.1:${port}`, /database number/],
+      [`redis://ops:pa#HASHSECRET@127.0.0.1:${port}`, /not a valid URL/],
+      [`redis://ops:pa?QUERYSECRET@127.0.0.1:${port}`, /not a valid URL/],
+      [`redis+sentinel://:${TAIL}@127.0.0.1:${refused}/mymaster`, /sentinels are unreachable/],
+    ];
+    for (let i = 0; i < cases.length; i += 4) {
+      const batch = cases.slice(i, i + 4);
+      const runs = await Promise.all(batch.map(([url]) => runCli(['info', 'orders', '--url', url])));
+      runs.forEach((run, j) => {
+        const [url, why] = batch[j]!;
+        const output = run.stdout + run.stderr;
+        expect([url, run.code]).toEqual([url, expect.toSatisfy((c: number) => c === 1 || c === 2)]);
+        expect([url, output.trimEnd().split('\n').length]).toEqual([url, 1]);
+        expect([url, output]).toEqual([url, expect.stringMatching(why)]);
+        expectNoMarker(url, output);
+      });
+    }
+  }, 120_000);
 });
 
 afterAll(() => Logger.overrideLogger(true as never));

@@ -1,4 +1,4 @@
-import { describeKeys } from '../errors.js';
+import { describeKeys, RedisStreamsPartitionMetadataError } from '../errors.js';
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { missingCommandError } from '../redis/capabilities.js';
 
@@ -48,7 +48,11 @@ export async function translateRedisError(
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith('NOGROUP') || message.startsWith('ERR no such key')) {
     const exists = await streamExists().catch(() => true);
-    if (!exists) return missingStreamError(key, error, await partitionCount?.().catch(() => 1));
+    if (!exists) {
+      if (partitionCount === undefined) return missingStreamError(key, error);
+      // Invalid metadata is the answer itself: it names the key to fix.
+      return partitionCountHint(partitionCount).then((partitions) => missingStreamError(key, error, partitions), (invalid: unknown) => invalid);
+    }
     if (group !== undefined) {
       return new RedisStreamsClaimError('missing-group', `group "${group}" does not exist on stream "${key}"`, {
         cause: error,
@@ -64,6 +68,18 @@ export async function translateRedisError(
     });
   }
   return error;
+}
+
+/**
+ * The recorded partition count of a missing stream, for its error message: 1 when it cannot be
+ * read (an ACL without GET on the metadata key, the connection gone), since it is only a hint;
+ * invalid metadata (`RedisStreamsPartitionMetadataError`) rejects, so it is reported, not hidden.
+ */
+export function partitionCountHint(read: () => Promise<number>): Promise<number> {
+  return read().catch((error: unknown) => {
+    if (error instanceof RedisStreamsPartitionMetadataError) throw error;
+    return 1;
+  });
 }
 
 /** A missing stream; on a partitioned one, the error names its partitions, which do exist. */

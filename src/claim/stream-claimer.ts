@@ -1,7 +1,7 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
-import { missingStreamError, translateRedisError } from './claim.errors.js';
+import { missingStreamError, partitionCountHint, translateRedisError } from './claim.errors.js';
 import { recordedPartitionCount } from '../partitions/partition-metadata.js';
 import { Redactor } from '../redaction.js';
 import { resolveClaimOptions, type ResolvedClaimOptions } from './claim-options.js';
@@ -82,7 +82,7 @@ export class StreamClaimer {
       const acked = (await Promise.all(batches)).reduce((sum, n) => sum + Number(n), 0);
       // XACK on a missing key answers 0: a partitioned stream's name is an error naming its partitions.
       if (acked === 0 && !(await this.streamExists(key))) {
-        const partitions = await recordedPartitionCount(this.redis, key).catch(() => 1);
+        const partitions = await partitionCountHint(() => recordedPartitionCount(this.redis, key));
         if (partitions > 1) throw missingStreamError(key, undefined, partitions);
       }
       return acked;

@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { RedisStreamsOptionError, RedisStreamsPartitionMismatchError } from '../errors.js';
+import { RedisStreamsOptionError, RedisStreamsPartitionMetadataError, RedisStreamsPartitionMismatchError } from '../errors.js';
 import { partitionIndexOf, partitionsMetadataKey, partitionStreamKey } from '../partitions/partition-keys.js';
 import { checkPartitionCount, checkUnpartitioned, isNoPermission } from '../partitions/partition-metadata.js';
 import type { RedisClient } from '../redis/connection.js';
@@ -97,9 +97,9 @@ export class PartitionRouter {
   }
 }
 
-/** A mismatch or a reply error (NOPERM, WRONGTYPE) stays what it is on a retry. */
+/** A mismatch, invalid metadata or a reply error (NOPERM) stays what it is on a retry. */
 function isFinal(error: unknown): boolean {
-  return error instanceof RedisStreamsPartitionMismatchError || (error as Error).name === 'ReplyError';
+  return error instanceof RedisStreamsPartitionMismatchError || error instanceof RedisStreamsPartitionMetadataError || (error as Error).name === 'ReplyError';
 }
 
 function partitionKeyOf(options: RedisStreamsRecordOptions): string | undefined {

@@ -1,5 +1,5 @@
 import { streamKeyFor } from '../redis/keys.js';
-import { RedisStreamsOptionError, RedisStreamsPartitionMismatchError } from '../errors.js';
+import { RedisStreamsOptionError, RedisStreamsPartitionMetadataError, RedisStreamsPartitionMismatchError } from '../errors.js';
 import type { Redactor } from '../redaction.js';
 import { trimmingUnsupported } from './capability-needs.js';
 import { RedisStreamsPublishError } from './errors.js';
@@ -61,9 +61,14 @@ export class XAddWriter {
     return sendWithRetries(() => (this.producer.xadd ?? xadd)(args), idempotence.retries, idempotence.retryDelayMs);
   }
 
-  /** Failures name the stream; option errors and a partition count mismatch stay as they are. */
+  /** Failures name the stream; option errors, a partition count mismatch and invalid partition metadata stay as they are. */
   publishError(pattern: unknown, error: unknown): unknown {
-    if (error instanceof RedisStreamsOptionError || error instanceof RedisStreamsPublishError || error instanceof RedisStreamsPartitionMismatchError) {
+    if (
+      error instanceof RedisStreamsOptionError ||
+      error instanceof RedisStreamsPublishError ||
+      error instanceof RedisStreamsPartitionMismatchError ||
+      error instanceof RedisStreamsPartitionMetadataError
+    ) {
       return this.redactor.error(error);
     }
     const stream = streamKeyFor(this.normalize(pattern), this.config.streamPrefix);

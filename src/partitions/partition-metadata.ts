@@ -1,6 +1,6 @@
-import { RedisStreamsPartitionMismatchError } from '../errors.js';
+import { RedisStreamsPartitionMetadataError, RedisStreamsPartitionMismatchError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
-import { partitionsMetadataKey } from './partition-keys.js';
+import { MAX_PARTITIONS, partitionsMetadataKey } from './partition-keys.js';
 
 /**
  * Records `count` as the partition count of `stream` unless one is recorded already (SET NX), and
@@ -11,14 +11,24 @@ export async function checkPartitionCount(client: RedisClient, stream: string, c
   const key = partitionsMetadataKey(stream);
   const replies = await client.pipeline().set(key, String(count), 'NX').get(key).exec();
   const failed = replies?.find(([error]) => error !== null)?.[0];
-  if (failed) throw failed;
-  const recorded = Number(replies?.[1]?.[1]);
+  if (failed) throw wrongType(stream, failed);
+  // Deleted between the SET NX and the GET (an operator resetting it): 0, a mismatch, checked again next time.
+  const recorded = countOf(stream, replies?.[1]?.[1] as string | null) ?? 0;
   if (recorded !== count) throw new RedisStreamsPartitionMismatchError(stream, count, recorded, key);
 }
 
-/** The recorded partition count of `stream`, 1 when none is recorded (or it is not a count). */
+/**
+ * The recorded partition count of `stream`, 1 when none is recorded. Throws
+ * `RedisStreamsPartitionMetadataError` when the key holds no count in 1..MAX_PARTITIONS.
+ */
 export async function recordedPartitionCount(client: RedisClient, stream: string): Promise<number> {
-  return countOf(await client.get(partitionsMetadataKey(stream)));
+  let value: string | null;
+  try {
+    value = await client.get(partitionsMetadataKey(stream));
+  } catch (error) {
+    throw wrongType(stream, error);
+  }
+  return countOf(stream, value) ?? 1;
 }
 
 /**
@@ -36,7 +46,28 @@ export function isNoPermission(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOPERM');
 }
 
-function countOf(value: string | null): number {
+/**
+ * The one reading of a metadata key's value: `undefined` when there is none, the count when it is
+ * one in 1..MAX_PARTITIONS (what `checkPartitionCount` writes), else `RedisStreamsPartitionMetadataError`
+ * naming the key. Every reader (client, server, services, CLI) goes through here, so a count that
+ * would make millions of partition keys never reaches `partitionStreamKeys`.
+ */
+function countOf(stream: string, value: string | null | undefined): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  const invalid = (reason: string) => new RedisStreamsPartitionMetadataError(stream, partitionsMetadataKey(stream), value, reason);
+  if (!/^-?\d+$/.test(value)) throw invalid(`${shortened(value, JSON.stringify)} is not a partition count (an integer from 1 to ${MAX_PARTITIONS})`);
   const count = Number(value);
-  return value !== null && Number.isInteger(count) && count >= 1 ? count : 1;
+  if (count < 1 || count > MAX_PARTITIONS) throw invalid(`count ${shortened(value)} is outside 1..${MAX_PARTITIONS}`);
+  return count;
+}
+
+/** A WRONGTYPE reply (the key is a hash, a list, …) as invalid metadata; any other error as it is. */
+function wrongType(stream: string, error: unknown): unknown {
+  if (!(error instanceof Error) || !error.message.startsWith('WRONGTYPE')) return error;
+  return new RedisStreamsPartitionMetadataError(stream, partitionsMetadataKey(stream), undefined, 'it holds no string value (WRONGTYPE)');
+}
+
+/** A value as shown in an error (`show` quotes it): at most 40 characters of it. */
+function shortened(value: string, show: (text: string) => string = (text) => text): string {
+  return value.length <= 40 ? show(value) : `${show(value.slice(0, 40))}… (${value.length} characters)`;
 }
