@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload, RpcException } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
-import { of } from 'rxjs';
+import { finalize, interval, of, Subject } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeReply, type DecodedReply } from '../src/codec/reply.js';
 import { fieldsFromArray } from '../src/codec/wire-format.js';
@@ -23,6 +23,27 @@ class MathController {
     return of(...Array.from({ length: to }, (_, i) => i + 1));
   }
 
+  @MessagePattern('one-value')
+  oneValue(@Payload() n: number) {
+    return of(n * 10);
+  }
+
+  @MessagePattern('gated')
+  gated() {
+    gate = new Subject<number>();
+    return gate;
+  }
+
+  @MessagePattern('endless')
+  endless() {
+    endlessTornDown = false;
+    return interval(5).pipe(
+      finalize(() => {
+        endlessTornDown = true;
+      }),
+    );
+  }
+
   @MessagePattern('divide')
   async divide(@Payload() [a, b]: [number, number]): Promise<number> {
     if (b === 0) throw new RpcException({ code: 'DIVISION_BY_ZERO', message: 'cannot divide by zero' });
@@ -41,6 +62,9 @@ class MathController {
 }
 
 const notified: unknown[] = [];
+let endlessTornDown = false;
+/** The Subject a `gated` handler returns: the test drives its values and completion. */
+let gate: Subject<number> | undefined;
 
 async function request(client: Redis, stream: string, pattern: string, data: unknown, id: string, replyTo: string): Promise<string> {
   return (await client.xadd(stream, '*', 'pattern', pattern, 'data', JSON.stringify(data), 'id', id, 'replyTo', replyTo)) as string;
@@ -101,10 +125,52 @@ describe('RedisStreamsServer: request/reply', () => {
     }
   });
 
-  it('an Observable result replies with its last value', async () => {
+  it('an Observable replies with each value in order; emitted in one tick, the last one is the final reply', async () => {
     await request(client, 'count-up', 'count-up', 4, 'corr-obs', 'replies:b');
-    await waitFor(async () => (await client.xlen('replies:b')) === 1, 'reply entry');
-    expect((await repliesOn(client, 'replies:b'))[0]?.packet.response).toBe(4);
+    await waitFor(async () => (await client.xlen('replies:b')) === 4, 'four reply entries');
+    expect(await repliesOn(client, 'replies:b')).toEqual([
+      { id: 'corr-obs', packet: { response: 1, isDisposed: false } },
+      { id: 'corr-obs', packet: { response: 2, isDisposed: false } },
+      { id: 'corr-obs', packet: { response: 3, isDisposed: false } },
+      { id: 'corr-obs', packet: { response: 4, isDisposed: true } },
+    ]);
+    await waitFor(async () => (await pendingRows(client, 'count-up', 'rpc')).length === 0, 'request acked');
+  });
+
+  it('an Observable of one value (an interceptor or a filter makes these) is one reply entry, as a plain value', async () => {
+    await request(client, 'one-value', 'one-value', 4, 'corr-one', 'replies:one');
+    await waitFor(async () => (await pendingRows(client, 'one-value', 'rpc')).length === 0, 'request acked');
+    expect(await repliesOn(client, 'replies:one')).toEqual([{ id: 'corr-one', packet: { response: 40, isDisposed: true } }]);
+  });
+
+  it('values emitted over time are non-final replies as they come; a later completion is a final reply of its own', async () => {
+    gate = undefined;
+    await request(client, 'gated', 'gated', null, 'corr-gated', 'replies:gated');
+    await waitFor(() => gate !== undefined, 'the handler to run');
+    const values = gate as unknown as Subject<number>;
+    values.next(1);
+    await waitFor(async () => (await client.xlen('replies:gated')) === 1, 'the first reply');
+    values.next(2);
+    await waitFor(async () => (await client.xlen('replies:gated')) === 2, 'the second reply');
+    expect((await pendingRows(client, 'gated', 'rpc')).length).toBe(1);
+    values.complete();
+    await waitFor(async () => (await pendingRows(client, 'gated', 'rpc')).length === 0, 'request acked');
+    expect(await repliesOn(client, 'replies:gated')).toEqual([
+      { id: 'corr-gated', packet: { response: 1, isDisposed: false } },
+      { id: 'corr-gated', packet: { response: 2, isDisposed: false } },
+      { id: 'corr-gated', packet: { isDisposed: true } },
+    ]);
+  });
+
+  it('a streamed reply that cannot be written: error event, the request stays pending, the handler is unsubscribed', async () => {
+    const errors: Error[] = [];
+    running.server.on('error', (error: Error) => errors.push(error));
+    await client.set('replies:not-a-stream', 'taken');
+    const entryId = await request(client, 'endless', 'endless', null, 'corr-endless', 'replies:not-a-stream');
+    await waitFor(() => errors.some((error) => error.message.includes('replies:not-a-stream')), 'the reply error');
+    await waitFor(() => endlessTornDown, 'the handler unsubscribed');
+    expect(errors.find((error) => error.message.includes('replies:not-a-stream'))?.message).toContain('the request stays pending');
+    expect((await pendingRows(client, 'endless', 'rpc')).map((row) => row.id)).toEqual([entryId]);
   });
 
   it('errors reply as { err, isDisposed }: an RpcException object passes through, other errors are generic', async () => {

@@ -4,7 +4,7 @@ import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentele
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { lastValueFrom } from 'rxjs';
+import { lastValueFrom, of, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisStreamsContext } from '../src/server/context.js';
@@ -44,6 +44,11 @@ class TracedController {
   @MessagePattern('traced-sum')
   sum(@Payload() numbers: number[]): number {
     return numbers.reduce((a, b) => a + b, 0);
+  }
+
+  @MessagePattern('traced-stream')
+  stream(@Payload() numbers: number[]) {
+    return of(...numbers);
   }
 }
 
@@ -187,6 +192,23 @@ describe('OpenTelemetry tracing (real SDK, real Redis)', () => {
     // The ids stay on the spans, as attributes.
     const conversations = new Set(named('send (temporary)').map((span) => span.attributes['messaging.message.conversation_id']));
     expect(conversations.size).toBe(20);
+  });
+
+  it('a streamed reply: one request span, one process span, and one reply span per value, each ended inside it', async () => {
+    expect(await lastValueFrom(client.send<number>('traced-stream', [1, 2, 3]).pipe(toArray()))).toEqual([1, 2, 3]);
+    await waitFor(() => named('process traced-stream').length === 1, 'the process span');
+    const request = one('send traced-stream');
+    const processSpan = one('process traced-stream');
+    const replies = named(`send ${client.replyStream}`);
+    expect(replies).toHaveLength(3);
+    // Finished spans are exported in the order they ended (a span's end time is only as exact as its start's ms).
+    const endOrder = (span: ReadableSpan) => spans().indexOf(span);
+    for (const reply of replies) {
+      expect(reply.parentSpanContext?.spanId).toBe(processSpan.spanContext().spanId);
+      expect(reply.attributes['messaging.message.conversation_id']).toBe(request.attributes['messaging.message.conversation_id']);
+      expect(endOrder(reply)).toBeLessThan(endOrder(processSpan));
+    }
+    expect(processSpan.attributes['messaging.redis_streams.outcome']).toBe('success');
   });
 
   it("a poison entry: failed process spans (deliveries 1 and 2) and its dead letter on the entry's own trace", async () => {

@@ -107,9 +107,12 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
     return this.headers ?? NO_HEADERS;
   }
 
-  /** Alias of `getHeaders()`, matching Nest's `getMetadata()` on other contexts. */
-  getMetadata(): Headers {
-    return this.getHeaders();
+  /**
+   * The metadata the producer attached (the `headers` field), or `undefined` when it sent none, as
+   * Nest's `RedisContext` / `TcpContext`. `getHeaders()` is the same map, `{}` when absent.
+   */
+  getMetadata(): Headers | undefined {
+    return this.headers;
   }
 
   getPattern(): string {

@@ -26,7 +26,7 @@ import { listeningServers, type RedisStreamsLiveness } from './liveness.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { RecoveryHooks } from './recovery-hooks.js';
 import { ReplyWriter } from './reply-writer.js';
-import { serializeWith } from './request-handling.js';
+import { serializeWith } from './request-replies.js';
 import { ServerConnections, type RedisStreamsConnections } from './server-connections.js';
 import { ServerEventEmitter, type RedisStreamsServerEvents } from './server-events.js';
 import { ServerObservation } from './server-observation.js';

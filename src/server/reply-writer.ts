@@ -40,7 +40,26 @@ export class ReplyWriter {
       if (id !== null) return;
       this.refreshedAt.delete(replyTo);
     }
-    await writeWithExpiry(client, replyTo, args, this.limits);
+    await writeWithExpiry(client, replyTo, [args], this.limits);
+    this.remember(replyTo, now);
+  }
+
+  /**
+   * Several replies of one request (a streamed reply), in order, in one MULTI: XADD each + PEXPIRE.
+   * Plain pipelined XADDs could reorder them: one that finds the stream gone falls back to a MULTI
+   * written after the XADDs behind it. One entry goes the way of `write()`.
+   */
+  async writeAll(replyTo: string, correlationId: string, packets: readonly ReplyPacket[]): Promise<void> {
+    if (packets.length === 1) return this.write(replyTo, correlationId, packets[0] as ReplyPacket);
+    const client = this.client();
+    batchThisTick(client);
+    const now = performance.now();
+    await writeWithExpiry(
+      client,
+      replyTo,
+      packets.map((packet) => encodeReplyArgs(correlationId, packet)),
+      this.limits,
+    );
     this.remember(replyTo, now);
   }
 
@@ -53,13 +72,11 @@ export class ReplyWriter {
   }
 }
 
-/** XADD (may create the stream) and PEXPIRE in one MULTI: a created stream always has a TTL. */
-async function writeWithExpiry(client: RedisClient, replyTo: string, args: string[], limits: ReplyLimits): Promise<void> {
-  const results = await client
-    .multi()
-    .xadd(replyTo, 'MAXLEN', '~', limits.maxLen, '*', ...args)
-    .pexpire(replyTo, limits.ttlMs)
-    .exec();
+/** XADDs (the first may create the stream) and PEXPIRE in one MULTI: a created stream always has a TTL. */
+async function writeWithExpiry(client: RedisClient, replyTo: string, entries: readonly string[][], limits: ReplyLimits): Promise<void> {
+  const multi = client.multi();
+  for (const args of entries) multi.xadd(replyTo, 'MAXLEN', '~', limits.maxLen, '*', ...args);
+  const results = await multi.pexpire(replyTo, limits.ttlMs).exec();
   if (results === null || results === undefined) throw new Error(`reply to "${replyTo}" was discarded (MULTI aborted)`);
   const failed = results.find(([error]) => error !== null);
   if (failed) throw failed[0] as Error;
