@@ -5,7 +5,7 @@
 // one line per server and closes with "N passed, N failed" over all of them; exits 1 if any failed.
 // Extra arguments go to vitest (e.g. a spec file).
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
@@ -30,10 +30,33 @@ function servers() {
     return list.length > 0 ? list : [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
   }
   for (const folder of readdirSync(buildsDir).sort()) {
-    const bin = join(buildsDir, folder, 'bin', 'redis-server');
-    if (existsSync(bin)) list.push({ name: folder, bin });
+    const bin = serverBinaryIn(join(buildsDir, folder, 'bin'));
+    if (bin !== undefined) list.push({ name: folder, bin });
+    else if (existsSync(join(buildsDir, folder, 'bin'))) {
+      // A build whose binary cannot run must not pass unnoticed as "no tests".
+      console.log(`note: ${folder}/bin has no executable redis-server or valkey-server; counted as failed`);
+      list.push({ name: folder, bin: undefined });
+    }
   }
   return list;
+}
+
+/**
+ * The server binary of one build folder. Valkey's builds name it `valkey-server`; their
+ * `redis-server` may be a symlink that a copy turned into a text file naming its target, so the
+ * executable is what counts, not the name.
+ */
+function serverBinaryIn(binDir) {
+  for (const name of ['redis-server', 'valkey-server']) {
+    const path = join(binDir, name);
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // next name
+    }
+  }
+  return undefined;
 }
 
 /** "Redis 7.0.15" / "Valkey 8.0.1" from `--version`: a label for the summary, never a capability. */
@@ -49,6 +72,13 @@ let passed = 0;
 let failed = 0;
 let anyFailed = false;
 for (const { name, bin } of servers()) {
+  if (bin === undefined) {
+    failed += 1;
+    anyFailed = true;
+    failures.push(`${name}: no executable server binary`);
+    summaries.push(`${name.padEnd(20)} ${'not runnable'.padEnd(15)} 0 passed, 1 failed, 0 skipped`);
+    continue;
+  }
   const version = versionOf(bin);
   console.log(`\n=== ${name}: ${version} ===`);
   const report = join(root, 'build', `vitest-report-${name.replace(/[^\w.-]+/g, '_')}.json`);

@@ -210,11 +210,11 @@ async function slotsOf(redis: Redis): Promise<SlotRange[]> {
   return (await redis.cluster('SLOTS')) as unknown as SlotRange[];
 }
 
-/** `redis-cli` next to `REDIS_SERVER_BIN` when it is set, else the one on the PATH. */
+/** `redis-cli` (or Valkey's `valkey-cli`) next to `REDIS_SERVER_BIN` when it is set, else the PATH's `redis-cli`. */
 export function redisCliBinary(): string {
   const server = process.env.REDIS_SERVER_BIN;
   if (server !== undefined) {
-    const beside = server.replace(/redis-server$/, 'redis-cli');
+    const beside = server.replace(/(redis|valkey)-server$/, '$1-cli');
     if (beside !== server && existsSync(beside)) return beside;
   }
   return 'redis-cli';
