@@ -1,4 +1,5 @@
 import { NO_MESSAGE_HANDLER } from '../codec/reply.js';
+import { connectionErrorCode } from '../errors.js';
 
 /** Nest's own text for "no handler", so callers can match it the same way on every transport. */
 export { NO_MESSAGE_HANDLER };
@@ -33,20 +34,36 @@ export class RedisStreamsNoHandlerError extends Error {
 /** Redis refused or did not answer an XADD (down, paused, reconnecting, wrong type...). */
 export class RedisStreamsPublishError extends Error {
   override readonly name = 'RedisStreamsPublishError';
+  /**
+   * The connection failure's code, as Nest's transports carry it: the cause's own (a failed first
+   * connect: its `RedisStreamsConnectionError`'s), `ETIMEDOUT` when Redis did not answer within
+   * `commandTimeout`, and while the connection is down the code of its last socket error
+   * (`ECONNREFUSED`…). `undefined` for a refusal by Redis itself (WRONGTYPE, OOM…).
+   */
+  readonly code: string | undefined;
 
   constructor(
     readonly stream: string,
     override readonly cause: unknown,
+    /** The code of the connection's last error, for a cause that only says it is not ready. */
+    connectionCode?: string,
   ) {
     super(`Cannot add an entry to stream "${stream}": ${describeCause(cause)}`);
+    this.code = connectionErrorCode(cause) ?? (isConnectionDown(cause) ? connectionCode : undefined);
   }
 }
 
+const NOT_WRITEABLE = "Stream isn't writeable and enableOfflineQueue options is false";
+
 function describeCause(cause: unknown): string {
   const message = cause instanceof Error ? cause.message : String(cause);
-  if (message === "Stream isn't writeable and enableOfflineQueue options is false") {
-    return 'the Redis connection is not ready (disconnected or reconnecting)';
-  }
+  if (message === NOT_WRITEABLE) return 'the Redis connection is not ready (disconnected or reconnecting)';
   if (message === 'Command timed out') return 'Redis did not answer within commandTimeout';
   return message;
+}
+
+/** ioredis' errors of a command sent while the connection is down, or lost with it; they carry no code. */
+function isConnectionDown(cause: unknown): boolean {
+  const message = cause instanceof Error ? cause.message : undefined;
+  return message === NOT_WRITEABLE || message === 'Connection is closed.';
 }
