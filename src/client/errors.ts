@@ -31,6 +31,29 @@ export class RedisStreamsNoHandlerError extends Error {
   }
 }
 
+/**
+ * A reply came for a pending request and could not be decoded: its `packet` is not JSON (bytes
+ * written by a serializer, answer them with `rawReplies`), or the deserializer threw or rejected
+ * (`cause`). The request fails at once, since its correlation id is known, instead of waiting out
+ * its timeout.
+ */
+export class RedisStreamsReplyDecodeError extends Error {
+  override readonly name = 'RedisStreamsReplyDecodeError';
+
+  constructor(
+    readonly pattern: string,
+    /** The request's correlation id (the reply entry's `id` field). */
+    readonly correlationId: string,
+    readonly replyStream: string,
+    /** The reply entry's id on the reply stream. */
+    readonly entryId: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`Cannot decode the reply to "${pattern}" (correlation id ${correlationId}, entry ${entryId} of "${replyStream}"): ${reason}`, options);
+  }
+}
+
 /** Redis refused or did not answer an XADD (down, paused, reconnecting, wrong type...). */
 export class RedisStreamsPublishError extends Error {
   override readonly name = 'RedisStreamsPublishError';

@@ -1,18 +1,19 @@
 import type { Logger } from '@nestjs/common';
 import type { PacketId, ReadPacket, WritePacket } from '@nestjs/microservices';
-import { decodeReply } from '../codec/reply.js';
-import type { StreamFields } from '../codec/wire-format.js';
+import { decodeReplyPacket } from '../codec/reply.js';
+import { WireField } from '../codec/wire-format.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
 import { startTimeoutVerdict } from '../timeout.js';
-import { timerMillisOption } from '../validation.js';
+import { describe, timerMillisOption } from '../validation.js';
 import { pushEntryFields, validateHeaders } from './entry-fields.js';
-import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsTimeoutError } from './errors.js';
+import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsReplyDecodeError, RedisStreamsTimeoutError } from './errors.js';
 import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
 import type { PartitionRouter } from './partition-router.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
-import { ReplyListener } from './reply-listener.js';
+import { rawReplyOf } from './raw-reply.js';
+import { ReplyListener, type ReplyEntry } from './reply-listener.js';
 import type { XAddWriter } from './xadd-writer.js';
 
 const noop = (): void => undefined;
@@ -81,7 +82,7 @@ export class RequestSender {
       if (reply.err !== undefined && reply.err !== null) {
         trace?.end({ error: reply.err });
         teardown();
-        callback({ err: translateReplyError(reply.err, pattern, stream), isDisposed: true });
+        callback({ err: translateReplyError(reply.err, pattern, stream, id, host.replyKey), isDisposed: true });
         return;
       }
       if (reply.isDisposed) teardown();
@@ -161,26 +162,80 @@ export class RequestSender {
       true,
     );
     connection.client.on('error', noop);
-    const listener = new ReplyListener(connection.client, producer, host.replyKey, host.config.replyTtl, (fields) => this.route(fields), host.logger);
+    const { replyTtl, rawReplies } = host.config;
+    const route = (entry: ReplyEntry, entryId: string) => this.route(entry, entryId);
+    const listener = new ReplyListener(connection.client, producer, host.replyKey, replyTtl, rawReplies, route, host.logger);
     this.replies = { listener, connection };
     listener.start();
     return listener;
   }
 
-  private route(fields: StreamFields): void {
-    const { id, packet } = decodeReply(fields);
+  /**
+   * Routes a reply entry by its `id` field before decoding it, so a reply that cannot be decoded
+   * (not JSON, a deserializer that throws) fails its request at once instead of leaving it to time out.
+   */
+  private route(entry: ReplyEntry, entryId: string): void {
+    const id = fieldOf(entry, WireField.id);
+    if (id === undefined) throw new Error(`reply entry has no "${WireField.id}" field`);
     const callback = this.host.routingMap.get(id);
     if (!callback) return; // timed out, unsubscribed, or another client's leftover
-    const incoming = this.host.deserialize({ id, ...packet });
-    const deliver = (reply: WritePacket) =>
+    const fail = (error: unknown) => callback({ err: new UndecodableReply(entryId, error), isDisposed: true });
+    let reply: unknown;
+    if (this.host.config.rawReplies) reply = rawReplyOf(id, entryId, entry);
+    else {
+      try {
+        reply = { id, ...decodeReplyPacket(fieldOf(entry, WireField.packet)) };
+      } catch (error) {
+        fail(new Error(`${(error as Error).message} (a responder that answers with bytes needs the client option rawReplies)`));
+        return;
+      }
+    }
+    let incoming: WritePacket | Promise<WritePacket>;
+    try {
+      incoming = this.host.deserialize(reply);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    const deliver = (reply: WritePacket) => {
+      if (reply === null || typeof reply !== 'object') {
+        fail(new Error(`the deserializer returned ${describe(reply)}, not { response?, err?, isDisposed? }`));
+        return;
+      }
       callback({ err: reply.err, response: reply.response, isDisposed: reply.isDisposed !== false });
-    if (isThenable(incoming)) incoming.then(deliver, (error: unknown) => callback({ err: error, isDisposed: true }));
+    };
+    if (isThenable(incoming)) incoming.then(deliver, fail);
     else deliver(incoming);
   }
 }
 
-/** Nest's "no handler" reply (a string, or an object carrying it) becomes one error type. */
-function translateReplyError(err: unknown, pattern: string, stream: string): unknown {
+/** A field of a reply entry as text (the last one when repeated, as in a field map). */
+function fieldOf(entry: ReplyEntry, field: string): string | undefined {
+  let value: string | Buffer | undefined;
+  for (let i = 0; i + 1 < entry.length; i += 2) {
+    const name = entry[i] as string | Buffer;
+    if (typeof name === 'string' ? name === field : name.length === field.length && name.toString() === field) value = entry[i + 1];
+  }
+  return value === undefined ? undefined : String(value);
+}
+
+/** A reply the routing could not decode; the request's callback names it (pattern, ids). */
+class UndecodableReply {
+  constructor(
+    readonly entryId: string,
+    readonly cause: unknown,
+  ) {}
+}
+
+/**
+ * Nest's "no handler" reply (a string, or an object carrying it) becomes one error type; a reply
+ * that could not be decoded becomes a `RedisStreamsReplyDecodeError` naming the request.
+ */
+function translateReplyError(err: unknown, pattern: string, stream: string, correlationId: string, replyStream: string): unknown {
+  if (err instanceof UndecodableReply) {
+    const reason = err.cause instanceof Error ? err.cause.message : String(err.cause);
+    return new RedisStreamsReplyDecodeError(pattern, correlationId, replyStream, err.entryId, reason, { cause: err.cause });
+  }
   const message = typeof err === 'string' ? err : (err as { message?: unknown } | null)?.message;
   return message === NO_MESSAGE_HANDLER && !(err instanceof RedisStreamsNoHandlerError)
     ? new RedisStreamsNoHandlerError(pattern, stream)

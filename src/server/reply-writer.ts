@@ -54,7 +54,7 @@ export class ReplyWriter {
 }
 
 /** XADD (may create the stream) and PEXPIRE in one MULTI: a created stream always has a TTL. */
-async function writeWithExpiry(client: RedisClient, replyTo: string, args: string[], limits: ReplyLimits): Promise<void> {
+async function writeWithExpiry(client: RedisClient, replyTo: string, args: (string | Buffer)[], limits: ReplyLimits): Promise<void> {
   const results = await client
     .multi()
     .xadd(replyTo, 'MAXLEN', '~', limits.maxLen, '*', ...args)
