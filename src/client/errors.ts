@@ -4,15 +4,23 @@ import { connectionErrorCode } from '../errors.js';
 /** Nest's own text for "no handler", so callers can match it the same way on every transport. */
 export { NO_MESSAGE_HANDLER };
 
-/** A `send()` got no reply within its timeout. */
+/** A `send()` got no reply (or fewer than its record's `replies`) within its timeout. */
 export class RedisStreamsTimeoutError extends Error {
   override readonly name = 'RedisStreamsTimeoutError';
 
   constructor(
     readonly pattern: string,
     readonly timeoutMs: number,
+    /** The final replies the call waited for (its record's `replies`, default 1). */
+    readonly expectedReplies = 1,
+    /** The final replies that came; their values were emitted. */
+    readonly receivedReplies = 0,
   ) {
-    super(`No reply to "${pattern}" within ${timeoutMs} ms`);
+    super(
+      expectedReplies === 1
+        ? `No reply to "${pattern}" within ${timeoutMs} ms`
+        : `${receivedReplies} of ${expectedReplies} replies to "${pattern}" within ${timeoutMs} ms`,
+    );
   }
 }
 

@@ -5,7 +5,7 @@ import { WireField } from '../codec/wire-format.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
 import { startTimeoutVerdict } from '../timeout.js';
-import { describe, timerMillisOption } from '../validation.js';
+import { describe, integerOption, timerMillisOption } from '../validation.js';
 import { pushEntryFields, validateHeaders } from './entry-fields.js';
 import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsReplyDecodeError, RedisStreamsTimeoutError } from './errors.js';
 import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
@@ -43,8 +43,11 @@ export interface RequestSenderHost {
 }
 
 /**
- * The send path: a request entry (`XADD … NOMKSTREAM` with `id` and `replyTo`) whose reply comes
- * back on the instance's reply stream, matched by correlation id, bounded by `timeout`.
+ * The send path: a request entry (`XADD … NOMKSTREAM` with `id` and `replyTo`) whose replies come
+ * back on the instance's reply stream, matched by correlation id, bounded by `timeout`. Non-final
+ * replies (a streamed answer) pass through; the call ends at its record's `replies`-th final reply
+ * (default 1: every group with a message handler answers, so a broadcast collects several), or
+ * at the first error.
  */
 export class RequestSender {
   private replies: ReplySide | undefined;
@@ -62,6 +65,7 @@ export class RequestSender {
     // The first request of a partitioned pattern waits for the check of its partition count.
     const { stream, ready } = host.router.route(pattern, options);
     const timeoutMs = timerMillisOption('timeout', options.timeout, host.config.timeout, 1);
+    const expected = integerOption('replies', options.replies, 1, 1);
     const given = validateHeaders(options.headers);
     const trimming = host.xadds.trimmingFor(pattern, options);
     const packet = host.assignPacketId({ pattern, data, metadata: partialPacket.metadata });
@@ -71,6 +75,7 @@ export class RequestSender {
     const headers = trace === undefined ? given : { ...trace.headers, ...given };
 
     let settled = false;
+    let finals = 0;
     const teardown = () => {
       settled = true;
       trace?.end({});
@@ -85,11 +90,19 @@ export class RequestSender {
         callback({ err: translateReplyError(reply.err, pattern, stream, id, host.replyKey), isDisposed: true });
         return;
       }
+      if (reply.isDisposed && ++finals < expected) {
+        // A final reply of one responder while others are awaited: its value goes on, the call stays open.
+        if (reply.response !== undefined) callback({ response: reply.response, isDisposed: false });
+        return;
+      }
       if (reply.isDisposed) teardown();
       callback(reply);
     };
     // Judged after replies already in the socket were read: a stalled event loop is not a late reply.
-    const cancelTimeout = startTimeoutVerdict(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
+    const cancelTimeout = startTimeoutVerdict(
+      () => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs, expected, finals) }),
+      timeoutMs,
+    );
     host.routingMap.set(id, deliver);
 
     const write = (serialized: unknown, replyTo: string): Promise<string | null> => {
