@@ -192,14 +192,13 @@ export class RequestSender {
     if (id === undefined) throw new Error(`reply entry has no "${WireField.id}" field`);
     const callback = this.host.routingMap.get(id);
     if (!callback) return; // timed out, unsubscribed, or another client's leftover
-    const fail = (error: unknown) => callback({ err: new UndecodableReply(entryId, error), isDisposed: true });
     let reply: unknown;
     if (this.host.config.rawReplies) reply = rawReplyOf(id, entryId, entry);
     else {
       try {
         reply = { id, ...decodeReplyPacket(fieldOf(entry, WireField.packet)) };
       } catch (error) {
-        fail(new Error(`${(error as Error).message} (a responder that answers with bytes needs the client option rawReplies)`));
+        failDecoding(callback, entryId, new Error(`${(error as Error).message} (a responder that answers with bytes needs the client option rawReplies)`));
         return;
       }
     }
@@ -207,19 +206,31 @@ export class RequestSender {
     try {
       incoming = this.host.deserialize(reply);
     } catch (error) {
-      fail(error);
+      failDecoding(callback, entryId, error);
       return;
     }
-    const deliver = (reply: WritePacket) => {
-      if (reply === null || typeof reply !== 'object') {
-        fail(new Error(`the deserializer returned ${describe(reply)}, not { response?, err?, isDisposed? }`));
-        return;
-      }
-      callback({ err: reply.err, response: reply.response, isDisposed: reply.isDisposed !== false });
-    };
-    if (isThenable(incoming)) incoming.then(deliver, fail);
-    else deliver(incoming);
+    if (isThenable(incoming)) {
+      incoming.then(
+        (decoded) => deliverDecoded(callback, entryId, decoded),
+        (error: unknown) => failDecoding(callback, entryId, error),
+      );
+    } else deliverDecoded(callback, entryId, incoming);
   }
+}
+
+type ReplyCallback = (packet: WritePacket) => void;
+
+/** What the deserializer made of a reply, to its request (a missing `isDisposed` is a final reply). */
+function deliverDecoded(callback: ReplyCallback, entryId: string, decoded: WritePacket): void {
+  if (decoded === null || typeof decoded !== 'object') {
+    failDecoding(callback, entryId, new Error(`the deserializer returned ${describe(decoded)}, not { response?, err?, isDisposed? }`));
+    return;
+  }
+  callback({ err: decoded.err, response: decoded.response, isDisposed: decoded.isDisposed !== false });
+}
+
+function failDecoding(callback: ReplyCallback, entryId: string, error: unknown): void {
+  callback({ err: new UndecodableReply(entryId, error), isDisposed: true });
 }
 
 /** A field of a reply entry as text (the last one when repeated, as in a field map). */
