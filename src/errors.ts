@@ -29,10 +29,28 @@ export class RedisStreamsDecodeError extends Error {
  */
 export class RedisStreamsConnectionError extends Error {
   override readonly name = 'RedisStreamsConnectionError';
+  /**
+   * The socket error's code (`ECONNREFUSED`, `ETIMEDOUT`, `ENOTFOUND`, `ECONNRESET`, …), as Nest's
+   * own transports carry it, so code that maps `error.code` works unchanged; `undefined` when the
+   * cause has none (refused credentials).
+   */
+  readonly code: string | undefined;
 
-  constructor(message: string, options?: { cause?: unknown }) {
+  constructor(message: string, options?: { cause?: unknown; code?: string }) {
     super(message, options);
+    this.code = options?.code ?? connectionErrorCode(options?.cause);
   }
+}
+
+/**
+ * The code a connection failure carries: a socket error's own (`ECONNREFUSED`, …), else
+ * `ETIMEDOUT` for ioredis' "Command timed out" (its command and connect deadlines), else none.
+ */
+export function connectionErrorCode(error: unknown): string | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  return (error as { message?: unknown }).message === 'Command timed out' ? 'ETIMEDOUT' : undefined;
 }
 
 /**

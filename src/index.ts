@@ -31,8 +31,10 @@ export {
   NO_MESSAGE_HANDLER,
   RedisStreamsNoHandlerError,
   RedisStreamsPublishError,
+  RedisStreamsReplyDecodeError,
   RedisStreamsTimeoutError,
 } from './client/errors.js';
+export type { RawReply } from './client/raw-reply.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
 export type { AckMode, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';

@@ -20,11 +20,16 @@ export function startTimeoutVerdict(onTimeout: () => void, ms: number): () => vo
 export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let cancel: (() => void) | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    cancel = startTimeoutVerdict(() => reject(new Error(`${what} did not complete within ${ms} ms`)), ms);
+    cancel = startTimeoutVerdict(() => reject(new DeadlineError(`${what} did not complete within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([promise, timeout]);
   } finally {
     cancel?.();
   }
+}
+
+/** What `withTimeout` rejects with: a deadline passed. `code` as a socket timeout has it, for callers that map codes. */
+export class DeadlineError extends Error {
+  readonly code = 'ETIMEDOUT';
 }

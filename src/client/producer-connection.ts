@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { RedisStreamsConnectionError } from '../errors.js';
+import { connectionErrorCode, RedisStreamsConnectionError } from '../errors.js';
 import { CapabilityWatch, CLIENT_COMMANDS, describeCapabilities, requireCommands, type RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
 import {
@@ -48,6 +48,8 @@ export class ProducerConnection {
   /** Set at connect() only when OpenTelemetry is there and on: emits test this one reference. */
   telemetry: Telemetry | undefined;
   clock: ServerClock | undefined;
+  /** The code of the open connection's last error (ECONNREFUSED while Redis is down…), until it is ready again. */
+  lastErrorCode: string | undefined;
   private opened: OpenedConnection | undefined;
   private connecting: Promise<RedisClient> | undefined;
   private generation = 0;
@@ -98,6 +100,7 @@ export class ProducerConnection {
     const opened = this.opened;
     this.opened = undefined;
     this.xadd = undefined;
+    this.lastErrorCode = undefined;
     this.connecting = undefined;
     this.clock?.stop();
     this.clock = undefined;
@@ -133,8 +136,10 @@ export class ProducerConnection {
     } catch (error) {
       client.disconnect();
       const cause = lastError ?? error;
+      // The socket's code (ECONNREFUSED…), else ETIMEDOUT when the deadline passed without one.
+      const code = connectionErrorCode(lastError) ?? connectionErrorCode(error);
       throw redactor.error(
-        new RedisStreamsConnectionError(`Cannot connect to Redis at ${describeConnection(config.connection)}: ${(cause as Error).message}`, { cause }),
+        new RedisStreamsConnectionError(`Cannot connect to Redis at ${describeConnection(config.connection)}: ${(cause as Error).message}`, { cause, code }),
       );
     } finally {
       client.off('error', remember);
@@ -181,7 +186,9 @@ export class ProducerConnection {
     let lastError: string | undefined;
     client.on('ready', () => {
       lastError = undefined;
-      if (this.opened?.client === client) host.reportStatus('connected');
+      if (this.opened?.client !== client) return;
+      this.lastErrorCode = undefined;
+      host.reportStatus('connected');
     });
     client.on('reconnecting', () => {
       if (this.opened?.client === client) host.reportStatus('reconnecting');
@@ -190,8 +197,10 @@ export class ProducerConnection {
       if (this.opened?.client === client) host.reportStatus('disconnected');
     });
     client.on('error', (error: Error) => {
+      if (this.opened?.client !== client) return;
+      this.lastErrorCode = connectionErrorCode(error) ?? this.lastErrorCode;
       // One line per outage, not one per reconnect attempt.
-      if (this.opened?.client !== client || error.message === lastError) return;
+      if (error.message === lastError) return;
       lastError = error.message;
       host.logger.error(`Redis connection error: ${error.message}`);
     });

@@ -36,8 +36,17 @@ export interface RedisStreamsClientOptions {
   clockRefreshInterval?: number;
   /** Nest serializer applied to the outgoing packet `{ pattern, data, id?, metadata? }`. */
   serializer?: Serializer;
-  /** Nest deserializer applied to each reply `{ id, response?, err?, isDisposed }`. */
+  /**
+   * Nest deserializer applied to each reply: `{ id, response?, err?, isDisposed }` (the parsed
+   * `packet`), or with `rawReplies` the `RawReply` as read. Returns `{ response?, err?, isDisposed? }`.
+   */
   deserializer?: Deserializer;
+  /**
+   * Replies are read as bytes and handed to the `deserializer` unparsed, as a `RawReply` (`id`,
+   * `packet` and every field as Buffers): for responders that answer with bytes (a server
+   * `serializer` returning a Buffer). Default false: `packet` is parsed as JSON.
+   */
+  rawReplies?: boolean;
   /**
    * OpenTelemetry producer spans (trace context written into each entry's headers) and the sent
    * counter, when `@opentelemetry/api` is installed and a provider is registered before the
@@ -67,6 +76,7 @@ export interface ResolvedClientOptions {
   readonly trimming: ReadonlyMap<string, CompiledTrimming>;
   readonly noMkStream: boolean;
   readonly timeout: number;
+  readonly rawReplies: boolean;
   readonly commandTimeout: number;
   readonly replyPrefix: string;
   readonly replyTtl: number;
@@ -92,6 +102,7 @@ const KNOWN = new Set([
   'clockRefreshInterval',
   'serializer',
   'deserializer',
+  'rawReplies',
   'telemetry',
   'idempotence',
   'partitions',
@@ -124,6 +135,7 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     trimming,
     noMkStream: booleanOption('noMkStream', options.noMkStream, false),
     timeout: timerMillisOption('timeout', options.timeout, 30_000, 1),
+    rawReplies: booleanOption('rawReplies', options.rawReplies, false),
     commandTimeout: timerMillisOption('commandTimeout', options.commandTimeout, 5_000, 1),
     replyPrefix: stringOption('replyPrefix', options.replyPrefix, 'nestjs-redis-streams:'),
     replyTtl: timerMillisOption('replyTtl', options.replyTtl, 60_000, 1_000),

@@ -17,6 +17,13 @@ export interface RedisStreamsRecordOptions {
   /** Requests only: reply timeout of this call in ms, instead of the client's `timeout`. */
   timeout?: number;
   /**
+   * Requests only: how many final replies the call waits for, default 1. Every group whose
+   * `@MessagePattern` reads the stream answers each request (a broadcast): with `replies: 2` the
+   * Observable emits the values of both answers and completes after the second final reply. Fewer
+   * within the timeout: `RedisStreamsTimeoutError` (`receivedReplies`) after the values that came.
+   */
+  replies?: number;
+  /**
    * Events only (Redis 8.6+, capability `idmp`): `XADD … IDMP <producerId> <idempotencyKey>`. Redis
    * writes one entry per key and producer: a repeated emit with the same key returns the first
    * entry's id and adds nothing, so the client may retry it (`idempotence.retries`). On a server
@@ -85,6 +92,10 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setTimeout(timeout: number): this {
     return this.setOptions({ timeout });
+  }
+
+  setReplies(replies: number): this {
+    return this.setOptions({ replies });
   }
 
   build(): RedisStreamsRecord<TData> {

@@ -1,9 +1,11 @@
 import type { Logger } from '@nestjs/common';
-import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
 import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
 
-type XReadReply = [stream: string, entries: [id: string, fields: string[]][]][] | null;
+/** A reply entry's fields as read, `[name, value, …]`: strings, or Buffers when read as bytes. */
+export type ReplyEntry = readonly (string | Buffer)[];
+
+type XReadReply = [stream: string | Buffer, entries: [id: string | Buffer, fields: (string | Buffer)[]][]][] | null;
 
 const READ_COUNT = 100;
 const BLOCK_MS = 5_000;
@@ -21,7 +23,8 @@ const DELETE_AFTER_MS = 500;
  * path, one `XTRIM MINID` per DELETE_BATCH replies or DELETE_AFTER_MS removes every entry up to
  * the last one read (reads go by id, so a read entry not yet removed is never read again; a
  * failed trim is caught up by the next one). A periodic PEXPIRE keeps the stream alive only
- * while this client lives.
+ * while this client lives. `asBytes` reads the entries as Buffers (XREAD through ioredis'
+ * `xreadBuffer`), for replies that are not text.
  */
 export class ReplyListener {
   private lastId = '0-0';
@@ -38,7 +41,8 @@ export class ReplyListener {
     private readonly commands: RedisClient,
     readonly key: string,
     private readonly ttlMs: number,
-    private readonly onReply: (fields: StreamFields, entryId: string) => void,
+    private readonly asBytes: boolean,
+    private readonly onReply: (fields: ReplyEntry, entryId: string) => void,
     private readonly logger: Logger,
   ) {}
 
@@ -63,7 +67,8 @@ export class ReplyListener {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const read = this.reader.xread('COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId);
+        const args = ['COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', this.key, this.lastId] as const;
+        const read: Promise<unknown> = this.asBytes ? this.reader.xreadBuffer(...args) : this.reader.xread(...args);
         const reply = (await this.inFlight.wrap(read)) as XReadReply;
         if (this.stopped) return;
         failures = 0;
@@ -84,11 +89,12 @@ export class ReplyListener {
 
   private handle(reply: NonNullable<XReadReply>): void {
     for (const [, entries] of reply) {
-      for (const [id, flat] of entries) {
+      for (const [read, flat] of entries) {
+        const id = typeof read === 'string' ? read : read.toString();
         this.lastId = id;
         this.untrimmed++;
         try {
-          this.onReply(fieldsFromArray(flat), id);
+          this.onReply(flat, id);
         } catch (error) {
           this.logger.error(`Reply ${id} on "${this.key}" could not be routed: ${(error as Error).message}`);
         }

@@ -1,18 +1,19 @@
 import type { Logger } from '@nestjs/common';
 import type { PacketId, ReadPacket, WritePacket } from '@nestjs/microservices';
-import { decodeReply } from '../codec/reply.js';
-import type { StreamFields } from '../codec/wire-format.js';
+import { decodeReplyPacket } from '../codec/reply.js';
+import { WireField } from '../codec/wire-format.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { closeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
 import { startTimeoutVerdict } from '../timeout.js';
-import { timerMillisOption } from '../validation.js';
+import { describe, integerOption, timerMillisOption } from '../validation.js';
 import { pushEntryFields, validateHeaders } from './entry-fields.js';
-import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsTimeoutError } from './errors.js';
+import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsReplyDecodeError, RedisStreamsTimeoutError } from './errors.js';
 import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
 import type { PartitionRouter } from './partition-router.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
-import { ReplyListener } from './reply-listener.js';
+import { rawReplyOf } from './raw-reply.js';
+import { ReplyListener, type ReplyEntry } from './reply-listener.js';
 import type { XAddWriter } from './xadd-writer.js';
 
 const noop = (): void => undefined;
@@ -42,8 +43,11 @@ export interface RequestSenderHost {
 }
 
 /**
- * The send path: a request entry (`XADD … NOMKSTREAM` with `id` and `replyTo`) whose reply comes
- * back on the instance's reply stream, matched by correlation id, bounded by `timeout`.
+ * The send path: a request entry (`XADD … NOMKSTREAM` with `id` and `replyTo`) whose replies come
+ * back on the instance's reply stream, matched by correlation id, bounded by `timeout`. Non-final
+ * replies (a streamed answer) pass through; the call ends at its record's `replies`-th final reply
+ * (default 1: every group with a message handler answers, so a broadcast collects several), or
+ * at the first error.
  */
 export class RequestSender {
   private replies: ReplySide | undefined;
@@ -61,6 +65,7 @@ export class RequestSender {
     // The first request of a partitioned pattern waits for the check of its partition count.
     const { stream, ready } = host.router.route(pattern, options);
     const timeoutMs = timerMillisOption('timeout', options.timeout, host.config.timeout, 1);
+    const expected = integerOption('replies', options.replies, 1, 1);
     const given = validateHeaders(options.headers);
     const trimming = host.xadds.trimmingFor(pattern, options);
     const packet = host.assignPacketId({ pattern, data, metadata: partialPacket.metadata });
@@ -70,6 +75,7 @@ export class RequestSender {
     const headers = trace === undefined ? given : { ...trace.headers, ...given };
 
     let settled = false;
+    let finals = 0;
     const teardown = () => {
       settled = true;
       trace?.end({});
@@ -81,14 +87,22 @@ export class RequestSender {
       if (reply.err !== undefined && reply.err !== null) {
         trace?.end({ error: reply.err });
         teardown();
-        callback({ err: translateReplyError(reply.err, pattern, stream), isDisposed: true });
+        callback({ err: translateReplyError(reply.err, pattern, stream, id, host.replyKey), isDisposed: true });
+        return;
+      }
+      if (reply.isDisposed && ++finals < expected) {
+        // A final reply of one responder while others are awaited: its value goes on, the call stays open.
+        if (reply.response !== undefined) callback({ response: reply.response, isDisposed: false });
         return;
       }
       if (reply.isDisposed) teardown();
       callback(reply);
     };
     // Judged after replies already in the socket were read: a stalled event loop is not a late reply.
-    const cancelTimeout = startTimeoutVerdict(() => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs) }), timeoutMs);
+    const cancelTimeout = startTimeoutVerdict(
+      () => deliver({ err: new RedisStreamsTimeoutError(pattern, timeoutMs, expected, finals) }),
+      timeoutMs,
+    );
     host.routingMap.set(id, deliver);
 
     const write = (serialized: unknown, replyTo: string): Promise<string | null> => {
@@ -161,26 +175,91 @@ export class RequestSender {
       true,
     );
     connection.client.on('error', noop);
-    const listener = new ReplyListener(connection.client, producer, host.replyKey, host.config.replyTtl, (fields) => this.route(fields), host.logger);
+    const { replyTtl, rawReplies } = host.config;
+    const route = (entry: ReplyEntry, entryId: string) => this.route(entry, entryId);
+    const listener = new ReplyListener(connection.client, producer, host.replyKey, replyTtl, rawReplies, route, host.logger);
     this.replies = { listener, connection };
     listener.start();
     return listener;
   }
 
-  private route(fields: StreamFields): void {
-    const { id, packet } = decodeReply(fields);
+  /**
+   * Routes a reply entry by its `id` field before decoding it, so a reply that cannot be decoded
+   * (not JSON, a deserializer that throws) fails its request at once instead of leaving it to time out.
+   */
+  private route(entry: ReplyEntry, entryId: string): void {
+    const id = fieldOf(entry, WireField.id);
+    if (id === undefined) throw new Error(`reply entry has no "${WireField.id}" field`);
     const callback = this.host.routingMap.get(id);
     if (!callback) return; // timed out, unsubscribed, or another client's leftover
-    const incoming = this.host.deserialize({ id, ...packet });
-    const deliver = (reply: WritePacket) =>
-      callback({ err: reply.err, response: reply.response, isDisposed: reply.isDisposed !== false });
-    if (isThenable(incoming)) incoming.then(deliver, (error: unknown) => callback({ err: error, isDisposed: true }));
-    else deliver(incoming);
+    let reply: unknown;
+    if (this.host.config.rawReplies) reply = rawReplyOf(id, entryId, entry);
+    else {
+      try {
+        reply = { id, ...decodeReplyPacket(fieldOf(entry, WireField.packet)) };
+      } catch (error) {
+        failDecoding(callback, entryId, new Error(`${(error as Error).message} (a responder that answers with bytes needs the client option rawReplies)`));
+        return;
+      }
+    }
+    let incoming: WritePacket | Promise<WritePacket>;
+    try {
+      incoming = this.host.deserialize(reply);
+    } catch (error) {
+      failDecoding(callback, entryId, error);
+      return;
+    }
+    if (isThenable(incoming)) {
+      incoming.then(
+        (decoded) => deliverDecoded(callback, entryId, decoded),
+        (error: unknown) => failDecoding(callback, entryId, error),
+      );
+    } else deliverDecoded(callback, entryId, incoming);
   }
 }
 
-/** Nest's "no handler" reply (a string, or an object carrying it) becomes one error type. */
-function translateReplyError(err: unknown, pattern: string, stream: string): unknown {
+type ReplyCallback = (packet: WritePacket) => void;
+
+/** What the deserializer made of a reply, to its request (a missing `isDisposed` is a final reply). */
+function deliverDecoded(callback: ReplyCallback, entryId: string, decoded: WritePacket): void {
+  if (decoded === null || typeof decoded !== 'object') {
+    failDecoding(callback, entryId, new Error(`the deserializer returned ${describe(decoded)}, not { response?, err?, isDisposed? }`));
+    return;
+  }
+  callback({ err: decoded.err, response: decoded.response, isDisposed: decoded.isDisposed !== false });
+}
+
+function failDecoding(callback: ReplyCallback, entryId: string, error: unknown): void {
+  callback({ err: new UndecodableReply(entryId, error), isDisposed: true });
+}
+
+/** A field of a reply entry as text (the last one when repeated, as in a field map). */
+function fieldOf(entry: ReplyEntry, field: string): string | undefined {
+  let value: string | Buffer | undefined;
+  for (let i = 0; i + 1 < entry.length; i += 2) {
+    const name = entry[i] as string | Buffer;
+    if (typeof name === 'string' ? name === field : name.length === field.length && name.toString() === field) value = entry[i + 1];
+  }
+  return value === undefined ? undefined : String(value);
+}
+
+/** A reply the routing could not decode; the request's callback names it (pattern, ids). */
+class UndecodableReply {
+  constructor(
+    readonly entryId: string,
+    readonly cause: unknown,
+  ) {}
+}
+
+/**
+ * Nest's "no handler" reply (a string, or an object carrying it) becomes one error type; a reply
+ * that could not be decoded becomes a `RedisStreamsReplyDecodeError` naming the request.
+ */
+function translateReplyError(err: unknown, pattern: string, stream: string, correlationId: string, replyStream: string): unknown {
+  if (err instanceof UndecodableReply) {
+    const reason = err.cause instanceof Error ? err.cause.message : String(err.cause);
+    return new RedisStreamsReplyDecodeError(pattern, correlationId, replyStream, err.entryId, reason, { cause: err.cause });
+  }
   const message = typeof err === 'string' ? err : (err as { message?: unknown } | null)?.message;
   return message === NO_MESSAGE_HANDLER && !(err instanceof RedisStreamsNoHandlerError)
     ? new RedisStreamsNoHandlerError(pattern, stream)

@@ -72,6 +72,6 @@ export class XAddWriter {
       return this.redactor.error(error);
     }
     const stream = streamKeyFor(this.normalize(pattern), this.config.streamPrefix);
-    return this.redactor.error(new RedisStreamsPublishError(stream, this.redactor.error(error)));
+    return this.redactor.error(new RedisStreamsPublishError(stream, this.redactor.error(error), this.producer.lastErrorCode));
   }
 }

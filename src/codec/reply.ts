@@ -24,9 +24,17 @@ export function encodeReply(correlationId: string, packet: ReplyPacket): StreamF
   return fields;
 }
 
-/** The flat `[field, value, ...]` XADD argument list of a reply. */
-export function encodeReplyArgs(correlationId: string, packet: ReplyPacket): string[] {
-  return [WireField.id, correlationId, WireField.packet, stringifyPacket(packet)];
+/**
+ * The flat `[field, value, ...]` XADD argument list of a reply. A packet that is bytes (a server
+ * serializer that returns a Buffer) is written as they are, for clients that read `rawReplies`.
+ */
+export function encodeReplyArgs(correlationId: string, packet: ReplyPacket | Uint8Array): (string | Buffer)[] {
+  const value = packet instanceof Uint8Array ? asBuffer(packet) : stringifyPacket(packet);
+  return [WireField.id, correlationId, WireField.packet, value];
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /**
@@ -57,19 +65,27 @@ function mayHoldError(value: unknown, depth: number): boolean {
  */
 export function decodeReply(fields: StreamFields): DecodedReply {
   const id = fields[WireField.id];
-  const raw = fields[WireField.packet];
   if (typeof id !== 'string' || id.length === 0) throw new Error('reply entry has no "id" field');
-  if (typeof raw !== 'string') throw new Error(`reply entry ${id} has no "packet" field`);
+  try {
+    return { id, packet: decodeReplyPacket(fields[WireField.packet]) };
+  } catch (error) {
+    throw new Error(`reply entry ${id}: ${(error as Error).message}`);
+  }
+}
+
+/** A reply's `packet` field → the packet. Throws: `no "packet" field`, `"packet" is not JSON: …`, `"packet" is not a JSON object`. */
+export function decodeReplyPacket(raw: string | undefined): ReplyPacket {
+  if (typeof raw !== 'string') throw new Error(`no "${WireField.packet}" field`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch (error) {
-    throw new Error(`reply entry ${id} has a "packet" that is not JSON: ${(error as Error).message}`);
+    throw new Error(`"${WireField.packet}" is not JSON: ${(error as Error).message}`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new Error(`reply entry ${id} has a "packet" that is not a JSON object`);
+    throw new Error(`"${WireField.packet}" is not a JSON object`);
   }
-  return { id, packet: parsed as ReplyPacket };
+  return parsed as ReplyPacket;
 }
 
 /** JSON drops `undefined` members by itself; an `Error` (own props not enumerable) keeps its message. */

@@ -1,4 +1,4 @@
-import { RedisStreamsConnectionError } from '../errors.js';
+import { connectionErrorCode, RedisStreamsConnectionError } from '../errors.js';
 import type { RedisClient } from './connection.js';
 
 /** Replies that mean "these credentials are wrong": retrying cannot help. */
@@ -37,6 +37,8 @@ export function whenReady(client: RedisClient, timeoutMs: number, where: string)
         finish(
           new RedisStreamsConnectionError(`cannot connect to Redis at ${where} within ${timeoutMs} ms: ${reason(lastError)}`, {
             cause: lastError,
+            // Refused until the deadline: ECONNREFUSED; no error at all (Redis accepts, never answers): a timeout.
+            code: connectionErrorCode(lastError) ?? 'ETIMEDOUT',
           }),
         ),
       timeoutMs,

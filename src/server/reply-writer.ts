@@ -73,7 +73,7 @@ export class ReplyWriter {
 }
 
 /** XADDs (the first may create the stream) and PEXPIRE in one MULTI: a created stream always has a TTL. */
-async function writeWithExpiry(client: RedisClient, replyTo: string, entries: readonly string[][], limits: ReplyLimits): Promise<void> {
+async function writeWithExpiry(client: RedisClient, replyTo: string, entries: readonly (string | Buffer)[][], limits: ReplyLimits): Promise<void> {
   const multi = client.multi();
   for (const args of entries) multi.xadd(replyTo, 'MAXLEN', '~', limits.maxLen, '*', ...args);
   const results = await multi.pexpire(replyTo, limits.ttlMs).exec();
