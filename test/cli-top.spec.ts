@@ -64,6 +64,32 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
     expect(pane()).toContain('top exited with 0');
   }, 240_000);
+
+  it('shows hostile group and consumer names escaped: the screen is not cleared, the title not set', async () => {
+    const group = 'billing\u001b[2J\u001b[H';
+    await redis.client.xgroup('CREATE', 'hostile', group, '0', 'MKSTREAM');
+    await redis.client.xadd('hostile', '*', 'n', '1');
+    await redis.client.xreadgroup('GROUP', group, 'w1\u001b]0;pwned\u0007', 'STREAMS', 'hostile', '>');
+    await redis.client.xgroup('CREATE', 'hostile', 'csi\u009b2J\u007f', '0');
+    const session = 'hostile';
+    const command = `'${process.execPath}' '${CLI}' top hostile --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', session);
+
+    await waitFor(() => pane().includes('csi\\x9b2J\\x7f'), 'top to show the second group', { timeout: 60_000, interval: 100 });
+    const lines = pane().split('\n');
+    // The header survives (ESC[2J would have cleared it) and the names are printed, escaped, in their column.
+    expect(lines[0]).toContain('nestjs-redis-streams top · ');
+    const header = lines.find((line) => line.startsWith('STREAM'))!;
+    const rows = lines.filter((line) => line.startsWith('hostile '));
+    expect(rows.map((row) => row.slice(header.indexOf('GROUP')).split('  ')[0]).sort()).toEqual(['billing\\x1b[2J\\x1b[H', 'csi\\x9b2J\\x7f']);
+    expect(rows.every((row) => row.indexOf(' 1 ') === rows[0]!.indexOf(' 1 '))).toBe(true);
+    expect(tmux('display-message', '-p', '-t', session, '#{pane_title}')).not.toContain('pwned');
+
+    tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+  }, 240_000);
 });
 
 // Said out loud, so a machine without tmux does not pass the terminal test silently.
