@@ -113,6 +113,7 @@ describe('CLI output at a terminal: aligned tables; JSON otherwise', () => {
 });
 
 /** Control characters a terminal may act on (C0, DEL, C1); a line break between lines is the only one allowed. */
+// oxlint-disable-next-line no-control-regex
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
 
 describe('hostile names and error text from Redis are shown, not obeyed, at a terminal', () => {

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledPath, ensureCompiled } from './helpers/compiled.js';
+import { RedisServerProcess } from './helpers/redis-server.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -89,6 +90,37 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
 
     tmux('send-keys', '-t', session, 'C-c');
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+  }, 240_000);
+
+  it('Redis paused in the middle: the last screen stays, one error line under it, exit 1', async () => {
+    const paused = await RedisServerProcess.start();
+    try {
+      const client = paused.client();
+      await client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+      client.disconnect();
+      const session = 'paused';
+      const command = `'${process.execPath}' '${CLI}' top orders --timeout 1000 --url ${paused.url}; echo "top exited with $?"`;
+      tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+      tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+      const pane = () => tmux('capture-pane', '-p', '-t', session);
+      await waitFor(() => ordersRow(pane())?.GROUP === 'billing', 'top to show orders billing', { timeout: 60_000, interval: 100 });
+
+      paused.pause();
+      await waitFor(() => pane().includes('top exited with'), 'top to give up on the paused Redis', { timeout: 60_000, interval: 100 });
+      // With the history: tmux adds "Pane is dead" under the last line when bash ends (remain-on-exit), which can scroll the pane.
+      const screen = tmux('capture-pane', '-p', '-S', '-20', '-t', session);
+      const lines = screen.split('\n').filter((line) => line.length > 0 && !line.startsWith('Pane is dead'));
+      expect(lines.slice(-5)).toEqual([
+        expect.stringContaining('nestjs-redis-streams top · '),
+        expect.stringMatching(/^STREAM/),
+        expect.stringMatching(/^orders {2}billing {7}0 /),
+        `error: no answer from ${paused.url} within 1000 ms (--timeout)`,
+        'top exited with 1',
+      ]);
+    } finally {
+      paused.resume();
+      await paused.stop();
+    }
   }, 240_000);
 });
 
