@@ -3,9 +3,10 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { StreamClaimService } from '../src/claim/claim.service.js';
 import { StreamInspectionService } from '../src/claim/inspection.service.js';
+import { moveToDeadLetter } from '../src/recovery/dead-letter-move.js';
 import { releaseForRetry } from '../src/recovery/retry-release.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
 import { ensureCompiled } from './helpers/compiled.js';
@@ -99,6 +100,67 @@ describe('CLI nestjs-redis-streams', { timeout: 180_000 }, () => {
     const line = expectOneLineFailure(await cli(['info', 'orders', '--url', url]), 1);
     expect(line).toMatch(/WRONGPASS|NOAUTH|invalid/i);
     expect(line).not.toContain('wr0ng-s3cret');
+  });
+
+  describe('a paused Redis (SIGSTOP: the TCP handshake completes, nothing answers)', () => {
+    let paused: RedisServerProcess;
+
+    beforeAll(async () => {
+      paused = await RedisServerProcess.start();
+      const client = paused.client();
+      await client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+      const id = (await client.xadd('orders', '*', 'n', '1')) as string;
+      await client.xreadgroup('GROUP', 'billing', 'w1', 'STREAMS', 'orders', '>');
+      await moveToDeadLetter(client, { stream: 'orders', group: 'billing', ids: [id], reason: 'manual' });
+      client.disconnect();
+    }, 60_000);
+    afterEach(() => paused.resume());
+    afterAll(async () => {
+      await paused.stop();
+    });
+
+    it('info and pending give up within the default deadline (5 s): exit 1, one line', async () => {
+      paused.pause();
+      const runs = await Promise.all([cli(['info', 'orders', '--url', paused.url]), cli(['pending', 'orders', 'billing', '--url', paused.url])]);
+      for (const run of runs) expect(expectOneLineFailure(run, 1)).toBe(`error: cannot connect to ${paused.url}: no answer within 5000 ms (--timeout)`);
+    });
+
+    it('every other command too, within --timeout', async () => {
+      paused.pause();
+      const url = ['--url', paused.url, '--timeout', '1000'];
+      const runs = await Promise.all([
+        cli(['claim', 'orders', 'billing', 'r', '--min-idle-time', '1', ...url]),
+        cli(['ack', 'orders', 'billing', '1-0', ...url]),
+        cli(['pending', 'orders', 'billing', '--entries', ...url]),
+        cli(['info', 'orders', '--group', 'billing', ...url]),
+        cli(['dlq', 'list', 'orders', ...url]),
+        cli(['dlq', 'purge', 'orders', '--all', ...url]),
+        cli(['top', 'orders', '--iterations', '1', ...url]),
+      ]);
+      for (const run of runs) expect(expectOneLineFailure(run, 1)).toBe(`error: cannot connect to ${paused.url}: no answer within 1000 ms (--timeout)`);
+    });
+
+    it('paused in the middle of a run: top gives up on the sample Redis does not answer', async () => {
+      let pausedAt = 0;
+      const run = await runCli(['top', 'orders', '--interval', '100', '--timeout', '1000', '--url', paused.url], {}, {
+        timeoutMs: CLI_DEADLINE_MS,
+        onStdout: (stdout) => {
+          if (pausedAt === 0 && stdout.includes('\n')) {
+            pausedAt = Date.now();
+            paused.pause();
+          }
+        },
+      });
+      expect(pausedAt).toBeGreaterThan(0);
+      expect(run.code).toBe(1);
+      expect(JSON.parse(run.stdout.split('\n')[0]!)).toMatchObject({ rows: [{ stream: 'orders', group: 'billing' }] });
+      expect(run.stderr).toBe(`error: no answer from ${paused.url} within 1000 ms (--timeout)\n`);
+    });
+
+    it('--timeout must be a whole number of milliseconds (a usage error, before connecting)', async () => {
+      const runs = await Promise.all(['0', 'soon', '2147483648'].map((value) => cli(['info', 'orders', '--timeout', value, '--url', closedUrl])));
+      for (const run of runs) expect(expectOneLineFailure(run, 2)).toMatch(/^error: invalid --timeout: /);
+    });
   });
 
   describe('against redis-server', () => {

@@ -5,16 +5,25 @@ import { flagFor } from './arguments.js';
 import { Redactor } from '../redaction.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
+import { terminalSafeJson, visibleLine } from './visible-text.js';
 
-/** The result, as one line of JSON: exactly `JSON.stringify` of what the service returned. */
+/**
+ * The result, as one line of JSON: `JSON.stringify` of what the service returned, with DEL and C1
+ * controls escaped too (`\u009b`), so that it parses to exactly the service's values and is
+ * safe to print at a terminal.
+ */
 export function printJson(io: CliIo, value: unknown): void {
-  io.stdout(`${JSON.stringify(value)}\n`);
+  io.stdout(`${jsonLine(value)}\n`);
+}
+
+export function jsonLine(value: unknown): string {
+  return terminalSafeJson(JSON.stringify(value));
 }
 
 /** Positional arguments named in the service's option errors. */
 const POSITIONAL = ['key', 'group', 'consumer', 'ids'];
 
-/** One line for stderr and the exit code for an error, with every secret masked. */
+/** One line for stderr and the exit code for an error, with every secret masked and control characters (of names it quotes) escaped. */
 export function describeFailure(error: unknown, secrets: readonly string[]): { line: string; exitCode: number } {
   let line: string;
   let exitCode = 1;
@@ -33,7 +42,7 @@ export function describeFailure(error: unknown, secrets: readonly string[]): { l
   } else {
     line = `error: ${error instanceof Error ? error.message : String(error)}`;
   }
-  return { line: new Redactor(secrets).text(firstLine(line)), exitCode };
+  return { line: visibleLine(new Redactor(secrets).text(firstLine(line))), exitCode };
 }
 
 function firstLine(text: string): string {

@@ -1,4 +1,10 @@
-/** Aligned plain-text tables for terminal output: columns separated by two spaces, numbers right-aligned. */
+import { visibleLine } from './visible-text.js';
+
+/**
+ * Aligned plain-text tables for terminal output: columns separated by two spaces, numbers
+ * right-aligned. Every cell is made visible (control characters escaped) before the columns are
+ * measured, so a hostile name neither acts on the terminal nor breaks the alignment.
+ */
 
 export type Cell = string | number | null | undefined;
 
@@ -21,5 +27,6 @@ export function formatTable(columns: readonly Column[], rows: readonly (readonly
 
 function cellText(cell: Cell): string {
   if (cell === null || cell === undefined) return '-';
-  return String(cell).replace(/[\r\n\t]+/g, ' ');
+  // Line breaks and tabs are whitespace in a cell (a multi-line error on one row); the rest is shown escaped.
+  return visibleLine(String(cell).replace(/[\r\n\t]+/g, ' '));
 }

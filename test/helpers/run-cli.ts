@@ -14,6 +14,8 @@ export interface CliRunOptions {
   stdin?: string;
   /** Arguments for node itself, before the script (`--import ./hook.mjs`). */
   nodeArgs?: readonly string[];
+  /** Called with everything on stdout so far, each time more arrives (to act in the middle of a run). */
+  onStdout?: (stdout: string) => void;
 }
 
 /**
@@ -21,7 +23,7 @@ export interface CliRunOptions {
  * PATH and `env`.
  */
 export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, options: CliRunOptions = {}): Promise<CliRun> {
-  const { timeoutMs = 20_000, stdin, nodeArgs = [] } = options;
+  const { timeoutMs = 20_000, stdin, nodeArgs = [], onStdout } = options;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, compiledPath('src/cli/main.ts'), ...args], {
       env: { PATH: process.env.PATH, ...env },
@@ -29,7 +31,10 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, opt
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      onStdout?.(stdout);
+    });
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

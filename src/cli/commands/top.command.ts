@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { integerArgument } from '../arguments.js';
 import { flagsOf, type CliContext } from '../context.js';
 import type { CliIo } from '../io.js';
+import { jsonLine } from '../output.js';
 import { wantsJson } from '../print.js';
 import { withCliRedis } from '../redis-session.js';
 import type { TopRow } from '../top/top-rows.js';
@@ -72,7 +73,7 @@ export function registerTopCommand(program: Command, { io }: CliContext): void {
 }
 
 function jsonLines(io: CliIo): (at: number, rows: TopRow[]) => void {
-  return (at, rows) => io.stdout(`${JSON.stringify({ at: new Date(at).toISOString(), rows })}\n`);
+  return (at, rows) => io.stdout(`${jsonLine({ at: new Date(at).toISOString(), rows })}\n`);
 }
 
 /** Redraws from the top-left corner, clearing what the previous frame left to the right and below. */

@@ -1,6 +1,7 @@
 import { formatDuration, formatRate } from '../human-units.js';
 import { formatTable } from '../table.js';
 import type { TopRow } from '../top/top-rows.js';
+import { visibleLine } from '../visible-text.js';
 
 export interface TopFrame {
   /** Where the figures come from, passwords masked. */
@@ -11,7 +12,10 @@ export interface TopFrame {
   rows: readonly TopRow[];
 }
 
-/** One screen of `top`: a header line and the table, lines cut to the terminal's width. */
+/**
+ * One screen of `top`: a header line and the table, every line made visible (control characters
+ * escaped; the table's cells already are) and then cut to the terminal's width.
+ */
 export function topView(frame: TopFrame, columns = Number.POSITIVE_INFINITY): string {
   const time = new Date(frame.at).toTimeString().slice(0, 8);
   const header = `nestjs-redis-streams top · ${frame.source} · every ${formatDuration(frame.intervalMs)} · ${time} · Ctrl-C quits`;
@@ -43,7 +47,7 @@ export function topView(frame: TopFrame, columns = Number.POSITIVE_INFINITY): st
       row.note ?? '',
     ]),
   );
-  return [header, '', ...table.trimEnd().split('\n')].map((line) => cut(line, columns)).join('\n') + '\n';
+  return [header, '', ...table.trimEnd().split('\n')].map((line) => cut(visibleLine(line), columns)).join('\n') + '\n';
 }
 
 function cut(line: string, columns: number): string {
