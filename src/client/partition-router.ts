@@ -23,6 +23,13 @@ export interface Route {
 }
 
 /**
+ * How many patterns the router remembers as checked. A client that emits to patterns made up at
+ * run time (`user.${id}`) would otherwise keep every one for its life; past this many the oldest
+ * is forgotten, and its next emit checks it again (one GET).
+ */
+export const REMEMBERED_PATTERNS = 10_000;
+
+/**
  * Picks the stream key of each emit and send: the pattern's stream, or on a partitioned pattern
  * the partition of the record's `partitionKey`, else of its `idempotencyKey`, else (an emit with
  * IDMPAUTO) of its content, else round robin. A repeat of an idempotent emit must meet the
@@ -32,12 +39,14 @@ export interface Route {
  * partitioned pattern records or compares its count (SET NX + GET), an unpartitioned one reads it
  * (one GET) and fails when the workers partitioned the stream, since nobody would read what it
  * writes to the stream itself. A mismatch fails that call, and the next one checks again; a
- * passed check is remembered for the client's life. Transient failures of the check are retried
- * like an idempotent XADD (`idempotence.retries`, none without it), until `close()`.
+ * passed check is remembered (for the last REMEMBERED_PATTERNS patterns). Transient failures of
+ * the check are retried like an idempotent XADD (`idempotence.retries`, none without it), until
+ * `close()`.
  */
 export class PartitionRouter {
   private readonly turns = new Map<string, number>();
   private readonly checks = new Map<string, Promise<void>>();
+  /** In the order checked: the first is the first forgotten. */
   private readonly checked = new Set<string>();
 
   constructor(
@@ -83,7 +92,7 @@ export class PartitionRouter {
     if (!lifetime) return Promise.reject(new ConnectionClosedError());
     pending = this.retried(() => this.checkOnce(stream, count, lifetime), lifetime).then(
       () => {
-        this.checked.add(pattern);
+        this.remember(pattern);
         this.checks.delete(pattern);
       },
       (error: unknown) => {
@@ -93,6 +102,13 @@ export class PartitionRouter {
     );
     this.checks.set(pattern, pending);
     return pending;
+  }
+
+  private remember(pattern: string): void {
+    this.checked.add(pattern);
+    if (this.checked.size <= REMEMBERED_PATTERNS) return;
+    const oldest = this.checked.values().next().value as string;
+    this.checked.delete(oldest);
   }
 
   private async checkOnce(stream: string, count: number, lifetime: AbortSignal): Promise<void> {
