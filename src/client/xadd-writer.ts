@@ -67,10 +67,12 @@ export class XAddWriter {
    * One XADD on the connection the call began on, checked against the server connected now
    * (every attempt: a failover can land on an older server, and its retry must then fail with
    * the capability error, not send words that server reads as something else). Right after a
-   * reconnect that waits for the re-probe.
+   * reconnect one that carries such words waits for the re-probe.
    */
   private attempt(xadd: XAdd, args: XAddArgs, trimming: CompiledTrimming, lifetime: AbortSignal): Promise<string | null> {
     if (lifetime.aborted) return Promise.reject(new ConnectionClosedError());
+    // Words every server has: nothing to check, nothing to wait for.
+    if (!trimming.onlyAcked && idmpWordOf(args) === undefined) return xadd(args);
     const capabilities = this.producer.capabilitiesNow();
     if (!isThenable(capabilities)) return checkedXAdd(xadd, args, trimming, capabilities);
     return capabilities.then((probed) => {
