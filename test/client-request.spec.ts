@@ -222,6 +222,26 @@ describe('RedisStreamsClient.send (client side of request/reply)', () => {
     expect(await redis.exists(c.replyStream)).toBe(0);
   });
 
+  it('a send() made as close() begins, or while it runs, fails with "Connection closed": nothing opened, no reply stream left', async () => {
+    await redis.xadd('closing', '*', 'seed', '1');
+    respond('closing', (request) => (request.data ? { response: JSON.parse(request.data), isDisposed: true } : undefined));
+    const c = client({ timeout: 5_000 });
+    expect(await lastValueFrom(c.send('closing', 1))).toBe(1);
+    const justBefore = lastValueFrom(c.send('closing', 2)).catch((error: unknown) => error);
+    const closing = c.close();
+    const during = lastValueFrom(c.send('closing', 3)).catch((error: unknown) => error);
+    await closing;
+    expect(await justBefore).toMatchObject({ message: 'Connection closed' });
+    expect(await during).toMatchObject({ message: 'Connection closed' });
+    expect(await redis.exists(c.replyStream)).toBe(0);
+    const connected = String(await redis.client('LIST'))
+      .split('\n')
+      .filter((line) => line.includes('name=nestjs-redis-streams:client'));
+    expect(connected).toEqual([]);
+    // Closed and done: the next call connects again.
+    expect(await lastValueFrom(c.send('closing', 4))).toBe(4);
+  });
+
   it('a dead client\'s reply stream expires on its own (TTL from replyTtl)', async () => {
     await redis.xadd('ttl', '*', 'seed', '1');
     respond('ttl', (request) => (request.id ? { response: 'ok', isDisposed: true } : undefined));

@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, RedisStreamsPartitionMismatchError, type RedisStreamsClientOptions } from '../src/index.js';
+import { REMEMBERED_PATTERNS } from '../src/client/partition-router.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 
@@ -88,6 +89,18 @@ describe('partition mismatch when one side does not partition (real redis-server
     // Reading does not write: an unpartitioned stream gets no metadata key.
     expect(await redis.client.exists('{plain}:partitions', '{other}:partitions')).toBe(0);
   });
+
+  it('the client remembers the checks of the last REMEMBERED_PATTERNS patterns, not of every pattern it ever emitted to', async () => {
+    const producer = client({ noMkStream: true }); // nothing is written: the streams do not exist
+    const emitTo = (patterns: string[]) => Promise.all(patterns.map((pattern) => lastValueFrom(producer.emit(pattern, 1))));
+    const patterns = Array.from({ length: REMEMBERED_PATTERNS + 1 }, (_, n) => `dynamic.${n}`);
+    for (let from = 0; from < patterns.length; from += 1_000) await emitTo(patterns.slice(from, from + 1_000));
+    await redis.client.config('RESETSTAT');
+    await emitTo([patterns.at(-1)!]); // the newest: still remembered
+    expect(await getCalls()).toBe(0);
+    await emitTo([patterns[0]!]); // the oldest: forgotten, so checked again
+    expect(await getCalls()).toBe(1);
+  }, 60_000);
 
   it('a worker without extras.partitions on a stream recorded as partitioned fails listen() by name', async () => {
     await lastValueFrom(client({ partitions: { orders: 4 } }).emit('orders', { n: 1 }));

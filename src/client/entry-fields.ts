@@ -23,10 +23,20 @@ export function pushEntryFields(
   id?: string,
   replyTo?: string,
 ): void {
+  pushBodyFields(args, pattern, data);
+  pushHeadersField(args, metadata, headers);
+  if (id !== undefined && replyTo !== undefined) args.push(WireField.id, id, WireField.replyTo, replyTo);
+}
+
+/** `pattern` and `data` (JSON): the fields an entry carries whatever its headers. */
+export function pushBodyFields(args: (string | Buffer)[], pattern: string, data: unknown): void {
   args.push(WireField.pattern, pattern, WireField.data, JSON.stringify(data) ?? 'null');
+}
+
+/** The `headers` field (JSON), when there are any. */
+export function pushHeadersField(args: (string | Buffer)[], metadata: Record<string, string> | undefined, headers: Record<string, string> | undefined): void {
   const merged = mergeHeaders(metadata, headers);
   if (merged) args.push(WireField.headers, JSON.stringify(merged));
-  if (id !== undefined && replyTo !== undefined) args.push(WireField.id, id, WireField.replyTo, replyTo);
 }
 
 function mergeHeaders(

@@ -1,13 +1,16 @@
 import type { ReadPacket } from '@nestjs/microservices';
 import { RedisStreamsOptionError } from '../errors.js';
-import type { ProducerTrace } from '../telemetry/telemetry.js';
-import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
+import { partitionStreamKey } from '../partitions/partition-keys.js';
+import type { ProducerTrace, Telemetry } from '../telemetry/telemetry.js';
+import { contentPartitionOf } from './content-partition.js';
+import { pushBodyFields, pushHeadersField, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import { idmpArgs } from './idempotent-emit.js';
 import { EMPTY_OPTIONS, isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
-import type { PartitionRouter } from './partition-router.js';
-import type { ProducerConnection } from './producer-connection.js';
+import type { PartitionRouter, Route } from './partition-router.js';
+import type { ProducerConnection, XAddArgs } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RedisStreamsRecord } from './redis-streams-record.js';
+import type { CompiledTrimming } from './trimming.js';
 import type { XAddWriter } from './xadd-writer.js';
 
 /** What writing an event takes from the client. */
@@ -25,37 +28,44 @@ export interface EventWriterHost {
   normalize(pattern: unknown): string;
 }
 
+/** The span of one emit: started at once, or (on a route by content) once its partition is known. */
+interface EmitSpan {
+  readonly telemetry: Telemetry;
+  trace: ProducerTrace | undefined;
+}
+
 /** The emit path: one event, one XADD (raw or in the default format), in a producer span when telemetry is on. */
 export class EventWriter {
   constructor(private readonly host: EventWriterHost) {}
 
   /** The XADD of an event. Rejections are raw ioredis errors; `emit` wraps them (off the hot path). */
   dispatch<T>(packet: ReadPacket): Promise<T> {
-    let route;
+    let route: Route;
     try {
-      route = this.host.router.route(this.host.normalize(packet.pattern), unwrapRecord(packet.data).options);
+      route = this.host.router.routeEvent(this.host.normalize(packet.pattern), unwrapRecord(packet.data).options);
     } catch (error) {
       return Promise.reject(error);
     }
-    const { stream, ready } = route;
+    const { ready } = route;
     // The first event of a partitioned pattern waits for the check of its partition count.
-    return ready === undefined ? this.traced<T>(packet, stream) : ready.then(() => this.traced<T>(packet, stream));
+    return ready === undefined ? this.traced<T>(packet, route) : ready.then(() => this.traced<T>(packet, route));
   }
 
-  private traced<T>(packet: ReadPacket, stream: string): Promise<T> {
+  private traced<T>(packet: ReadPacket, route: Route): Promise<T> {
     const { telemetry } = this.host.producer;
-    if (telemetry === undefined) return this.write<T>(packet, stream, undefined);
-    const trace = telemetry.startSend(stream);
-    const written = this.write<T>(packet, stream, trace);
+    if (telemetry === undefined) return this.write<T>(packet, route, undefined);
+    // The span is named after the stream: on a route by content, write() starts it once that is known.
+    const span: EmitSpan = { telemetry, trace: route.byContent === undefined ? telemetry.startSend(route.stream) : undefined };
+    const written = this.write<T>(packet, route, span);
     written.then(
-      (id) => trace.end({ id: id as string | null }),
-      (error: unknown) => trace.end({ error }),
+      (id) => traceOf(span, route.stream).end({ id: id as string | null }),
+      (error: unknown) => traceOf(span, route.stream).end({ error }),
     );
     return written;
   }
 
-  /** `trace`: the producer span whose context goes into the entry's headers. */
-  private write<T>(packet: ReadPacket, stream: string, trace: ProducerTrace | undefined): Promise<T> {
+  /** `span`: the producer span whose context goes into the entry's headers. */
+  private write<T>(packet: ReadPacket, route: Route, span: EmitSpan | undefined): Promise<T> {
     const { config, xadds } = this.host;
     try {
       const record = packet.data instanceof RedisStreamsRecord ? (packet.data as RedisStreamsRecord) : undefined;
@@ -63,32 +73,63 @@ export class EventWriter {
       const data = record ? record.data : packet.data;
       const pattern = this.host.normalize(packet.pattern);
       const trimming = xadds.trimmingFor(pattern, options);
-      const idmp = idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, this.host.producer.capabilities);
-      const args = xadds.head(stream, trimming, options.noMkStream ?? config.noMkStream, idmp);
-      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, stream, trace));
+      const idmp = idmpArgs(config.producerId, config.idempotence, options.idempotencyKey);
+      const args = xadds.head(route.stream, trimming, options.noMkStream ?? config.noMkStream, idmp);
+      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, route, span));
+      const fieldsFrom = args.length;
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
         }
         pushRawFields(args, data);
-        return xadds.send(args) as Promise<T>;
+        placeByContent(args, fieldsFrom, route);
+        if (span !== undefined) traceOf(span, args[0] as string);
+        return xadds.send(args, trimming) as Promise<T>;
       }
       const given = options.headers === undefined ? undefined : validateHeaders(options.headers);
-      const headers = trace === undefined ? given : { ...trace.headers, ...given };
       if (this.host.identitySerializer) {
-        pushEntryFields(args, pattern, data, packet.metadata, headers);
-        return xadds.send(args) as Promise<T>;
+        pushBodyFields(args, pattern, data);
+        return this.sendEvent(args, fieldsFrom, trimming, route, span, packet.metadata, given) as Promise<T>;
       }
       const outgoing: OutgoingPacket = { pattern, data, metadata: packet.metadata };
       const serialized = this.host.serialize(outgoing);
       const write = (value: unknown) => {
         const final = serializedPacket(outgoing, value);
-        pushEntryFields(args, final.pattern, final.data, final.metadata, headers);
-        return xadds.send(args);
+        pushBodyFields(args, final.pattern, final.data);
+        return this.sendEvent(args, fieldsFrom, trimming, route, span, final.metadata, given);
       };
       return (isThenable(serialized) ? serialized.then(write) : write(serialized)) as Promise<T>;
     } catch (error) {
       return Promise.reject(error);
     }
   }
+
+  /**
+   * After the body fields: on a route by content the partition they pick (every field but the
+   * headers, which carry the span's context), then the `headers` field and the XADD.
+   */
+  private sendEvent(
+    args: XAddArgs,
+    fieldsFrom: number,
+    trimming: CompiledTrimming,
+    route: Route,
+    span: EmitSpan | undefined,
+    metadata: Record<string, string> | undefined,
+    given: Record<string, string> | undefined,
+  ): Promise<string | null> {
+    placeByContent(args, fieldsFrom, route);
+    pushHeadersField(args, metadata, span === undefined ? given : { ...traceOf(span, args[0] as string).headers, ...given });
+    return this.host.xadds.send(args, trimming);
+  }
+}
+
+/** The span of an emit, started on `stream` if it was not yet (a route by content; or it failed before its partition was known). */
+function traceOf(span: EmitSpan, stream: string): ProducerTrace {
+  return (span.trace ??= span.telemetry.startSend(stream));
+}
+
+/** On a route by content: the partition that the fields from `fieldsFrom` on pick becomes the XADD's key. */
+function placeByContent(args: XAddArgs, fieldsFrom: number, route: Route): void {
+  if (route.byContent === undefined) return;
+  args[0] = partitionStreamKey(route.stream, contentPartitionOf(args, fieldsFrom, route.byContent));
 }

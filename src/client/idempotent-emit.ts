@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { durationMillisOption } from '../duration.js';
 import { RedisStreamsCapabilityError, RedisStreamsOptionError } from '../errors.js';
-import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { describe, integerOption } from '../validation.js';
+import { ConnectionClosedError } from './connection-closed.js';
 
 /**
  * Retry-safe producing with Redis 8.6's IDMP (`XADD … IDMP <producer> <key>` / `IDMPAUTO <producer>`):
@@ -61,60 +62,67 @@ export function newProducerId(): string {
 }
 
 /**
- * The IDMP words of one emit (`[]` when it has none). A per-call key on a server without IDMP is a
- * named error for that emit (never an XADD that would be written without its key).
+ * The IDMP words of one emit (`[]` when it has none). Whether the server has IDMP is judged when
+ * the XADD is sent (each attempt, see xadd-writer.ts): a per-call key on a server without it is a
+ * named error for that emit, never an XADD written without its key.
  */
-export function idmpArgs(
-  producerId: string,
-  idempotence: ResolvedIdempotence | undefined,
-  idempotencyKey: string | undefined,
-  capabilities: RedisStreamsCapabilities | undefined,
-): string[] {
-  if (idempotencyKey === undefined && idempotence?.auto !== true) return [];
-  if (capabilities !== undefined && !capabilities.idmp) {
-    throw new RedisStreamsCapabilityError(
-      idempotencyKey === undefined ? 'idempotence' : 'idempotencyKey',
-      IDMP_REQUIREMENT.capability,
-      IDMP_REQUIREMENT.since,
-      IDMP_REQUIREMENT.feature,
-    );
-  }
-  if (idempotencyKey === undefined) return ['IDMPAUTO', producerId];
+export function idmpArgs(producerId: string, idempotence: ResolvedIdempotence | undefined, idempotencyKey: string | undefined): string[] {
+  if (idempotencyKey === undefined) return idempotence?.auto === true ? ['IDMPAUTO', producerId] : [];
   if (typeof idempotencyKey !== 'string' || idempotencyKey === '') {
     throw new RedisStreamsOptionError('idempotencyKey', `must be a non-empty string, got ${describe(idempotencyKey)}`);
   }
   return ['IDMP', producerId, idempotencyKey];
 }
 
+/** The error of an XADD carrying `word` on a server without IDMP, naming what asked for it. */
+export function idmpUnsupported(word: IdmpWord): RedisStreamsCapabilityError {
+  return new RedisStreamsCapabilityError(
+    word === 'IDMP' ? 'idempotencyKey' : 'idempotence',
+    IDMP_REQUIREMENT.capability,
+    IDMP_REQUIREMENT.since,
+    IDMP_REQUIREMENT.feature,
+  );
+}
+
 /**
  * Sends an XADD carrying IDMP, and sends it again (same arguments, so the same key) after a
  * failure that may or may not have written it: a timeout, a connection that was not ready or
- * closed. A reply error (the server refused it) is final. Redis deduplicates within its
- * IDMP-DURATION (100 s by default): keep `retries × (commandTimeout + retryDelay)` well below it.
+ * closed. A reply error (the server refused it), a capability error (the server it failed over
+ * to lacks IDMP) and the client's `close()` are final: `lifetime` (aborted by close()) ends the
+ * wait for a retry at once, and the wait never keeps the process alive. Redis deduplicates
+ * within its IDMP-DURATION (100 s by default): keep `retries × (commandTimeout + retryDelay)`
+ * well below it.
  */
 export async function sendWithRetries<T>(
   send: () => Promise<T>,
   retries: number,
   retryDelayMs: number,
-  /** Failures that no retry can change (default: a reply error). */
-  isFinal: (error: unknown) => boolean = isReplyError,
+  lifetime: AbortSignal,
+  /** Failures that no retry can change (default: see above). */
+  isFinal: (error: unknown) => boolean = isFinalFailure,
 ): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await send();
     } catch (error) {
       if (attempt >= retries || isFinal(error)) throw error;
-      await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+      try {
+        await sleep(retryDelayMs, undefined, { signal: lifetime, ref: false });
+      } catch {
+        throw new ConnectionClosedError();
+      }
     }
   }
 }
 
-function isReplyError(error: unknown): boolean {
-  return (error as Error).name === 'ReplyError';
+export function isFinalFailure(error: unknown): boolean {
+  return (error as Error).name === 'ReplyError' || error instanceof RedisStreamsCapabilityError || error instanceof ConnectionClosedError;
 }
 
-/** Whether XADD arguments carry IDMP or IDMPAUTO (they sit right after the key and NOMKSTREAM). */
-export function carriesIdmp(args: readonly unknown[]): boolean {
+export type IdmpWord = 'IDMP' | 'IDMPAUTO';
+
+/** The IDMP or IDMPAUTO word of XADD arguments (it sits right after the key and NOMKSTREAM), if any. */
+export function idmpWordOf(args: readonly unknown[]): IdmpWord | undefined {
   const word = args[1] === 'NOMKSTREAM' ? args[2] : args[1];
-  return word === 'IDMP' || word === 'IDMPAUTO';
+  return word === 'IDMP' || word === 'IDMPAUTO' ? word : undefined;
 }

@@ -2,50 +2,79 @@ import type { Logger } from '@nestjs/common';
 import { RedisStreamsOptionError, RedisStreamsPartitionMetadataError, RedisStreamsPartitionMismatchError } from '../errors.js';
 import { partitionIndexOf, partitionsMetadataKey, partitionStreamKey } from '../partitions/partition-keys.js';
 import { checkPartitionCount, checkUnpartitioned, isNoPermission } from '../partitions/partition-metadata.js';
-import type { RedisClient } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { describe } from '../validation.js';
-import { sendWithRetries } from './idempotent-emit.js';
+import { ConnectionClosedError } from './connection-closed.js';
+import { isFinalFailure, sendWithRetries } from './idempotent-emit.js';
+import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import type { RedisStreamsRecordOptions } from './redis-streams-record.js';
 
 /** Where one emit or send goes; `ready` is set until the pattern's partition count was checked once. */
 export interface Route {
+  /** The partition's key, or the pattern's stream (unpartitioned, or `byContent`). */
   readonly stream: string;
   readonly ready: Promise<void> | undefined;
+  /**
+   * The partition count of an emit whose partition its encoded fields pick (content-partition.ts),
+   * once they are known; `stream` is the pattern's stream until then.
+   */
+  readonly byContent?: number;
 }
 
 /**
+ * How many patterns the router remembers as checked. A client that emits to patterns made up at
+ * run time (`user.${id}`) would otherwise keep every one for its life; past this many the oldest
+ * is forgotten, and its next emit checks it again (one GET).
+ */
+export const REMEMBERED_PATTERNS = 10_000;
+
+/**
  * Picks the stream key of each emit and send: the pattern's stream, or on a partitioned pattern
- * the partition of the record's `partitionKey` (else its `idempotencyKey`, else round robin).
+ * the partition of the record's `partitionKey`, else of its `idempotencyKey`, else (an emit with
+ * IDMPAUTO) of its content, else round robin. A repeat of an idempotent emit must meet the
+ * partition where Redis keeps its first write's key; other entries spread evenly.
  *
  * The first call of each pattern checks the metadata key before anything is written: a
  * partitioned pattern records or compares its count (SET NX + GET), an unpartitioned one reads it
  * (one GET) and fails when the workers partitioned the stream, since nobody would read what it
  * writes to the stream itself. A mismatch fails that call, and the next one checks again; a
- * passed check is remembered for the client's life. Transient failures of the check are retried
- * like an idempotent XADD (`idempotence.retries`, none without it).
+ * passed check is remembered (for the last REMEMBERED_PATTERNS patterns). Transient failures of
+ * the check are retried like an idempotent XADD (`idempotence.retries`, none without it), until
+ * `close()`.
  */
 export class PartitionRouter {
   private readonly turns = new Map<string, number>();
   private readonly checks = new Map<string, Promise<void>>();
+  /** In the order checked: the first is the first forgotten. */
   private readonly checked = new Set<string>();
 
   constructor(
     private readonly config: ResolvedClientOptions,
     /** The producer's connection (after connect). */
-    private readonly client: () => RedisClient | undefined,
+    private readonly producer: ProducerConnection,
     private readonly logger: Logger,
   ) {}
 
+  /** The stream of a request (a request carries no IDMP: a key-less one goes round robin). */
   route(pattern: string, options: RedisStreamsRecordOptions): Route {
+    return this.routeOf(pattern, options, false);
+  }
+
+  /** The stream of an event: with IDMPAUTO a key-less one goes by its content. */
+  routeEvent(pattern: string, options: RedisStreamsRecordOptions): Route {
+    return this.routeOf(pattern, options, this.config.idempotence?.auto === true);
+  }
+
+  private routeOf(pattern: string, options: RedisStreamsRecordOptions, autoIdempotent: boolean): Route {
     const stream = streamKeyFor(pattern, this.config.streamPrefix);
     const partitionKey = partitionKeyOf(options);
     const count = this.config.partitions.get(pattern) ?? 1;
     const ready = this.checked.has(pattern) ? undefined : this.check(pattern, stream, count);
     if (count === 1) return { stream, ready };
-    const index = partitionKey === undefined ? this.nextTurn(pattern, count) : partitionIndexOf(partitionKey, count);
-    return { stream: partitionStreamKey(stream, index), ready };
+    if (partitionKey !== undefined) return { stream: partitionStreamKey(stream, partitionIndexOf(partitionKey, count)), ready };
+    if (autoIdempotent) return { stream, ready, byContent: count };
+    return { stream: partitionStreamKey(stream, this.nextTurn(pattern, count)), ready };
   }
 
   /** Round robin per pattern: entries without a key spread evenly. */
@@ -59,10 +88,11 @@ export class PartitionRouter {
   private check(pattern: string, stream: string, count: number): Promise<void> {
     let pending = this.checks.get(pattern);
     if (pending) return pending;
-    if (!this.client()) return Promise.reject(new Error('Connection closed'));
-    pending = this.retried(() => this.checkOnce(stream, count)).then(
+    const lifetime = this.producer.lifetime;
+    if (!lifetime) return Promise.reject(new ConnectionClosedError());
+    pending = this.retried(() => this.checkOnce(stream, count, lifetime), lifetime).then(
       () => {
-        this.checked.add(pattern);
+        this.remember(pattern);
         this.checks.delete(pattern);
       },
       (error: unknown) => {
@@ -74,9 +104,16 @@ export class PartitionRouter {
     return pending;
   }
 
-  private async checkOnce(stream: string, count: number): Promise<void> {
-    const client = this.client();
-    if (!client) throw new Error('Connection closed');
+  private remember(pattern: string): void {
+    this.checked.add(pattern);
+    if (this.checked.size <= REMEMBERED_PATTERNS) return;
+    const oldest = this.checked.values().next().value as string;
+    this.checked.delete(oldest);
+  }
+
+  private async checkOnce(stream: string, count: number, lifetime: AbortSignal): Promise<void> {
+    const client = this.producer.client;
+    if (!client || lifetime.aborted) throw new ConnectionClosedError();
     if (count > 1) return checkPartitionCount(client, stream, count);
     try {
       await checkUnpartitioned(client, stream);
@@ -90,16 +127,16 @@ export class PartitionRouter {
     }
   }
 
-  private retried(check: () => Promise<void>): Promise<void> {
+  private retried(check: () => Promise<void>, lifetime: AbortSignal): Promise<void> {
     const { idempotence } = this.config;
     if (idempotence === undefined || idempotence.retries === 0) return check();
-    return sendWithRetries(check, idempotence.retries, idempotence.retryDelayMs, isFinal);
+    return sendWithRetries(check, idempotence.retries, idempotence.retryDelayMs, lifetime, isFinal);
   }
 }
 
-/** A mismatch, invalid metadata or a reply error (NOPERM) stays what it is on a retry. */
+/** A mismatch, invalid metadata, a reply error (NOPERM, WRONGTYPE) or a closed client stays what it is on a retry. */
 function isFinal(error: unknown): boolean {
-  return error instanceof RedisStreamsPartitionMismatchError || error instanceof RedisStreamsPartitionMetadataError || (error as Error).name === 'ReplyError';
+  return error instanceof RedisStreamsPartitionMismatchError || error instanceof RedisStreamsPartitionMetadataError || isFinalFailure(error);
 }
 
 function partitionKeyOf(options: RedisStreamsRecordOptions): string | undefined {

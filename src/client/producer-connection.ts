@@ -19,6 +19,7 @@ import { Telemetry } from '../telemetry/telemetry.js';
 import { withTimeout } from '../timeout.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { clientRequirements } from './capability-needs.js';
+import { ConnectionClosedError } from './connection-closed.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { ServerClock } from './server-clock.js';
 import type { RedisStreamsClientStatus } from './client-events.js';
@@ -50,6 +51,11 @@ export class ProducerConnection {
   clock: ServerClock | undefined;
   /** The code of the open connection's last error (ECONNREFUSED while Redis is down…), until it is ready again. */
   lastErrorCode: string | undefined;
+  /** Aborted when the connection is detached (`close()`): its calls stop waiting for a retry then. */
+  lifetime: AbortSignal | undefined;
+  private ending: AbortController | undefined;
+  /** Between detach() and closed(): connect() fails instead of opening a connection close() would not close. */
+  private closing = false;
   private opened: OpenedConnection | undefined;
   private connecting: Promise<RedisClient> | undefined;
   private generation = 0;
@@ -63,6 +69,15 @@ export class ProducerConnection {
     return this.capabilityWatch?.capabilities;
   }
 
+  /**
+   * What to build an XADD for now (capability-needs.ts): the last probe's result, or, after a
+   * reconnect whose re-probe has not answered yet, the promise of that answer (a failover can land
+   * on an older server); `undefined` while the connection is down.
+   */
+  capabilitiesNow(): RedisStreamsCapabilities | undefined | Promise<RedisStreamsCapabilities> {
+    return this.capabilityWatch?.current();
+  }
+
   /** The open connection's ioredis client, or undefined. */
   get client(): RedisClient | undefined {
     return this.opened?.client;
@@ -70,6 +85,7 @@ export class ProducerConnection {
 
   /** Opens the connection (idempotent; a failed attempt is retried by the next call). */
   connect(): Promise<RedisClient> {
+    if (this.closing) return Promise.reject(new ConnectionClosedError());
     this.connecting ??= this.open().catch((error: unknown) => {
       this.connecting = undefined;
       throw error;
@@ -92,11 +108,17 @@ export class ProducerConnection {
   }
 
   /**
-   * Forgets the connection (an `open()` under way fails with "Connection closed") and stops its
-   * clock and capability watch; returns it, for the caller to close once the reply stream is gone.
+   * Forgets the connection (an `open()` under way fails with "Connection closed"), ends the waits
+   * of its calls for a retry and stops its clock and capability watch; returns it, for the caller
+   * to close once the reply stream is gone. Until `closed()`, `connect()` fails with "Connection
+   * closed": a call made while the client closes would open a connection nobody closes.
    */
   detach(): OpenedConnection | undefined {
+    this.closing = true;
     this.generation++;
+    this.ending?.abort();
+    this.ending = undefined;
+    this.lifetime = undefined;
     const opened = this.opened;
     this.opened = undefined;
     this.xadd = undefined;
@@ -106,6 +128,11 @@ export class ProducerConnection {
     this.clock = undefined;
     this.capabilityWatch?.stop();
     return opened;
+  }
+
+  /** close() is done: the next call connects again. */
+  closed(): void {
+    this.closing = false;
   }
 
   private async open(): Promise<RedisClient> {
@@ -162,13 +189,15 @@ export class ProducerConnection {
     if (generation !== this.generation) {
       watch.stop();
       client.disconnect();
-      throw new Error('Connection closed');
+      throw new ConnectionClosedError();
     }
     this.capabilityWatch = watch;
     // From now on a command sent while the connection is down fails at once instead of
     // waiting in ioredis' offline queue (and being written later, after we reported failure).
     client.options.enableOfflineQueue = false;
     this.opened = opened;
+    this.ending = new AbortController();
+    this.lifetime = this.ending.signal;
     this.telemetry = telemetry;
     const xadd = client.xadd.bind(client) as unknown as XAdd;
     this.xadd = (args) => {

@@ -63,7 +63,8 @@ export interface RedisStreamsClientOptions {
   /**
    * Partitioned streams (normalized pattern → count, 1 to 1024): emits and sends of the pattern go
    * to `<stream>:p0` … `<stream>:p<count-1>`, by the record's `partitionKey` (one key, one
-   * partition), else round robin. The handlers must set the same `extras.partitions`; a different
+   * partition), else its `idempotencyKey`, else (IDMPAUTO emits) a hash of its content, else round
+   * robin. The handlers must set the same `extras.partitions`; a different
    * count is a `RedisStreamsPartitionMismatchError` on the emit or send. See docs/high-availability.md.
    */
   partitions?: Record<string, number>;

@@ -6,6 +6,7 @@ import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { closeConnection, type RedisClient } from '../redis/connection.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
+import { ConnectionClosedError } from './connection-closed.js';
 import { EventWriter } from './event-writer.js';
 import { PartitionRouter } from './partition-router.js';
 import type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client-events.js';
@@ -46,6 +47,7 @@ export class RedisStreamsClient
   private readonly xadds: XAddWriter;
   private readonly events: EventWriter;
   private readonly requests: RequestSender;
+  private closing: Promise<void> | undefined;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -59,7 +61,7 @@ export class RedisStreamsClient
     const normalize = (pattern: unknown): string => this.normalizePattern(pattern as string);
     const producer = new ProducerConnection({ config, logger, redactor, reportStatus: (status) => this._status$.next(status) });
     const xadds = new XAddWriter(config, producer, redactor, normalize);
-    const router = new PartitionRouter(config, () => producer.client, logger);
+    const router = new PartitionRouter(config, producer, logger);
     this.producer = producer;
     this.xadds = xadds;
     this.events = new EventWriter({
@@ -106,11 +108,23 @@ export class RedisStreamsClient
     return this.producer.connect();
   }
 
-  /** Fails pending requests ("Connection closed"), deletes the reply stream, closes both connections. */
-  async close(): Promise<void> {
+  /**
+   * Fails pending requests ("Connection closed"), deletes the reply stream, closes both
+   * connections. Emits and sends made meanwhile fail with "Connection closed"; once it resolved,
+   * the next call connects again.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeConnections().finally(() => {
+      this.closing = undefined;
+      this.producer.closed();
+    });
+    return this.closing;
+  }
+
+  private async closeConnections(): Promise<void> {
     const producer = this.producer.detach();
     const replies = this.requests.detachReplies();
-    this.requests.failPending(new Error('Connection closed'));
+    this.requests.failPending(new ConnectionClosedError());
     if (replies) {
       await this.requests.closeReplies(replies);
       if (producer && producer.client.status === 'ready') {

@@ -12,6 +12,7 @@ import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js
 import type { PartitionRouter } from './partition-router.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
+import { ConnectionClosedError } from './connection-closed.js';
 import { rawReplyOf } from './raw-reply.js';
 import { ReplyListener, type ReplyEntry } from './reply-listener.js';
 import type { XAddWriter } from './xadd-writer.js';
@@ -110,7 +111,7 @@ export class RequestSender {
       if (args === undefined) return host.producer.clockReady().then(() => write(serialized, replyTo));
       const final = serializedPacket(packet, serialized);
       pushEntryFields(args, final.pattern, final.data, final.metadata, headers, id, replyTo);
-      return host.xadds.send(args);
+      return host.xadds.send(args, trimming);
     };
     let written: Promise<string | null>;
     try {
@@ -166,7 +167,8 @@ export class RequestSender {
     if (this.replies) return this.replies.listener;
     const { host } = this;
     const producer = host.producer.client;
-    if (!producer) throw new Error('Not initialized. Please call the "connect" method first.');
+    // publish() runs once connect() resolved: no producer now means close() detached it since.
+    if (!producer) throw new ConnectionClosedError();
     // A blocking read holds its socket: it gets a connection of its own, which waits out outages.
     const connection = openConnection(
       host.config.connection,

@@ -213,9 +213,16 @@ export function describeCapabilities(capabilities: RedisStreamsCapabilities): st
  * Keeps one connection's capabilities current: probed once by `start()`, and again after every
  * reconnect (a failover can land on a server of another version). `onProbed` hears each result
  * that differs from the one before (the first included).
+ *
+ * From the moment the connection is lost until the probe on the next connection answered, the
+ * last result may be another server's: `stale` says so, and `current()` waits for that probe
+ * (starting it if the `ready` that would have started it has not been heard yet, or it failed).
  */
 export class CapabilityWatch {
-  private current: RedisStreamsCapabilities | undefined;
+  private last: RedisStreamsCapabilities | undefined;
+  private lost = false;
+  /** The probe in flight on the connection open now. */
+  private probing: Promise<RedisStreamsCapabilities> | undefined;
   private watching = false;
   private stopped = false;
 
@@ -225,8 +232,26 @@ export class CapabilityWatch {
     private readonly onProbeError: (error: unknown) => void = () => undefined,
   ) {}
 
+  /** The last probe's result (`undefined` before the first). */
   get capabilities(): RedisStreamsCapabilities | undefined {
-    return this.current;
+    return this.last;
+  }
+
+  /** True from a connection loss until the probe on the new connection answered. */
+  get stale(): boolean {
+    return this.lost;
+  }
+
+  /**
+   * The capabilities of the server connected now: the last result unless it is stale, else the
+   * promise of the re-probe (started here if the `ready` that starts it was not heard yet, or it
+   * failed). `undefined` while the connection is not ready: a command sent then fails at once,
+   * whatever its words. A value, not a promise, unless there is something to wait for.
+   */
+  current(): RedisStreamsCapabilities | undefined | Promise<RedisStreamsCapabilities> {
+    if (!this.lost) return this.last;
+    if (this.probing) return this.probing;
+    return this.redis.status === 'ready' ? this.probe() : undefined;
   }
 
   /** Probes now (rejects when Redis cannot be reached), then re-probes on every later `ready`. */
@@ -234,6 +259,7 @@ export class CapabilityWatch {
     const capabilities = await this.probe();
     if (!this.watching && !this.stopped) {
       this.watching = true;
+      this.redis.on('close', this.forget);
       this.redis.on('ready', this.reprobe);
     }
     return capabilities;
@@ -243,18 +269,39 @@ export class CapabilityWatch {
     this.stopped = true;
     if (!this.watching) return;
     this.watching = false;
+    this.redis.off('close', this.forget);
     this.redis.off('ready', this.reprobe);
   }
 
-  private async probe(): Promise<RedisStreamsCapabilities> {
-    const capabilities = await probeCapabilities(this.redis);
-    const changed = this.current === undefined || JSON.stringify(this.current) !== JSON.stringify(capabilities);
-    this.current = capabilities;
-    if (changed) this.onProbed(capabilities);
-    return capabilities;
+  private probe(): Promise<RedisStreamsCapabilities> {
+    const probing: Promise<RedisStreamsCapabilities> = probeCapabilities(this.redis).then(
+      (capabilities) => {
+        const changed = this.last === undefined || JSON.stringify(this.last) !== JSON.stringify(capabilities);
+        this.last = capabilities;
+        // Only a probe of the connection open now makes the result current again.
+        if (this.probing === probing) {
+          this.probing = undefined;
+          this.lost = false;
+        }
+        if (changed) this.onProbed(capabilities);
+        return capabilities;
+      },
+      (error: unknown) => {
+        if (this.probing === probing) this.probing = undefined;
+        throw error;
+      },
+    );
+    this.probing = probing;
+    return probing;
   }
 
+  private readonly forget = (): void => {
+    this.lost = true;
+    this.probing = undefined;
+  };
+
   private readonly reprobe = (): void => {
-    this.probe().catch(this.onProbeError);
+    // current() may have started it already (an emit between the status change and this event).
+    (this.probing ?? this.probe()).catch(this.onProbeError);
   };
 }

@@ -31,6 +31,16 @@ function hasCommandTimeout(client: Redis | Cluster): boolean {
 
 const judged = Symbol('nestjs-redis-streams.judgedTimeout');
 
+/**
+ * Whether the commandTimeout of a command handed over before has run out (its verdict is due or
+ * given, whatever promise it holds now: a Cluster gives a re-sent command a fresh one). A command
+ * not written yet must then stay unwritten (./settled-command-guard.ts).
+ */
+export function commandTimeoutRanOut(command: Command): boolean {
+  const deadline = (command as JudgedCommand)[judged]?.deadline;
+  return deadline !== undefined && Date.now() >= deadline;
+}
+
 /** A command's timeout, as first armed: its deadline, and whether a timer runs for it now. */
 interface TimeoutState {
   deadline: number | undefined;

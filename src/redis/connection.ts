@@ -4,6 +4,7 @@ import { withTimeout } from '../timeout.js';
 import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';
 import { dropFailoverDetectorOnClose } from './failover-detector-guard.js';
 import { absorbLateSocketErrors } from './late-socket-error-guard.js';
+import { dropSettledQueuedCommands } from './settled-command-guard.js';
 import { createCluster, isClusterConnection, splitClusterOverrides, type RedisClusterConnection } from './cluster-connection.js';
 import { isSentinelUrl, sentinelUrlOptions, withSentinelDefaults } from './sentinel-connection.js';
 
@@ -30,7 +31,8 @@ export function isRedisClient(value: unknown): value is RedisClient {
  * passed a client (blocking reads must not share a socket with other commands). On a client we
  * create, a `commandTimeout` is judged only after pending replies were read (./command-timeout.ts),
  * a Sentinel connection drops its failover detector when it closes (./failover-detector-guard.ts),
- * and a socket's second error is absorbed instead of crashing the process (./late-socket-error-guard.ts).
+ * a socket's second error is absorbed instead of crashing the process (./late-socket-error-guard.ts),
+ * and a Cluster node connection does not write a command that timed out in its queue (./settled-command-guard.ts).
  */
 export function openConnection(
   connection: RedisConnection | undefined,
@@ -43,6 +45,7 @@ export function openConnection(
     judgeCommandTimeoutsAfterReads(opened.client);
     dropFailoverDetectorOnClose(opened.client);
     absorbLateSocketErrors(opened.client);
+    dropSettledQueuedCommands(opened.client);
   }
   return opened;
 }

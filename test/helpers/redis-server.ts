@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import type { ConnectionOptions } from 'node:tls';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,11 @@ export interface RedisServerOptions {
   password?: string;
   /** Serve TLS only (`--port 0`, `--tls-port`): see `supportsTls()` first. */
   tls?: RedisServerTls;
+  /**
+   * This redis-server binary instead of `REDIS_SERVER_BIN` / the PATH: for a test that needs one
+   * server version whatever the matrix runs (see `redisBuild()`), or a failover to another one.
+   */
+  binary?: string;
 }
 
 export interface RedisServerTls {
@@ -176,7 +181,8 @@ export class RedisServerProcess {
       ...(this.options.password === undefined ? [] : ['--requirepass', this.options.password]),
       ...(this.options.args ?? []),
     ];
-    const child = spawn(redisServerBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const binary = this.options.binary ?? redisServerBinary();
+    const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     running.add(this);
     let output = '';
@@ -194,7 +200,7 @@ export class RedisServerProcess {
       child.once('error', (error) => {
         child.removeAllListeners('exit');
         running.delete(this);
-        reject(new Error(`${redisServerBinary()} cannot be started (${(error as NodeJS.ErrnoException).code ?? error.message}): ${HOW_TO_GET_REDIS_SERVER}`));
+        reject(new Error(`${binary} cannot be started (${(error as NodeJS.ErrnoException).code ?? error.message}): ${HOW_TO_GET_REDIS_SERVER}`));
       });
       const poll = async () => {
         const probe = new Redis({
@@ -240,6 +246,18 @@ export function supportsTls(): boolean {
   );
   return /Failed to configure TLS/.test(`${run.stdout}${run.stderr}`);
 }
+
+/**
+ * The redis-server binary of one of the builds in /work/shared/redis-builds (`redis-8.6.3`,
+ * `valkey-8.0.1`, …; README there), or `undefined` when this machine does not have it: a test
+ * that needs that server skips then (`describe.skipIf(!binary)`).
+ */
+export function redisBuild(name: string): string | undefined {
+  const binary = join(REDIS_BUILDS, name, 'bin', 'redis-server');
+  return existsSync(binary) ? binary : undefined;
+}
+
+const REDIS_BUILDS = process.env.REDIS_BUILDS_DIR ?? '/work/shared/redis-builds';
 
 function redisServerBinary(): string {
   return process.env.REDIS_SERVER_BIN ?? 'redis-server';
