@@ -15,6 +15,7 @@ import type { InFlightEntry } from './in-flight.js';
 import { handleRequest } from './request-handling.js';
 import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
+import { RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 
@@ -56,6 +57,8 @@ export class EntryHandling implements EntrySettler {
   private recovery: RecoveryScheduler | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private batches: BatchHost | undefined;
+  /** The streamed replies running: close() abandons those left after shutdownTimeout. */
+  readonly streams = new RunningStreams();
 
   private readonly settlement: AckSettlement;
 
@@ -73,6 +76,7 @@ export class EntryHandling implements EntrySettler {
     this.requests = {
       ...parts.requests,
       telemetry: parts.telemetry,
+      streams: this.streams,
       recordHandlerError: (entry, error) => this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error),
       emitError: (error) => this.setup.events.error(error),
       finish: (entry, succeeded) => this.finish(entry, succeeded),

@@ -294,6 +294,7 @@ export class RedisStreamsServer
   private async drain({ dispatcher, acker, retries }: ServerParts): Promise<void> {
     const { consumer, handoffConsumer, shutdownTimeout } = this.options;
     const commands = this.commandConnection();
-    await drain({ dispatcher, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger: this.logger, events: this.events });
+    const { logger, events, handling } = this;
+    await drain({ dispatcher, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams });
   }
 }
