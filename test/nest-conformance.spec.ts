@@ -315,6 +315,57 @@ describe('Nest conformance: RedisStreamsServer + RedisStreamsClient', () => {
   });
 });
 
+// ---- Nest's broadcast spec (integration/microservices broadcast-redis): two services answer one request ----
+
+/** Teardowns of the broadcast handlers' Observables: close() must end them (they never complete). */
+const broadcast = { unsubscribed: 0 };
+
+@Controller()
+class BroadcastController {
+  @MessagePattern({ cmd: 'broadcast' })
+  replyBroadcast(): Observable<number> {
+    // Nest's handler, `new Observable((observer) => observer.next(1))`, plus a teardown that counts.
+    return new Observable((observer) => {
+      observer.next(1);
+      return () => {
+        broadcast.unsubscribed += 1;
+      };
+    });
+  }
+}
+
+describe("Nest conformance: Nest's broadcast test (two services, never-completing Observables)", () => {
+  const redis = useRedisServer();
+  const services: RunningServer[] = [];
+  let client: RedisStreamsClient;
+
+  beforeAll(async () => {
+    // Nest's two services on one Redis channel: here two consumer groups on the same request stream.
+    for (const group of ['broadcast-a', 'broadcast-b']) {
+      services.push(await startServer({ connection: redis.server.url, group, blockMs: 200, shutdownTimeout: 100 }, [BroadcastController]));
+    }
+    client = new RedisStreamsClient({ connection: redis.server.url });
+  });
+  afterAll(async () => {
+    await client?.close();
+    for (const service of services) await service.app.close();
+  });
+
+  it("send('broadcast').pipe(scan(sum), take(2)) is 2; close() then unsubscribes both handlers", async () => {
+    const total = client.send<number>({ cmd: 'broadcast' }, {}).pipe(
+      scan((a, b) => a + b),
+      take(2),
+    );
+    expect(await lastValueFrom(total)).toBe(2);
+    // Never completed: each group's request waits, its handler still subscribed, until close().
+    expect(await pendingCount(redis.client, '{"cmd":"broadcast"}', 'broadcast-a')).toBe(1);
+    expect(await pendingCount(redis.client, '{"cmd":"broadcast"}', 'broadcast-b')).toBe(1);
+    expect(broadcast.unsubscribed).toBe(0);
+    for (const service of services.splice(0)) await service.app.close();
+    expect(broadcast.unsubscribed).toBe(2);
+  });
+});
+
 // ---- a hybrid app: connectMicroservice(…, { deferInitialization: true }) with global enhancers ----
 
 class GlobalDenyWhenAsked implements CanActivate {

@@ -1,14 +1,17 @@
 import { Controller } from '@nestjs/common';
-import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
+import { lastValueFrom, Observable, take, type Subscriber } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Test } from '@nestjs/testing';
 import { RedisStreamsContext } from '../src/server/context.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import { RedisStreamsServer, type RedisStreamsConnections } from '../src/server/redis-streams.server.js';
 import { ourClients, pendingRows, startServer, xaddEvent } from './fixtures/server-app.js';
+import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
-import { waitFor } from './helpers/wait.js';
+import { useRedisServer } from './helpers/use-redis-server.js';
+import { sleep, waitFor } from './helpers/wait.js';
 
 const gate = {
   open: undefined as (() => void) | undefined,
@@ -177,4 +180,48 @@ describe('RedisStreamsServer: shutdown and Redis restarts', () => {
       redis.resume();
     }
   }, 30_000);
+});
+
+/** The subscriber of the running `endless` handler's Observable (the test emits through it), and its teardowns. */
+const endless = { subscriber: undefined as Subscriber<number> | undefined, tornDown: 0 };
+
+@Controller()
+class EndlessController {
+  @MessagePattern('endless')
+  endless(): Observable<number> {
+    return new Observable<number>((subscriber) => {
+      endless.subscriber = subscriber;
+      subscriber.next(1);
+      return () => {
+        endless.tornDown += 1;
+      };
+    });
+  }
+}
+
+describe('RedisStreamsServer: close() and a streamed reply that never completes', () => {
+  const redis = useRedisServer();
+
+  it('after shutdownTimeout the Observable is unsubscribed, no reply is written after close, the request stays pending', async () => {
+    const { app, server } = await startServer({ connection: redis.server.url, group: 'endless', consumer: 'endless-1', blockMs: 200, shutdownTimeout: 100 }, [
+      EndlessController,
+    ]);
+    const errors: Error[] = [];
+    server.on('error', (error: Error) => errors.push(error));
+    const client = new RedisStreamsClient({ connection: redis.server.url, timeout: 10_000 });
+    try {
+      expect(await lastValueFrom(client.send<number>('endless', {}).pipe(take(1)))).toBe(1);
+      await app.close();
+      // close() gave up on the handler at shutdownTimeout: its Observable was torn down then.
+      expect(endless.tornDown).toBe(1);
+      // A value now goes nowhere: no reply write, so no "reply failed" error either.
+      endless.subscriber?.next(2);
+      await sleep(200);
+      expect(errors.map((error) => error.message)).toEqual([]);
+      // Unanswered to the end: the request waits in the group for recovery.
+      expect((await pendingRows(redis.client, 'endless', 'endless')).map((row) => row.consumer)).toEqual(['endless-1']);
+    } finally {
+      await client.close();
+    }
+  });
 });

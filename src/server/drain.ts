@@ -7,6 +7,7 @@ import type { Dispatcher } from './dispatcher.js';
 import { errorMessage } from './groups.js';
 import { handOffEntries } from './handoff.js';
 import type { RetryReleaser } from './retry-releaser.js';
+import type { RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 
 const READER_STOP_GRACE_MS = 2_000;
@@ -24,6 +25,7 @@ export interface DrainTarget {
   readonly retries: RetryReleaser | undefined;
   readonly logger: Logger;
   readonly events: ServerEventEmitter;
+  readonly streams: RunningStreams;
 }
 
 /** No handler starts any more; the readers stop (a blocked read is given a grace period). */
@@ -58,7 +60,7 @@ export async function drain(target: DrainTarget): Promise<void> {
       dispatcher.releaseAll(queued);
     }
   }
-  await waitForRunningHandlers(target);
+  if (await waitForRunningHandlers(target)) await abandonStreams(target);
   try {
     await withTimeout(Promise.all([target.acker?.drain(), target.retries?.drain()]), CLOSE_STEP_TIMEOUT_MS, 'final acks');
   } catch (error) {
@@ -67,7 +69,8 @@ export async function drain(target: DrainTarget): Promise<void> {
   }
 }
 
-async function waitForRunningHandlers({ dispatcher, shutdownTimeout, logger }: DrainTarget): Promise<void> {
+/** True when handlers still ran at the end of `shutdownTimeout`. */
+async function waitForRunningHandlers({ dispatcher, shutdownTimeout, logger }: DrainTarget): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(true), shutdownTimeout);
@@ -76,5 +79,21 @@ async function waitForRunningHandlers({ dispatcher, shutdownTimeout, logger }: D
   clearTimeout(timer);
   if (late) {
     logger.warn(`${dispatcher.runningCount()} handlers still ran after shutdownTimeout (${shutdownTimeout} ms); their entries stay pending`);
+  }
+  return late;
+}
+
+/**
+ * The streamed replies still running are unsubscribed (their requests stay pending): a
+ * never-completing Observable must not run on after close(), nor try to reply on closed
+ * connections. A reply write in flight ends first.
+ */
+async function abandonStreams({ streams, logger, events }: DrainTarget): Promise<void> {
+  if (streams.size === 0) return;
+  logger.warn(`unsubscribed ${streams.size} streamed replies still running; their requests stay pending`);
+  try {
+    await withTimeout(streams.abandonAll(), CLOSE_STEP_TIMEOUT_MS, 'last streamed reply writes');
+  } catch (error) {
+    events.error(new Error(`${errorMessage(error)}; those requests stay pending`));
   }
 }

@@ -12,9 +12,11 @@ import type { Dispatcher } from './dispatcher.js';
 import { errorMessage } from './groups.js';
 import type { IdempotencyRecords } from './idempotency.js';
 import type { InFlightEntry } from './in-flight.js';
+import type { ProcessingHooks } from './processing-hooks.js';
 import { handleRequest } from './request-handling.js';
 import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
+import { RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 
@@ -56,6 +58,10 @@ export class EntryHandling implements EntrySettler {
   private recovery: RecoveryScheduler | undefined;
   private leaseExtender: LeaseExtender | undefined;
   private batches: BatchHost | undefined;
+  /** The streamed replies running: close() abandons those left after shutdownTimeout. */
+  readonly streams = new RunningStreams();
+  /** Nest's processing hooks, only once one is set: every per-entry step tests this one reference. */
+  private processing: ProcessingHooks | undefined;
 
   private readonly settlement: AckSettlement;
 
@@ -73,6 +79,7 @@ export class EntryHandling implements EntrySettler {
     this.requests = {
       ...parts.requests,
       telemetry: parts.telemetry,
+      streams: this.streams,
       recordHandlerError: (entry, error) => this.recovery?.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error),
       emitError: (error) => this.setup.events.error(error),
       finish: (entry, succeeded) => this.finish(entry, succeeded),
@@ -83,6 +90,11 @@ export class EntryHandling implements EntrySettler {
   /** Once recovery runs: dead letters of undecodable and exhausted entries, the handlers' own errors. */
   useRecovery(recovery: RecoveryScheduler | undefined): void {
     this.recovery = recovery;
+  }
+
+  /** Nest's processing hooks (set through the server's setters): from now on around every handled entry. */
+  useProcessingHooks(hooks: ProcessingHooks): void {
+    this.processing = hooks;
   }
 
   /** Installed by a recovery provider to make `ctx.extendLease()` renew idle times. */
@@ -139,6 +151,7 @@ export class EntryHandling implements EntrySettler {
         await this.recovery?.deadLetterUndecodable(entry.binding.stream, entry.binding.group, entry.id, error);
         this.nack(entry);
       },
+      processing: () => this.processing,
       finished: (entries) => this.dispatcher?.batchFinished(entries),
       succeeded: (entries) => this.settlement.ackAll(entries),
       failed: (entry, error) => {
@@ -209,10 +222,23 @@ export class EntryHandling implements EntrySettler {
     this.runDecoded(entry, decoded);
   }
 
-  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry, checked = false): void {
-    const { binding } = entry;
-    const pattern = decoded.pattern ?? binding.pattern;
+  private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
+    const pattern = decoded.pattern ?? entry.binding.pattern;
     const context = new RedisStreamsContext(entry, this.setup.consumer, pattern, decoded.headers, this);
+    if (this.processing !== undefined) {
+      this.processing.run(
+        entry,
+        context,
+        () => this.runInContext(entry, decoded, pattern, context, false),
+        () => this.finish(entry, false),
+      );
+      return;
+    }
+    this.runInContext(entry, decoded, pattern, context, false);
+  }
+
+  private runInContext(entry: InFlightEntry, decoded: DecodedEntry, pattern: string, context: RedisStreamsContext, checked: boolean): void {
+    const { binding } = entry;
     // Only a message binding answers. To an event binding (another group reading the same stream,
     // an audit trail) a request is an event: its handler gets the payload and nothing is replied.
     if (!binding.raw && !binding.isEventHandler && decoded.id !== undefined && decoded.replyTo !== undefined) {
@@ -244,7 +270,7 @@ export class EntryHandling implements EntrySettler {
   private runIfNotProcessed(entry: InFlightEntry, decoded: DecodedEntry, context: RedisStreamsContext): void {
     (this.records as IdempotencyRecords).processed(entry, decoded.data, context).then(
       (processed) => {
-        if (!processed) return this.runDecoded(entry, decoded, true);
+        if (!processed) return this.runInContext(entry, decoded, context.getPattern(), context, true);
         this.setup.logger.debug?.(`entry ${entry.id} of "${entry.binding.stream}" was processed already (idempotency record): acknowledged without running the handler`);
         this.ackWithoutRunning(entry);
       },
@@ -273,6 +299,7 @@ export class EntryHandling implements EntrySettler {
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
     if (!this.setup.isClosed() && this.retries?.release(entry, error)) {
       this.telemetry?.finished(entry, false);
+      this.processing?.end(entry);
       this.dispatcher?.finished(entry);
     } else this.finish(entry, false);
   }
@@ -281,6 +308,7 @@ export class EntryHandling implements EntrySettler {
   private ackWithoutRunning(entry: InFlightEntry): void {
     this.dispatcher?.finished(entry);
     this.telemetry?.finished(entry, true);
+    this.processing?.end(entry);
     void this.ack(entry);
   }
 
@@ -288,6 +316,7 @@ export class EntryHandling implements EntrySettler {
   private finish(entry: InFlightEntry, succeeded: boolean): void {
     this.dispatcher?.finished(entry);
     this.telemetry?.finished(entry, succeeded);
+    this.processing?.end(entry);
     if (entry.settled) return;
     if (!succeeded || this.setup.isClosed()) {
       entry.settled = true;

@@ -23,6 +23,7 @@ import { keepEarlierEventHandlers, type HandledStream } from './handler-binding.
 import { captureHandlerErrors } from './handler-error-capture.js';
 import type { InFlightEntry, IncomingEntry } from './in-flight.js';
 import { listeningServers, type RedisStreamsLiveness } from './liveness.js';
+import { ProcessingHooks, type ProcessingEndHook, type ProcessingStartHook } from './processing-hooks.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
 import { RecoveryHooks } from './recovery-hooks.js';
 import { ReplyWriter } from './reply-writer.js';
@@ -70,6 +71,8 @@ export class RedisStreamsServer
   private recovery: RecoveryScheduler | undefined;
   private readonly observation: ServerObservation;
   private readonly replies: ReplyWriter;
+  /** Built when a processing hook is set: until then the per-entry path has no hook step at all. */
+  private processingHooks: ProcessingHooks | undefined;
 
   constructor(options: RedisStreamsServerOptions) {
     super();
@@ -167,6 +170,22 @@ export class RedisStreamsServer
     keepEarlierEventHandlers(key, previous, callback);
   }
 
+  /**
+   * Nest 12's: the hook runs around every handled entry (a batch: once per batch), with its
+   * `RedisStreamsContext` (`RedisStreamsBatchContext`). Nest 11 has no processing hooks; this
+   * server runs them there too when set.
+   */
+  override setOnProcessingStartHook(hook: ProcessingStartHook): void {
+    (super.setOnProcessingStartHook as ((hook: ProcessingStartHook) => void) | undefined)?.call(this, hook);
+    this.useProcessingHooks().setStart(hook);
+  }
+
+  /** Nest 12's: runs once when an entry's (a batch's) handling ended. See setOnProcessingStartHook. */
+  override setOnProcessingEndHook(hook: ProcessingEndHook): void {
+    (super.setOnProcessingEndHook as ((hook: ProcessingEndHook) => void) | undefined)?.call(this, hook);
+    this.useProcessingHooks().setEnd(hook);
+  }
+
   /** `{ commands, readers }`: the ioredis clients this server uses. Only after `listen()`. */
   unwrap<T = RedisStreamsConnections>(): T {
     const commands = this.connections.commands;
@@ -245,6 +264,17 @@ export class RedisStreamsServer
     return this.handling.extendLease(entry, ms);
   }
 
+  private useProcessingHooks(): ProcessingHooks {
+    if (this.processingHooks === undefined) {
+      this.processingHooks = new ProcessingHooks(
+        () => this.transportId,
+        (error) => this.events.error(error),
+      );
+      this.handling.useProcessingHooks(this.processingHooks);
+    }
+    return this.processingHooks;
+  }
+
   // ---- startup ----
 
   private async start(): Promise<void> {
@@ -294,6 +324,7 @@ export class RedisStreamsServer
   private async drain({ dispatcher, acker, retries }: ServerParts): Promise<void> {
     const { consumer, handoffConsumer, shutdownTimeout } = this.options;
     const commands = this.commandConnection();
-    await drain({ dispatcher, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger: this.logger, events: this.events });
+    const { logger, events, handling } = this;
+    await drain({ dispatcher, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams });
   }
 }

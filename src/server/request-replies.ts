@@ -5,6 +5,7 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import { errorMessage } from './groups.js';
 import type { InFlightEntry } from './in-flight.js';
 import type { ReplyWriter } from './reply-writer.js';
+import type { RunningStreams } from './running-streams.js';
 
 /** A request entry: decoded, with the correlation id and the reply stream. */
 export type DecodedRequest = DecodedEntry & { id: string; replyTo: string };
@@ -13,6 +14,8 @@ export type DecodedRequest = DecodedEntry & { id: string; replyTo: string };
 export interface RequestHost {
   readonly replies: ReplyWriter;
   readonly telemetry: Telemetry | undefined;
+  /** The streamed replies running (close() abandons those left after shutdownTimeout). */
+  readonly streams: RunningStreams;
   /** The message handler of `pattern` (Nest's lookup), or null. */
   handlerFor(pattern: string): MessageHandler | null;
   /** Nest's serializer of the reply packet. */

@@ -1,6 +1,7 @@
 import type { Observable, Observer, Subscription } from 'rxjs';
 import type { ReplyPacket } from '../codec/reply.js';
 import type { InFlightEntry } from './in-flight.js';
+import type { AbandonableStream } from './running-streams.js';
 import { requestFailed, settleAnswered, writeReplies, type DecodedRequest, type RequestHost } from './request-replies.js';
 
 /** Largest number of replies one MULTI carries (a long burst of values goes in several, in order). */
@@ -22,7 +23,7 @@ export function streamReplies(host: RequestHost, entry: InFlightEntry, decoded: 
  * value still waiting marks that value final, as Nest does: a value and its completion in one
  * tick (an interceptor's `of(x)`, a filter that recovers) are one reply entry.
  */
-class StreamedReply implements Observer<unknown> {
+class StreamedReply implements Observer<unknown>, AbandonableStream {
   private queue: ReplyPacket[] = [];
   private writing = false;
   /** The final packet is queued: later notifications are Observable contract breaches, ignored. */
@@ -32,6 +33,8 @@ class StreamedReply implements Observer<unknown> {
   private failed = false;
   private ownError: unknown;
   private subscription: Subscription | undefined;
+  /** Set when close() abandons this stream during a write: resolved once that write ended. */
+  private stopped: (() => void) | undefined;
 
   constructor(
     private readonly host: RequestHost,
@@ -40,9 +43,24 @@ class StreamedReply implements Observer<unknown> {
   ) {}
 
   subscribeTo(source: Observable<unknown>): void {
+    this.host.streams.add(this);
     const subscription = source.subscribe(this);
     if (this.abandoned) subscription.unsubscribe();
     else this.subscription = subscription;
+  }
+
+  /**
+   * close() gives up on this stream: unsubscribed, nothing more is written, the entry is finished
+   * as failed (it stays pending). A write in flight ends first: the promise says when.
+   */
+  abandon(): Promise<void> | undefined {
+    if (this.abandoned) return undefined;
+    this.abandoned = true;
+    this.queue = [];
+    this.subscription?.unsubscribe();
+    if (this.writing) return new Promise((resolve) => (this.stopped = resolve));
+    this.host.finish(this.entry, false);
+    return undefined;
   }
 
   next(value: unknown): void {
@@ -81,17 +99,29 @@ class StreamedReply implements Observer<unknown> {
       const written = await writeReplies(this.host, this.entry, this.decoded, batch, this.failed, this.ownError);
       if (!written) {
         // The entry stays pending (redelivered later); the handler has nobody to answer any more.
+        const closing = this.abandoned;
         this.abandoned = true;
         this.queue = [];
         this.subscription?.unsubscribe();
+        this.host.streams.delete(this);
+        if (closing) this.stopped?.();
         return;
       }
       if (batch[batch.length - 1]?.isDisposed === true) {
+        this.host.streams.delete(this);
         settleAnswered(this.host, this.entry, this.failed);
+        this.stopped?.();
         return;
       }
     }
     this.writing = false;
+    if (this.abandoned) this.giveUp();
+  }
+
+  /** Abandoned by close() while it wrote (or was about to): the write is done, the entry stays pending. */
+  private giveUp(): void {
+    this.host.finish(this.entry, false);
+    this.stopped?.();
   }
 }
 

@@ -3,6 +3,7 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../../codec/stream-deserializer.js';
 import { errorMessage } from '../groups.js';
 import type { InFlightEntry } from '../in-flight.js';
+import type { ProcessingHooks } from '../processing-hooks.js';
 import { RedisStreamsBatchContext } from './batch-context.js';
 
 /** What running a batch needs from the server. */
@@ -12,6 +13,8 @@ export interface BatchHost {
   /** The decoder when it is exactly the default one (decodes straight from the reply). */
   readonly defaultDecoder: JsonStreamDeserializer | undefined;
   readonly logger: Logger;
+  /** Nest's processing hooks when one is set: they run once per batch, with its batch context. */
+  processing(): ProcessingHooks | undefined;
   /** An undecodable entry: reported, dead-lettered (`decode_error`), then its slot is freed. */
   undecodable(entry: InFlightEntry, error: unknown): Promise<void>;
   /** The batch's handler slot is free again. */
@@ -86,10 +89,24 @@ function run(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], decod
     host.finished(all);
     return;
   }
-  const { handler } = (good[0] as InFlightEntry).binding;
   const context = new RedisStreamsBatchContext(good, decoded, host.consumer, host);
   const payloads: unknown[] = [];
   for (const entry of decoded) payloads.push(entry.data);
+  const hooks = host.processing();
+  if (hooks !== undefined) {
+    hooks.run(
+      context,
+      context,
+      () => callHandler(host, all, good, context, payloads),
+      (error) => settle(host, all, good, context, { error }),
+    );
+    return;
+  }
+  callHandler(host, all, good, context, payloads);
+}
+
+function callHandler(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, payloads: unknown[]): void {
+  const { handler } = (good[0] as InFlightEntry).binding;
   let result: unknown;
   try {
     result = handler(payloads, context);
@@ -121,6 +138,7 @@ function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], 
 /** `failure`: the handler threw (what reached us: Nest's filtered error; the context has the handler's own). */
 function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, failure: { error: unknown } | undefined): void {
   host.finished(all);
+  host.processing()?.end(context);
   const { thrown, failures } = context.settle();
   const first = good[0] as InFlightEntry;
   const { binding } = first;
