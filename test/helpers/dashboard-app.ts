@@ -1,0 +1,60 @@
+import { Controller, Module, type INestApplication, type LoggerService } from '@nestjs/common';
+import { EventPattern } from '@nestjs/microservices';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+import type { AddressInfo } from 'node:net';
+import { RedisStreamsDashboardModule, type RedisStreamsDashboardOptions } from '../../src/dashboard/index.js';
+import { RedisStreamsModule } from '../../src/module/redis-streams.module.js';
+import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
+
+/** The stream the test app's handler reads (group `billing`): the dashboard finds it through the server. */
+export const HANDLED_STREAM = 'dash-orders';
+
+@Controller()
+class OrdersHandler {
+  @EventPattern<string>(HANDLED_STREAM)
+  onOrder(): void {}
+}
+
+/** Nest's log lines, kept for assertions (the dashboard logs its actions through Logger). */
+export class CapturingLogger implements LoggerService {
+  readonly lines: string[] = [];
+  log(message: unknown): void {
+    this.lines.push(String(message));
+  }
+  error(message: unknown): void {
+    this.lines.push(String(message));
+  }
+  warn(message: unknown): void {
+    this.lines.push(String(message));
+  }
+}
+
+export interface DashboardApp {
+  readonly app: INestApplication;
+  /** `http://127.0.0.1:<port>` */
+  readonly origin: string;
+  /** The page's URL. */
+  readonly page: string;
+  readonly logger: CapturingLogger;
+  close(): Promise<void>;
+}
+
+/**
+ * A Nest HTTP app on a free loopback port with RedisStreamsModule (connection `url`), the
+ * dashboard at `/streams` and a RedisStreamsServer whose handler reads HANDLED_STREAM.
+ */
+export async function startDashboardApp(url: string, dashboard: RedisStreamsDashboardOptions = {}, adapter: 'express' | 'fastify' = 'express'): Promise<DashboardApp> {
+  @Module({ imports: [RedisStreamsModule.forRoot({ connection: url }), RedisStreamsDashboardModule.forRoot(dashboard)], controllers: [OrdersHandler] })
+  class AppModule {}
+
+  const logger = new CapturingLogger();
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger }) : moduleRef.createNestApplication({ logger });
+  const strategy = new RedisStreamsServer({ connection: url, group: 'billing', consumer: 'billing-1', blockMs: 200 });
+  app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+  await app.startAllMicroservices();
+  await app.listen(0, '127.0.0.1');
+  const origin = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+  return { app, origin, page: `${origin}${dashboard.path ?? '/streams'}`, logger, close: () => app.close() };
+}
