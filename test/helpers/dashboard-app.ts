@@ -4,7 +4,9 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import type { AddressInfo } from 'node:net';
 import { RedisStreamsDashboardModule, type RedisStreamsDashboardOptions } from '../../src/dashboard/index.js';
+import type { Redis } from 'ioredis';
 import { RedisStreamsModule } from '../../src/module/redis-streams.module.js';
+import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 
 /** The stream the test app's handler reads (group `billing`): the dashboard finds it through the server. */
@@ -57,4 +59,30 @@ export async function startDashboardApp(url: string, dashboard: RedisStreamsDash
   await app.listen(0, '127.0.0.1');
   const origin = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
   return { app, origin, page: `${origin}${dashboard.path ?? '/streams'}`, logger, close: () => app.close() };
+}
+
+/** A group nobody handles: entries read into it stay pending, for the page to show. */
+export const AUDIT_GROUP = 'audit';
+
+/**
+ * `stream` with `entries` entries (`data` `{"n":…}`, and `field` = `value-n`), group `audit` holding `pending + deadLetters` of them (consumer
+ * `audit-1`), of which `deadLetters` are moved to the stream's dead-letter stream
+ * (`{stream}:dead`, reason `manual`). Returns the dead letters' ids.
+ */
+export async function seedStream(
+  redis: Redis,
+  stream: string,
+  { entries, pending, deadLetters, field = 'note', value = 'hello' }: { entries: number; pending: number; deadLetters: number; field?: string; value?: string },
+): Promise<string[]> {
+  const pipeline = redis.pipeline();
+  // The wire format (pattern + JSON data) so that a handler of the stream decodes them; `field` rides along.
+  for (let n = 0; n < entries; n++) pipeline.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify({ n }), field, `${value}-${n}`);
+  await pipeline.exec();
+  await redis.xgroup('CREATE', stream, AUDIT_GROUP, '0');
+  const taken = pending + deadLetters;
+  if (taken === 0) return [];
+  const reply = (await redis.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', taken, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+  const ids = reply[0]![1].map(([id]) => id);
+  const moved = await new DeadLetterService(redis).moveToDeadLetter({ stream, group: AUDIT_GROUP, ids: ids.slice(0, deadLetters), reason: 'manual', error: 'boom' });
+  return moved.outcomes.map((outcome) => outcome.deadLetterId as string);
 }
