@@ -216,7 +216,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await seedStream(redis.client, 'payments:p0', { entries: 12, pending: 1, deadLetters: 1 });
     await seedStream(redis.client, 'payments:p1', { entries: 9, pending: 0, deadLetters: 0 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: ['payments'], refreshInterval: 500 });
-    await page.setViewport({ width: 1100, height: 900 });
+    await page.setViewport({ width: 1000, height: 720 });
     await page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '2');
     await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();

@@ -264,9 +264,10 @@
     return parts;
   }
 
+  const NUMERIC = new Set(['Pending', 'Idle', 'Inactive', 'Deliveries']);
   function table(headings, rows, empty) {
     return el('table', {},
-      el('thead', {}, el('tr', {}, ...headings.map((heading) => el('th', { text: heading })))),
+      el('thead', {}, el('tr', {}, ...headings.map((heading) => el('th', { text: heading, className: NUMERIC.has(heading) ? 'num' : '' })))),
       el('tbody', {}, ...(rows.length > 0 ? rows : [el('tr', {}, el('td', { colSpan: headings.length, className: 'muted', text: empty }))])));
   }
 
