@@ -12,7 +12,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = 'build/dashboard-screenshots';
 /** A name that runs script if anything renders it as markup. */
 const HOSTILE = '<img src=x onerror=alert(1)>';
-const DOM_TIMEOUT = { timeout: 10_000 };
+const DOM_TIMEOUT = { timeout: 15_000 };
 
 /** The page's DOM as the callbacks below use it: they run in Chromium, and the tests compile without lib "dom". */
 interface PageElement {
@@ -60,7 +60,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     dialogs = [];
     acceptDialogs = false;
     page = await browser!.newPage();
-    page.setDefaultTimeout(10_000);
+    page.setDefaultTimeout(15_000);
     await page.setViewport({ width: 1200, height: 800 });
     page.on('dialog', (dialog: Dialog) => {
       dialogs.push({ type: dialog.type(), message: dialog.message() });
@@ -72,7 +72,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     // On failure the page as it was goes to build/dashboard-screenshots/<test>.png.
     if (context.task.result?.state === 'fail') {
       mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: `${SCREENSHOTS}/${screenshotName(context.task.name)}.png`, fullPage: true }).catch(() => undefined);
+      const shot = page.screenshot({ path: `${SCREENSHOTS}/${screenshotName(context.task.name)}.png`, fullPage: true }).catch(() => undefined);
+      await Promise.race([shot, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
     }
     await page.close();
     await app?.close();
@@ -189,6 +190,26 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.waitForFunction((name) => [...document.querySelectorAll('#streams tr')].some((row) => row.dataset.stream === name), DOM_TIMEOUT, `${HOSTILE}-2`);
     expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
     expect(dialogs).toEqual([]);
+  }, 40_000);
+
+  it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
+    const response = await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    expect(response?.headers()['content-security-policy']).toContain("default-src 'none'");
+    await untilCell(HANDLED_STREAM, 'length', '4');
+    await untilCell(HANDLED_STREAM, 'pending', '1', AUDIT_GROUP);
+    await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+
+    acceptDialogs = true;
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    const buttons = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
+    await page.waitForSelector(buttons, DOM_TIMEOUT);
+    await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
+    await untilCell(HANDLED_STREAM, 'dead-letters', '0');
+    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "${HANDLED_STREAM}" for good?` }]);
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+    expect(await redis.client.xlen(HANDLED_STREAM)).toBe(4);
   }, 40_000);
 
   it('read-only: no action buttons on the page', async () => {

@@ -52,7 +52,9 @@ export async function startDashboardApp(url: string, dashboard: RedisStreamsDash
 
   const logger = new CapturingLogger();
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), { logger }) : moduleRef.createNestApplication({ logger });
+  // Chromium keeps (and pre-opens) sockets that close() would wait for until the server's headersTimeout.
+  const options = { logger, forceCloseConnections: true };
+  const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), options) : moduleRef.createNestApplication(options);
   const strategy = new RedisStreamsServer({ connection: url, group: 'billing', consumer: 'billing-1', blockMs: 200 });
   app.connectMicroservice({ strategy }, { inheritAppConfig: true });
   await app.startAllMicroservices();
