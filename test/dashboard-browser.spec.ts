@@ -4,6 +4,7 @@ import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { deadLetterKey } from '../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from './helpers/dashboard-app.js';
+import { capabilitiesOf } from './helpers/capabilities.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 
@@ -125,9 +126,23 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     expect(await overviewCell(HANDLED_STREAM, 'dead-letters')).toBe('2');
     expect(await page.$eval('#mode', (node) => node.textContent)).toBe('actions enabled');
 
-    // Live: a new entry shows without a reload.
+    // Live: a new entry shows without a reload, and (where Redis counts entries added) as an in-rate.
+    const rates = (await capabilitiesOf(redis.client)).lagTracking;
+    const rateSeen = page.waitForFunction(
+      (stream) => {
+        const row = [...document.querySelectorAll('#streams tbody tr')].find((one) => one.dataset.stream === stream);
+        return Number(row?.querySelector('[data-col="in-rate"]')?.textContent) > 0;
+      },
+      { timeout: 15_000, polling: 'mutation' },
+      HANDLED_STREAM,
+    );
     await redis.client.xadd(HANDLED_STREAM, '*', 'pattern', HANDLED_STREAM, 'data', '{"n":99}');
     await untilCell(HANDLED_STREAM, 'length', '8');
+    if (rates) await rateSeen;
+    else {
+      rateSeen.catch(() => undefined);
+      expect(await overviewCell(HANDLED_STREAM, 'in-rate')).toBe('—');
+    }
     expect(dialogs).toEqual([]);
   }, 40_000);
 

@@ -113,6 +113,16 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     expect(letters.deadLetters.map((letter) => letter.sourceStream)).toEqual(['parted:p0']);
   });
 
+  it('reads at most maxStreams streams a refresh, and says how many it left out', async () => {
+    app = await startDashboardApp(redis.server.url, { streams: ['a', 'b', 'c'], maxStreams: 2 });
+    const view = await overview(app, ['d']);
+    expect(view.streams.map((stream) => stream.name)).toEqual([HANDLED_STREAM, 'a']);
+    expect(view.omitted).toBe(3);
+    const tooMany = await get(`${app.page}/api/overview?${Array.from({ length: 11 }, (_, i) => `stream=s${i}`).join('&')}`);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.text).toContain('at most 10 streams by name');
+  });
+
   it('is read-only by default: no CSRF token, every mutation refused with 403, nothing changed', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url);
@@ -143,6 +153,11 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     // The app's guard comes first: without its header even the right token is refused.
     expect((await post(url, body, { 'x-operator': 'no', 'x-csrf-token': token })).status).toBe(403);
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
+    const refusals = app.logger.lines.filter((line) => line.startsWith('refused'));
+    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing or wrong CSRF token');
+    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": cross-site request refused (Sec-Fetch-Site: "cross-site")');
+    // The app's guard refused the last one: the dashboard's guard never saw it.
+    expect(refusals).toHaveLength(5);
 
     const done = await post(url, body, { 'x-csrf-token': token, origin: app.origin, 'sec-fetch-site': 'same-origin' });
     expect(done).toMatchObject({ status: 200, body: { purged: 1 } });

@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { RedisStreamsOptionError } from '../errors.js';
+import { Redactor } from '../redaction.js';
 import { reapConsumers, type ReapResult } from '../recovery/consumer-reaper.js';
 import type { PurgeResult, RedriveResult } from '../recovery/dead-letter-results.js';
 import { handOffEntries, type HandOffResult } from '../recovery/leases.js';
@@ -18,34 +19,31 @@ export const MAX_ACTION_IDS = 1000;
 @Injectable()
 export class DashboardActions {
   private readonly logger = new Logger('RedisStreamsDashboard');
+  private readonly redactor: Redactor;
 
-  constructor(private readonly context: DashboardContext) {}
+  constructor(private readonly context: DashboardContext) {
+    this.redactor = Redactor.for(context.redis);
+  }
 
   /** Dead letters back to their stream as new entries (`ids` or `'all'`). */
-  async redrive(body: unknown): Promise<RedriveResult> {
+  redrive(body: unknown): Promise<RedriveResult> {
     const { stream, selection } = this.deadLetterRequest(body);
-    const result = await this.context.deadLetters.redrive(stream, selection, this.context.deadLetterKeyOption(stream));
-    this.log('redrive dead letters', { stream, ids: selection }, `${result.redriven.length} redriven, ${result.skipped.length} skipped`);
-    return result;
+    return this.logged('redrive dead letters', { stream, ids: selection }, () => this.context.deadLetters.redrive(stream, selection, this.context.deadLetterKeyOption(stream)), (result) => `${result.redriven.length} redriven, ${result.skipped.length} skipped`);
   }
 
   /** Dead letters deleted (`ids` or `'all'`). */
-  async purge(body: unknown): Promise<PurgeResult> {
+  purge(body: unknown): Promise<PurgeResult> {
     const { stream, selection } = this.deadLetterRequest(body);
-    const result = await this.context.deadLetters.purge(stream, selection, this.context.deadLetterKeyOption(stream));
-    this.log('purge dead letters', { stream, ids: selection }, `${result.purged} purged, ${result.notFound.length} not found, ${result.skipped.length} skipped`);
-    return result;
+    return this.logged('purge dead letters', { stream, ids: selection }, () => this.context.deadLetters.purge(stream, selection, this.context.deadLetterKeyOption(stream)), (result) => `${result.purged} purged, ${result.notFound.length} not found, ${result.skipped.length} skipped`);
   }
 
   /** XACK of pending entries: they count as handled (the work is not done again). */
-  async ack(body: unknown): Promise<{ acked: number }> {
+  ack(body: unknown): Promise<{ acked: number }> {
     const request = objectBody(body);
     const stream = nameParameter('stream', request.stream);
     const group = nameParameter('group', request.group);
     const ids = idsParameter(request.ids);
-    const acked = await this.context.claimer.ack(stream, group, ids);
-    this.log('ack pending entries', { stream, group, ids }, `${acked} acked`);
-    return { acked };
+    return this.logged('ack pending entries', { stream, group, ids }, async () => ({ acked: await this.context.claimer.ack(stream, group, ids) }), ({ acked }) => `${acked} acked`);
   }
 
   /**
@@ -53,27 +51,28 @@ export class DashboardActions {
    * still holds it: an entry another consumer took meanwhile is left alone. Their idle time
    * starts again at 0 and their delivery count stays.
    */
-  async claim(body: unknown): Promise<HandOffResult> {
+  claim(body: unknown): Promise<HandOffResult> {
     const request = objectBody(body);
     const stream = nameParameter('stream', request.stream);
     const group = nameParameter('group', request.group);
     const owner = nameParameter('owner', request.owner);
     const consumer = nameParameter('consumer', request.consumer);
     const ids = idsParameter(request.ids);
-    const result = await handOffEntries(this.context.redis, { stream, group, consumer: owner, handoffConsumer: consumer, idleMs: 0, ids });
-    this.log('claim pending entries', { stream, group, owner, consumer, ids }, `${result.handedOff.length} claimed, ${result.lost.length} not held by the owner any more`);
-    return result;
+    return this.logged(
+      'claim pending entries',
+      { stream, group, owner, consumer, ids },
+      () => handOffEntries(this.context.redis, { stream, group, consumer: owner, handoffConsumer: consumer, idleMs: 0, ids }),
+      (result) => `${result.handedOff.length} claimed, ${result.lost.length} not held by the owner any more`,
+    );
   }
 
   /** XGROUP DELCONSUMER of a consumer that holds no pending entries (checked in the same script). */
-  async deleteConsumer(body: unknown): Promise<ReapResult> {
+  deleteConsumer(body: unknown): Promise<ReapResult> {
     const request = objectBody(body);
     const stream = nameParameter('stream', request.stream);
     const group = nameParameter('group', request.group);
     const consumer = nameParameter('consumer', request.consumer);
-    const result = await reapConsumers(this.context.redis, { stream, group, consumers: [consumer] });
-    this.log('delete consumer', { stream, group, consumer }, result.outcomes[0]?.status ?? 'no outcome');
-    return result;
+    return this.logged('delete consumer', { stream, group, consumer }, () => reapConsumers(this.context.redis, { stream, group, consumers: [consumer] }), (result) => result.outcomes[0]?.status ?? 'no outcome');
   }
 
   private deadLetterRequest(body: unknown): { stream: string; selection: readonly string[] | 'all' } {
@@ -83,10 +82,20 @@ export class DashboardActions {
     return { stream, selection: idsParameter(request.ids) };
   }
 
-  /** Names are JSON-quoted: a hostile name cannot forge a log line. */
-  private log(action: string, subject: Record<string, string | readonly string[]>, outcome: string): void {
-    const parts = Object.entries(subject).map(([name, value]) => `${name} ${JSON.stringify(value)}`);
-    this.logger.log(`${action}: ${parts.join(', ')}: ${outcome}`);
+  /**
+   * Runs an action and logs it with its outcome, or its failure as a warning. Names are
+   * JSON-quoted, so a hostile name cannot forge a log line; payloads are never logged.
+   */
+  private async logged<T>(action: string, subject: Record<string, string | readonly string[]>, run: () => Promise<T>, outcome: (result: T) => string): Promise<T> {
+    const what = `${action}: ${Object.entries(subject).map(([name, value]) => `${name} ${JSON.stringify(value)}`).join(', ')}`;
+    try {
+      const result = await run();
+      this.logger.log(`${what}: ${outcome(result)}`);
+      return result;
+    } catch (error) {
+      this.logger.warn(`${what}: failed: ${this.redactor.text(error instanceof Error ? error.message : String(error))}`);
+      throw error;
+    }
   }
 }
 

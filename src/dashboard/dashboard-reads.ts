@@ -36,7 +36,7 @@ export class DashboardReads {
     const parts = { inspector: this.context.inspector, redis: this.context.redis, deadLetterKeyOf: this.context.deadLetterKeyOf(keys) };
     const at = Date.now();
     const streams = await Promise.all(targets.map((target) => sampleTarget(parts, target)));
-    return { at, streams };
+    return { at, streams, omitted: keys.targets.length - targets.length };
   }
 
   /** The oldest dead letters of `stream` (a partitioned stream's merged), fields as [name, value] pairs. */

@@ -1,4 +1,4 @@
-import { ForbiddenException, Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { ForbiddenException, Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
@@ -59,22 +59,32 @@ interface RequestHeaders {
  */
 @Injectable()
 export class MutationGuard implements CanActivate {
+  private readonly logger = new Logger('RedisStreamsDashboard');
+
   constructor(
     @Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly token: CsrfToken,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
-    if (this.options.readOnly) throw new ForbiddenException('the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)');
-    const { headers } = context.switchToHttp().getRequest<RequestHeaders>();
+    const request = context.switchToHttp().getRequest<RequestHeaders & { url: string }>();
+    const refusal = this.refusal(request.headers);
+    if (refusal === undefined) return true;
+    // Refusals are logged too (a forged request shows up); the path names the action, no body is read.
+    this.logger.warn(`refused ${JSON.stringify(request.url.split('?')[0])}: ${refusal}`);
+    throw new ForbiddenException(refusal);
+  }
+
+  private refusal(headers: RequestHeaders['headers']): string | undefined {
+    if (this.options.readOnly) return 'the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)';
     const site = single(headers['sec-fetch-site']);
-    if (site !== undefined && site !== 'same-origin') throw new ForbiddenException(`cross-site request refused (Sec-Fetch-Site: ${site})`);
+    if (site !== undefined && site !== 'same-origin') return `cross-site request refused (Sec-Fetch-Site: ${JSON.stringify(site)})`;
     const origin = single(headers.origin);
-    if (origin !== undefined && !sameHost(origin, single(headers.host))) throw new ForbiddenException('request from another origin refused');
-    if (!this.token.matches(single(headers[CSRF_HEADER]))) throw new ForbiddenException('missing or wrong CSRF token');
+    if (origin !== undefined && !sameHost(origin, single(headers.host))) return 'request from another origin refused';
+    if (!this.token.matches(single(headers[CSRF_HEADER]))) return 'missing or wrong CSRF token';
     const type = single(headers['content-type']) ?? '';
-    if (!/^application\/json\s*(;|$)/i.test(type)) throw new ForbiddenException('mutations take a JSON body (Content-Type: application/json)');
-    return true;
+    if (!/^application\/json\s*(;|$)/i.test(type)) return 'mutations take a JSON body (Content-Type: application/json)';
+    return undefined;
   }
 }
 

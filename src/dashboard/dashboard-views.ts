@@ -46,4 +46,6 @@ export interface OverviewView {
   /** Epoch ms on this host, for the page's rates. */
   at: number;
   streams: StreamView[];
+  /** Streams left out of this refresh beyond the `maxStreams` option. */
+  omitted: number;
 }

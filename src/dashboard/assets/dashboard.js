@@ -116,6 +116,7 @@
       for (const partition of stream.partitions || []) rows.push(...streamRows(partition, true));
     }
     if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 9, className: 'muted', text: 'No streams: no handler of this app reads one yet. Show one by name above.' })));
+    if (state.overview.omitted > 0) rows.push(el('tr', {}, el('td', { colSpan: 9, className: 'warn', text: `${state.overview.omitted} more streams not shown (the maxStreams option).` })));
     body.replaceChildren(...rows);
   }
 
