@@ -142,6 +142,9 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard });
     const token = await csrfToken(app);
     expect(token).toMatch(/^[\w-]{40,}$/);
+    // Another site cannot fetch the token either (even where the app enabled CORS).
+    expect((await get(`${app.page}/api/session`, { ...OPERATOR, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await get(`${app.page}/api/session`, { ...OPERATOR, origin: 'http://evil.example' })).status).toBe(403);
     const url = `${app.page}/api/dead-letters/purge`;
     const body = { stream: HANDLED_STREAM, ids: [deadLetterId] };
     expect((await post(url, body, {})).status).toBe(403);
@@ -156,8 +159,8 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     const refusals = app.logger.lines.filter((line) => line.startsWith('refused'));
     expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing or wrong CSRF token');
     expect(refusals).toContain('refused "/streams/api/dead-letters/purge": cross-site request refused (Sec-Fetch-Site: "cross-site")');
-    // The app's guard refused the last one: the dashboard's guard never saw it.
-    expect(refusals).toHaveLength(5);
+    // The app's guard refused the last one: the dashboard's guards never saw it.
+    expect(refusals).toHaveLength(7);
 
     const done = await post(url, body, { 'x-csrf-token': token, origin: app.origin, 'sec-fetch-site': 'same-origin' });
     expect(done).toMatchObject({ status: 200, body: { purged: 1 } });

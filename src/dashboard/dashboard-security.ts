@@ -46,41 +46,62 @@ export class SecurityHeadersGuard implements CanActivate {
   }
 }
 
-/** The request headers the mutation guard reads (Express and Fastify both give them lower-cased). */
-interface RequestHeaders {
+/** What the guards read of a request (Express and Fastify both give the headers lower-cased). */
+interface GuardedRequest {
+  url: string;
   headers: Record<string, string | string[] | undefined>;
 }
 
 /**
- * Last guard of every mutating route (after the app's guard): refuses with 403 when the dashboard
- * is read-only, when the CSRF token header is missing or wrong, when the body is not JSON (a
- * cross-site form cannot send one), and when the browser says the request came from another site
- * (`Sec-Fetch-Site`) or another origin (`Origin` against `Host`).
+ * Refuses with 403, and logs, a request the dashboard will not serve. Subclasses say why.
+ * The path names the action; no body is read or logged.
  */
-@Injectable()
-export class MutationGuard implements CanActivate {
+abstract class RefusingGuard implements CanActivate {
   private readonly logger = new Logger('RedisStreamsDashboard');
 
-  constructor(
-    @Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
-    private readonly token: CsrfToken,
-  ) {}
+  protected abstract refusal(headers: GuardedRequest['headers']): string | undefined;
 
   canActivate(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<RequestHeaders & { url: string }>();
+    const request = context.switchToHttp().getRequest<GuardedRequest>();
     const refusal = this.refusal(request.headers);
     if (refusal === undefined) return true;
-    // Refusals are logged too (a forged request shows up); the path names the action, no body is read.
     this.logger.warn(`refused ${JSON.stringify(request.url.split('?')[0])}: ${refusal}`);
     throw new ForbiddenException(refusal);
   }
+}
 
-  private refusal(headers: RequestHeaders['headers']): string | undefined {
-    if (this.options.readOnly) return 'the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)';
+/**
+ * On the CSRF token's route and every mutation: refuses what the browser says came from another
+ * site (`Sec-Fetch-Site`) or another origin (`Origin` against `Host`), even if the app enabled
+ * CORS for everyone.
+ */
+@Injectable()
+export class SameOriginGuard extends RefusingGuard {
+  protected refusal(headers: GuardedRequest['headers']): string | undefined {
     const site = single(headers['sec-fetch-site']);
     if (site !== undefined && site !== 'same-origin') return `cross-site request refused (Sec-Fetch-Site: ${JSON.stringify(site)})`;
     const origin = single(headers.origin);
     if (origin !== undefined && !sameHost(origin, single(headers.host))) return 'request from another origin refused';
+    return undefined;
+  }
+}
+
+/**
+ * Last guard of every mutating route (after the app's guard and SameOriginGuard): refuses when
+ * the dashboard is read-only, when the CSRF token header is missing or wrong, and when the body is
+ * not JSON (a cross-site form cannot send one).
+ */
+@Injectable()
+export class MutationGuard extends RefusingGuard {
+  constructor(
+    @Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
+    private readonly token: CsrfToken,
+  ) {
+    super();
+  }
+
+  protected refusal(headers: GuardedRequest['headers']): string | undefined {
+    if (this.options.readOnly) return 'the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)';
     if (!this.token.matches(single(headers[CSRF_HEADER]))) return 'missing or wrong CSRF token';
     const type = single(headers['content-type']) ?? '';
     if (!/^application\/json\s*(;|$)/i.test(type)) return 'mutations take a JSON body (Content-Type: application/json)';

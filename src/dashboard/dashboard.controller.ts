@@ -4,7 +4,7 @@ import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
 import { DashboardReads } from './dashboard-reads.js';
-import { CSRF_HEADER, CsrfToken, MutationGuard, SecurityHeadersGuard } from './dashboard-security.js';
+import { CSRF_HEADER, CsrfToken, MutationGuard, SameOriginGuard, SecurityHeadersGuard } from './dashboard-security.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { answer } from './http-errors.js';
 
@@ -20,8 +20,9 @@ export interface DashboardSession {
 /**
  * The dashboard's routes under `options.path`, as a Nest controller so that the app's own HTTP
  * adapter (Express or Fastify) serves them. Built per `forRoot` call: the path and the app's
- * guard are class decorators. Guards run in order: security headers, the app's guard, and on
- * mutations the read-only / CSRF guard.
+ * guard are class decorators. Guards run in order: security headers, the app's guard, then on
+ * the session (the CSRF token) and on mutations the same-origin guard, and on mutations the
+ * read-only / CSRF guard.
  */
 export function dashboardController(options: ResolvedDashboardOptions): Type<unknown> {
   const guards: (Type<CanActivate> | CanActivate)[] = [SecurityHeadersGuard];
@@ -61,6 +62,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     }
 
     @Get('api/session')
+    @UseGuards(SameOriginGuard)
     session(): DashboardSession {
       return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : this.token.value, csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
     }
@@ -92,35 +94,35 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Post('api/dead-letters/redrive')
     @HttpCode(200)
-    @UseGuards(MutationGuard)
+    @UseGuards(SameOriginGuard, MutationGuard)
     redrive(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.redrive(body));
     }
 
     @Post('api/dead-letters/purge')
     @HttpCode(200)
-    @UseGuards(MutationGuard)
+    @UseGuards(SameOriginGuard, MutationGuard)
     purge(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.purge(body));
     }
 
     @Post('api/pending/ack')
     @HttpCode(200)
-    @UseGuards(MutationGuard)
+    @UseGuards(SameOriginGuard, MutationGuard)
     ack(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.ack(body));
     }
 
     @Post('api/pending/claim')
     @HttpCode(200)
-    @UseGuards(MutationGuard)
+    @UseGuards(SameOriginGuard, MutationGuard)
     claim(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.claim(body));
     }
 
     @Post('api/consumers/delete')
     @HttpCode(200)
-    @UseGuards(MutationGuard)
+    @UseGuards(SameOriginGuard, MutationGuard)
     deleteConsumer(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.deleteConsumer(body));
     }

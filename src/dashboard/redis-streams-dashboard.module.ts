@@ -5,7 +5,7 @@ import { DashboardContext } from './dashboard-context.js';
 import { dashboardController } from './dashboard.controller.js';
 import { resolveDashboardOptions, type RedisStreamsDashboardOptions } from './dashboard.options.js';
 import { DashboardReads } from './dashboard-reads.js';
-import { CsrfToken, MutationGuard, SecurityHeadersGuard } from './dashboard-security.js';
+import { CsrfToken, MutationGuard, SameOriginGuard, SecurityHeadersGuard } from './dashboard-security.js';
 import { REDIS_STREAMS_DASHBOARD_OPTIONS } from './tokens.js';
 
 /**
@@ -29,6 +29,7 @@ export class RedisStreamsDashboardModule {
         DashboardAssets,
         CsrfToken,
         SecurityHeadersGuard,
+        SameOriginGuard,
         MutationGuard,
       ],
     };
