@@ -4,7 +4,8 @@ import { RedisStreamsDashboardModule } from '../src/dashboard/index.js';
 import { SECURITY_HEADERS } from '../src/dashboard/dashboard-security.js';
 import type { OverviewView, StreamView } from '../src/dashboard/dashboard-views.js';
 import { deadLetterKey } from '../src/redis/keys.js';
-import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from './helpers/dashboard-app.js';
+import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream, startDashboardApp, type DashboardApp } from './helpers/dashboard-app.js';
+import { listeningServers } from '../src/server/liveness.js';
 import { optionError } from './helpers/option-errors.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
@@ -111,6 +112,21 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     // Listed together: the merged dead letters name their partition (the key a redrive by id takes).
     const letters = JSON.parse((await get(`${app.page}/api/dead-letters?stream=parted`)).text) as { deadLetters: { sourceStream: string }[] };
     expect(letters.deadLetters.map((letter) => letter.sourceStream)).toEqual(['parted:p0']);
+  });
+
+  it("shows a partitioned stream the handlers read by its name, its partitions from the servers' bindings", async () => {
+    app = await startDashboardApp(redis.server.url, {}, 'express', { partitioned: true });
+    await redis.client.xadd(`${PARTITIONED_STREAM}:p1`, '*', 'pattern', PARTITIONED_STREAM, 'data', '{}');
+    const server = [...listeningServers][0]!;
+    expect(server.liveness().streams.filter((binding) => binding.partitionOf !== undefined)).toEqual([
+      { stream: `${PARTITIONED_STREAM}:p0`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p0}:dead` },
+      { stream: `${PARTITIONED_STREAM}:p1`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p1}:dead` },
+    ]);
+    const view = await overview(app);
+    expect(view.streams.map((stream) => stream.name)).toEqual([HANDLED_STREAM, PARTITIONED_STREAM]);
+    const stream = streamOf(view, PARTITIONED_STREAM);
+    expect(stream).toMatchObject({ source: 'handlers', length: 1, groups: [expect.objectContaining({ name: 'billing', handled: true })] });
+    expect(stream.partitions?.map((partition) => [partition.name, partition.source, partition.length])).toEqual([[`${PARTITIONED_STREAM}:p0`, 'partition', 0], [`${PARTITIONED_STREAM}:p1`, 'partition', 1]]);
   });
 
   it('reads at most maxStreams streams a refresh, and says how many it left out', async () => {

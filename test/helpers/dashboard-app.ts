@@ -18,6 +18,15 @@ class OrdersHandler {
   onOrder(): void {}
 }
 
+/** A partitioned stream a handler reads (opt-in: `startDashboardApp(…, { partitioned: true })`). */
+export const PARTITIONED_STREAM = 'dash-parted';
+
+@Controller()
+class PartitionedHandler {
+  @EventPattern<string>(PARTITIONED_STREAM, { partitions: 2 })
+  onEntry(): void {}
+}
+
 /** Nest's log lines, kept for assertions (the dashboard logs its actions through Logger). */
 export class CapturingLogger implements LoggerService {
   readonly lines: string[] = [];
@@ -44,10 +53,17 @@ export interface DashboardApp {
 
 /**
  * A Nest HTTP app on a free loopback port with RedisStreamsModule (connection `url`), the
- * dashboard at `/streams` and a RedisStreamsServer whose handler reads HANDLED_STREAM.
+ * dashboard at `/streams` and a RedisStreamsServer whose handler reads HANDLED_STREAM (and, with
+ * `partitioned`, another one reads PARTITIONED_STREAM's two partitions).
  */
-export async function startDashboardApp(url: string, dashboard: RedisStreamsDashboardOptions = {}, adapter: 'express' | 'fastify' = 'express'): Promise<DashboardApp> {
-  @Module({ imports: [RedisStreamsModule.forRoot({ connection: url }), RedisStreamsDashboardModule.forRoot(dashboard)], controllers: [OrdersHandler] })
+export async function startDashboardApp(
+  url: string,
+  dashboard: RedisStreamsDashboardOptions = {},
+  adapter: 'express' | 'fastify' = 'express',
+  { partitioned = false }: { partitioned?: boolean } = {},
+): Promise<DashboardApp> {
+  const controllers = partitioned ? [OrdersHandler, PartitionedHandler] : [OrdersHandler];
+  @Module({ imports: [RedisStreamsModule.forRoot({ connection: url }), RedisStreamsDashboardModule.forRoot(dashboard)], controllers })
   class AppModule {}
 
   const logger = new CapturingLogger();
