@@ -78,6 +78,10 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       expect(page.text).toContain('<script src="streams/assets/dashboard.js" defer></script>');
+      if (adapter === 'express') {
+        // Asked with a trailing slash, the links are relative to the slash.
+        expect((await get(`${app.page}/`)).text).toContain('<script src="assets/dashboard.js" defer></script>');
+      }
       for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(page.headers.get(name), `${adapter}: ${name}`).toBe(value);
       const script = await get(`${app.page}/assets/dashboard.js`);
       expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
