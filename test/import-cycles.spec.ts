@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = resolve('src');
@@ -54,6 +54,16 @@ describe('import graph of src/', () => {
     const graph = importGraph(SRC);
     expect(graph.get(join('server', 'redis-streams.server.ts'))).toContain(join('server', 'entry-handling.ts'));
     expect(graph.get(join('client', 'redis-streams-client.ts'))).toContain(join('client', 'producer-connection.ts'));
+  });
+
+  it('loads the dashboard only through its entry point, and the dashboard loads nothing of the CLI', () => {
+    const graph = importGraph(SRC);
+    const inDashboard = (file: string) => file.startsWith(`dashboard${sep}`);
+    const importers = [...graph].filter(([file, imports]) => !inDashboard(file) && imports.some(inDashboard)).map(([file]) => file);
+    expect(importers).toEqual([]);
+    const dashboardFiles = [...graph].filter(([file]) => inDashboard(file));
+    expect(dashboardFiles.length).toBeGreaterThan(5);
+    expect(dashboardFiles.flatMap(([, imports]) => imports).filter((file) => file.startsWith(`cli${sep}`))).toEqual([]);
   });
 
   it('has no import cycle (type-only imports included)', () => {

@@ -9,7 +9,7 @@ interface PackResult {
 /** What `npm pack` would publish (its prepack builds dist/ first). */
 describe('npm pack contents', () => {
   let paths: string[];
-  const manifest = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string>; main: string; types: string };
+  const manifest = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string>; main: string; types: string; exports: Record<string, Record<string, string>> };
 
   beforeAll(() => {
     const pack = spawnSync('npm', ['pack', '--dry-run', '--json'], { encoding: 'utf8', timeout: 280_000 });
@@ -27,6 +27,15 @@ describe('npm pack contents', () => {
     const lua = readdirSync('src', { recursive: true, encoding: 'utf8' }).filter((path) => path.endsWith('.lua')).map((path) => `dist/${path}`);
     expect(lua.length).toBeGreaterThan(0);
     for (const path of lua) expect(paths).toContain(path);
+  });
+
+  it('holds every entry point of "exports" and the dashboard page its code reads at run time', () => {
+    const exported = Object.values(manifest.exports).flatMap((entry) => Object.values(entry)).map((path) => path.replace(/^\.\//, ''));
+    expect(exported).toContain('dist/dashboard/index.js');
+    for (const path of exported) expect(paths).toContain(path);
+    const assets = readdirSync('src/dashboard/assets').map((name) => `dist/dashboard/assets/${name}`);
+    expect(assets).toEqual(expect.arrayContaining(['dist/dashboard/assets/index.html', 'dist/dashboard/assets/dashboard.js', 'dist/dashboard/assets/dashboard.css']));
+    for (const path of assets) expect(paths).toContain(path);
   });
 
   it('holds every docs/*.md page the README links to', () => {

@@ -54,6 +54,8 @@ export interface StreamLiveness {
   readonly stream: string;
   readonly group: string;
   readonly deadLetterKey: string;
+  /** A partition (`orders:p3`): the partitioned stream it belongs to (`orders`); else undefined. */
+  readonly partitionOf?: string;
 }
 
 /** Recovery's part: its ticks and how many failed in a row. */

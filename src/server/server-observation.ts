@@ -45,9 +45,10 @@ export class ServerObservation {
       prefetch: dispatcher?.prefetchSize ?? options.prefetch,
       commands: this.server.commands(),
       readers: parts?.readers ?? [],
-      streams: (parts?.bindings ?? []).map(({ stream, group }) => ({
+      streams: (parts?.bindings ?? []).map(({ stream, group, partitionOf }) => ({
         stream,
         group,
+        ...(partitionOf === undefined ? {} : { partitionOf }),
         deadLetterKey: recovery?.deadLetterKeyFor(stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(stream),
       })),
       freeSlots: dispatcher?.freeSlots() ?? 0,

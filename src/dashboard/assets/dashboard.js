@@ -1,0 +1,399 @@
+// The dashboard page: polls the JSON API next to it and builds the DOM from text only
+// (textContent, never innerHTML), so a hostile stream, group, consumer or field stays text.
+'use strict';
+(() => {
+  const api = new URL('../api/', document.currentScript.src);
+  const NAMED_KEY = 'nestjs-redis-streams-dashboard:streams';
+  const state = {
+    session: null,
+    named: loadNamed(),
+    overview: null,
+    previous: null,
+    /** Name of the stream (or partition key) whose details are open. */
+    selected: null,
+    /** Dead letters ticked for "selected" actions: `${sourceStream}\n${id}`. */
+    ticked: new Set(),
+    timer: null,
+    running: null,
+  };
+
+  // ---- DOM helpers -------------------------------------------------------------------------
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null) continue;
+      if (key === 'text') node.textContent = String(value);
+      else if (key === 'dataset') Object.assign(node.dataset, value);
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node[key] = value;
+    }
+    for (const child of children) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+  const cell = (text, props) => el('td', { text, ...props });
+  const num = (value, col) => cell(value === null || value === undefined ? '—' : String(value), { className: 'num', dataset: col ? { col } : undefined });
+  const nameCell = (name, props) => el('td', props, el('span', { className: 'name', text: name }));
+
+  function duration(ms) {
+    if (ms === null || ms === undefined || ms < 0) return '—';
+    if (ms < 1000) return `${ms} ms`;
+    if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+    if (ms < 3_600_000) return `${(ms / 60_000).toFixed(1)} min`;
+    if (ms < 86_400_000) return `${(ms / 3_600_000).toFixed(1)} h`;
+    return `${(ms / 86_400_000).toFixed(1)} d`;
+  }
+
+  function setStatus(text, error) {
+    const status = document.getElementById('status');
+    status.textContent = text;
+    status.className = error ? 'error' : '';
+  }
+
+  // ---- API -----------------------------------------------------------------------------------
+  async function getJson(path, params) {
+    const url = new URL(path, api);
+    for (const [name, value] of params || []) url.searchParams.append(name, value);
+    return reply(await fetch(url, { headers: { Accept: 'application/json' }, cache: 'no-store' }));
+  }
+
+  async function postJson(path, body) {
+    const session = state.session;
+    const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+    if (session.csrfToken) headers[session.csrfHeader] = session.csrfToken;
+    return reply(await fetch(new URL(path, api), { method: 'POST', headers, body: JSON.stringify(body) }));
+  }
+
+  async function reply(response) {
+    const body = await response.json().catch(() => null);
+    if (!response.ok) throw new Error((body && body.message) || `HTTP ${response.status}`);
+    return body;
+  }
+
+  // ---- streams typed into the page -----------------------------------------------------------
+  function loadNamed() {
+    try {
+      const names = JSON.parse(sessionStorage.getItem(NAMED_KEY) || '[]');
+      return Array.isArray(names) ? names.filter((name) => typeof name === 'string' && name !== '').slice(0, 10) : [];
+    } catch {
+      return [];
+    }
+  }
+  function saveNamed() {
+    try {
+      sessionStorage.setItem(NAMED_KEY, JSON.stringify(state.named));
+    } catch {
+      // Storage may be off: the names last as long as the page.
+    }
+  }
+
+  // ---- overview --------------------------------------------------------------------------------
+  function rate(key, current, kind) {
+    const previous = state.previous;
+    if (!previous || current === null || current === undefined) return null;
+    const before = previous[kind].get(key);
+    const seconds = (state.overview.at - previous.at) / 1000;
+    if (before === null || before === undefined || seconds <= 0) return null;
+    return Math.max(0, (current - before) / seconds).toFixed(1);
+  }
+
+  function counters(overview) {
+    const added = new Map();
+    const read = new Map();
+    const visit = (stream) => {
+      added.set(stream.name, stream.entriesAdded);
+      for (const group of stream.groups) read.set(`${stream.name}\n${group.name}`, group.entriesRead);
+      for (const partition of stream.partitions || []) visit(partition);
+    };
+    overview.streams.forEach(visit);
+    return { at: overview.at, added, read };
+  }
+
+  function renderOverview() {
+    const body = document.querySelector('#streams tbody');
+    const rows = [];
+    for (const stream of state.overview.streams) {
+      rows.push(...streamRows(stream, false));
+      for (const partition of stream.partitions || []) rows.push(...streamRows(partition, true));
+    }
+    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 9, className: 'muted', text: 'No streams: no handler of this app reads one yet. Show one by name above.' })));
+    if (state.overview.omitted > 0) rows.push(el('tr', {}, el('td', { colSpan: 9, className: 'warn', text: `${state.overview.omitted} more streams not shown (the maxStreams option).` })));
+    body.replaceChildren(...rows);
+  }
+
+  function streamRows(stream, isPartition) {
+    const groups = stream.groups.length > 0 ? stream.groups : [null];
+    return groups.map((group, index) => {
+      const first = index === 0;
+      const row = el('tr', { className: [isPartition ? 'partition' : '', state.selected === stream.name ? 'selected' : ''].join(' ').trim(), dataset: { stream: stream.name, group: group ? group.name : '' } });
+      if (first) {
+        const label = el('button', { type: 'button', className: 'link name', text: stream.name, title: 'Details', onclick: () => select(stream.name) });
+        const extra = [];
+        if (stream.partitions) extra.push(el('span', { className: 'muted', text: ` (${stream.partitions.length} partitions)` }));
+        if (!stream.exists) extra.push(el('span', { className: 'muted', text: ' (no such stream)' }));
+        if (stream.error) extra.push(el('span', { className: 'warn', text: ` ${stream.error}` }));
+        if (stream.source === 'page') extra.push(el('button', { type: 'button', className: 'link', text: ' ×', title: 'Stop showing', onclick: () => forget(stream.name) }));
+        row.append(
+          el('td', { dataset: { col: 'name' } }, label, ...extra),
+          num(stream.length, 'length'),
+          num(rate(stream.name, stream.entriesAdded, 'added'), 'in-rate'),
+          num(stream.deadLetters, 'dead-letters'),
+        );
+      } else {
+        row.append(cell(''), cell(''), cell(''), cell(''));
+      }
+      if (group === null) {
+        row.append(el('td', { colSpan: 5, className: 'muted', text: 'no consumer group' }));
+      } else {
+        row.append(
+          nameCell(group.name, { dataset: { col: 'group' } }),
+          num(group.consumers.length, 'consumers'),
+          num(group.pending, 'pending'),
+          num(group.lag, 'lag'),
+          num(rate(`${stream.name}\n${group.name}`, group.entriesRead, 'read'), 'out-rate'),
+        );
+      }
+      return row;
+    });
+  }
+
+  function findStream(name) {
+    for (const stream of state.overview ? state.overview.streams : []) {
+      if (stream.name === name) return { stream, partitioned: Boolean(stream.partitions) };
+      for (const partition of stream.partitions || []) if (partition.name === name) return { stream: partition, partitioned: false };
+    }
+    return null;
+  }
+
+  // ---- details of one stream -------------------------------------------------------------------
+  async function renderDetail() {
+    const section = document.getElementById('detail');
+    const found = state.selected === null ? null : findStream(state.selected);
+    if (found === null) {
+      section.hidden = true;
+      section.replaceChildren();
+      return;
+    }
+    const { stream, partitioned } = found;
+    const readOnly = state.session.readOnly;
+    const [deadLetters, pendings] = await Promise.all([
+      getJson('dead-letters', [['stream', stream.name]]).catch((error) => ({ error: error.message })),
+      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name]]).catch((error) => ({ error: error.message }))))),
+    ]);
+    const parts = [
+      el('div', { className: 'toolbar' },
+        el('h2', {}, 'Stream ', el('span', { className: 'name', text: stream.name })),
+        el('button', { type: 'button', text: 'Close', onclick: () => select(null) })),
+      el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters` }),
+    ];
+    stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly)));
+    parts.push(...deadLetterDetail(stream, deadLetters, partitioned, readOnly));
+    section.replaceChildren(...parts);
+    section.hidden = false;
+  }
+
+  function groupDetail(stream, group, pending, partitioned, readOnly) {
+    const parts = [el('h3', {}, 'Group ', el('span', { className: 'name', text: group.name }), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null)];
+    const consumers = group.consumers.map((consumer) =>
+      el('tr', { dataset: { consumer: consumer.name } },
+        nameCell(consumer.name),
+        num(consumer.pending, 'pending'),
+        num(duration(consumer.idleMs)),
+        num(duration(consumer.inactiveMs)),
+        el('td', {}, readOnly || partitioned ? null : el('button', {
+          type: 'button', className: 'danger', text: 'Delete', disabled: consumer.pending > 0,
+          title: consumer.pending > 0 ? 'Claim or ack its pending entries first' : 'Delete this consumer',
+          onclick: () => act(`Delete consumer "${consumer.name}" of group "${group.name}" on "${stream.name}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
+        }))));
+    parts.push(table(['Consumer', 'Pending', 'Idle', 'Inactive', ''], consumers, 'No consumers.'));
+    if (partitioned) {
+      parts.push(el('p', { className: 'hint', text: 'Pending entries are listed per partition: select a partition above.' }));
+      return parts;
+    }
+    if (pending === null || pending.error) {
+      parts.push(el('p', { className: 'warn', text: pending ? pending.error : '' }));
+      return parts;
+    }
+    const rows = pending.entries.map((entry) =>
+      el('tr', { dataset: { id: entry.id } },
+        el('td', {}, el('button', { type: 'button', className: 'link name', text: entry.id, title: 'Show its fields', onclick: () => inspect(stream.name, entry.id) })),
+        nameCell(entry.consumer),
+        num(duration(entry.idleMs)),
+        num(entry.deliveryCount),
+        el('td', {}, readOnly ? null : el('span', { className: 'actions' },
+          el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }),
+          el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${group.name}" on "${stream.name}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
+    parts.push(el('h3', { text: `Pending entries (oldest ${pending.entries.length}${pending.more ? ' shown' : ''})` }));
+    parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
+    return parts;
+  }
+
+  function deadLetterDetail(stream, page, partitioned, readOnly) {
+    const parts = [el('h3', { text: 'Dead letters' })];
+    if (page.error) return [...parts, el('p', { className: 'warn', text: page.error })];
+    const letters = page.deadLetters;
+    const key = (letter) => `${letter.sourceStream}\n${letter.deadLetterId}`;
+    // Ticks of letters that are gone are dropped (deleting while iterating a Set is safe).
+    const present = new Set(letters.map(key));
+    for (const ticked of state.ticked) if (!present.has(ticked)) state.ticked.delete(ticked);
+    if (!readOnly) {
+      parts.push(el('div', { className: 'actions' },
+        el('button', { type: 'button', text: 'Redrive selected', onclick: () => onTicked('redrive') }),
+        el('button', { type: 'button', className: 'danger', text: 'Purge selected', onclick: () => onTicked('purge') }),
+        el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${stream.name}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
+        el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${stream.name}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
+    }
+    const rows = letters.map((letter) => {
+      const fields = letter.tombstone ? 'body gone (trimmed while pending)' : letter.fields.map(([name, value]) => `${name} = ${value}`).join('\n');
+      return el('tr', { dataset: { deadLetter: letter.deadLetterId } },
+        readOnly ? null : el('td', {}, el('input', { type: 'checkbox', checked: state.ticked.has(key(letter)), title: 'Select', onchange: (event) => (event.target.checked ? state.ticked.add(key(letter)) : state.ticked.delete(key(letter))) })),
+        el('td', { className: 'name', text: letter.deadLetterId }),
+        partitioned ? nameCell(letter.sourceStream) : null,
+        el('td', { className: 'name', text: letter.sourceId }),
+        nameCell(letter.group),
+        cell(letter.reason),
+        el('td', {}, el('span', { className: 'name', text: letter.error })),
+        cell(new Date(letter.deadLetteredAt).toISOString()),
+        num(letter.deliveryCount),
+        el('td', {}, el('pre', { className: 'fields', text: fields })),
+        readOnly ? null : el('td', {}, el('span', { className: 'actions' },
+          el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${letter.sourceStream}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
+          el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${letter.sourceStream}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
+    });
+    const headings = [readOnly ? null : '', 'Id', partitioned ? 'Partition' : null, 'Source id', 'Group', 'Reason', 'Error', 'At', 'Deliveries', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null);
+    parts.push(table(headings, rows, 'No dead letters.'));
+    if (page.more) parts.push(el('p', { className: 'hint', text: `The oldest ${letters.length} are shown.` }));
+    return parts;
+  }
+
+  const NUMERIC = new Set(['Pending', 'Idle', 'Inactive', 'Deliveries']);
+  function table(headings, rows, empty) {
+    return el('table', {},
+      el('thead', {}, el('tr', {}, ...headings.map((heading) => el('th', { text: heading, className: NUMERIC.has(heading) ? 'num' : '' })))),
+      el('tbody', {}, ...(rows.length > 0 ? rows : [el('tr', {}, el('td', { colSpan: headings.length, className: 'muted', text: empty }))])));
+  }
+
+  async function inspect(stream, id) {
+    const section = document.getElementById('entry');
+    try {
+      const entry = await getJson('entry', [['stream', stream], ['id', id]]);
+      const rows = entry.fields.map(([name, value]) => el('tr', {}, nameCell(name), el('td', {}, el('pre', { className: 'fields', text: value }))));
+      section.replaceChildren(
+        el('div', { className: 'toolbar' },
+          el('h2', {}, 'Entry ', el('span', { className: 'name', text: entry.id }), ' of ', el('span', { className: 'name', text: stream })),
+          el('button', { type: 'button', text: 'Close', onclick: () => { section.hidden = true; } })),
+        table(['Field', 'Value'], rows, 'No fields.'));
+      section.hidden = false;
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+  }
+
+  // ---- actions -----------------------------------------------------------------------------------
+  async function act(question, path, body) {
+    if (!window.confirm(question)) return;
+    await send(path, body);
+  }
+
+  async function send(path, body) {
+    try {
+      setStatus(describeResult(await postJson(path, body)));
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+    await refreshNow();
+  }
+
+  async function claim(stream, group, entry) {
+    const consumer = window.prompt(`Claim entry ${entry.id} (held by "${entry.consumer}") for which consumer of group "${group}"?`, 'dashboard');
+    if (consumer === null || consumer === '') return;
+    await send('pending/claim', { stream, group, owner: entry.consumer, consumer, ids: [entry.id] });
+  }
+
+  async function onTicked(action) {
+    const byStream = new Map();
+    for (const ticked of state.ticked) {
+      const [stream, id] = ticked.split('\n');
+      byStream.set(stream, [...(byStream.get(stream) || []), id]);
+    }
+    const count = state.ticked.size;
+    if (count === 0) return setStatus('Select dead letters first.', true);
+    const verb = action === 'redrive' ? 'Redrive' : 'Delete for good';
+    if (!window.confirm(`${verb} ${count} selected dead letter${count === 1 ? '' : 's'}?`)) return;
+    state.ticked.clear();
+    for (const [stream, ids] of byStream) await send(`dead-letters/${action}`, { stream, ids });
+  }
+
+  function describeResult(result) {
+    if (result.redriven) return `${result.redriven.length} redriven, ${result.skipped.length} skipped`;
+    if (typeof result.purged === 'number') return `${result.purged} purged`;
+    if (typeof result.acked === 'number') return `${result.acked} acknowledged`;
+    if (result.handedOff) return `${result.handedOff.length} claimed, ${result.lost.length} held by another consumer by now`;
+    if (result.outcomes) return `consumer: ${result.outcomes.map((outcome) => outcome.status).join(', ')}`;
+    return 'done';
+  }
+
+  // ---- refresh loop --------------------------------------------------------------------------------
+  function select(name) {
+    state.selected = name;
+    state.ticked.clear();
+    refreshNow();
+  }
+
+  function forget(name) {
+    state.named = state.named.filter((one) => one !== name);
+    saveNamed();
+    if (state.selected === name) state.selected = null;
+    refreshNow();
+  }
+
+  async function load() {
+    const overview = await getJson('overview', state.named.map((name) => ['stream', name]));
+    state.previous = state.overview ? counters(state.overview) : null;
+    state.overview = overview;
+    renderOverview();
+    await renderDetail();
+    document.body.dataset.refreshedAt = String(overview.at);
+  }
+
+  /** One refresh at a time; a refresh asked for during one runs right after it. */
+  function refreshNow() {
+    clearTimeout(state.timer);
+    const run = (state.running || Promise.resolve())
+      .then(load)
+      .then(() => setStatus(`Updated ${new Date().toLocaleTimeString()}`), (error) => setStatus(`Refresh failed: ${error.message}`, true))
+      .finally(() => {
+        if (state.running === run) {
+          state.running = null;
+          state.timer = setTimeout(refreshNow, state.session.refreshInterval);
+        }
+      });
+    state.running = run;
+    return run;
+  }
+
+  async function start() {
+    try {
+      state.session = await getJson('session');
+    } catch (error) {
+      return setStatus(`Cannot load the dashboard: ${error.message}`, true);
+    }
+    const mode = document.getElementById('mode');
+    mode.textContent = state.session.readOnly ? 'read-only' : 'actions enabled';
+    document.getElementById('add-stream').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const input = document.getElementById('stream-name');
+      const name = input.value;
+      if (name !== '' && !state.named.includes(name)) {
+        if (state.named.length >= 10) return setStatus('At most 10 streams by name: remove one first.', true);
+        state.named.push(name);
+        saveNamed();
+      }
+      input.value = '';
+      state.selected = name;
+      refreshNow();
+    });
+    refreshNow();
+  }
+
+  start();
+})();

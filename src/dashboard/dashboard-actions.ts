@@ -1,0 +1,114 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { RedisStreamsOptionError } from '../errors.js';
+import { Redactor } from '../redaction.js';
+import { reapConsumers, type ReapResult } from '../recovery/consumer-reaper.js';
+import type { PurgeResult, RedriveResult } from '../recovery/dead-letter-results.js';
+import { handOffEntries, type HandOffResult } from '../recovery/leases.js';
+import { streamIdListOption } from '../recovery/recovery-validation.js';
+import { describe } from '../validation.js';
+import { DashboardContext } from './dashboard-context.js';
+import { nameParameter } from './dashboard-reads.js';
+
+/** Most ids one action takes (the page selects at most a page of rows). */
+export const MAX_ACTION_IDS = 1000;
+
+/**
+ * The dashboard's mutating actions, each logged (action, stream, group, ids and outcome; never a
+ * payload) through Nest's Logger. Only reached through the mutation guard (read-only, CSRF).
+ */
+@Injectable()
+export class DashboardActions {
+  private readonly logger = new Logger('RedisStreamsDashboard');
+  private readonly redactor: Redactor;
+
+  constructor(private readonly context: DashboardContext) {
+    this.redactor = Redactor.for(context.redis);
+  }
+
+  /** Dead letters back to their stream as new entries (`ids` or `'all'`). */
+  redrive(body: unknown): Promise<RedriveResult> {
+    const { stream, selection } = this.deadLetterRequest(body);
+    return this.logged('redrive dead letters', { stream, ids: selection }, () => this.context.deadLetters.redrive(stream, selection, this.context.deadLetterKeyOption(stream)), (result) => `${result.redriven.length} redriven, ${result.skipped.length} skipped`);
+  }
+
+  /** Dead letters deleted (`ids` or `'all'`). */
+  purge(body: unknown): Promise<PurgeResult> {
+    const { stream, selection } = this.deadLetterRequest(body);
+    return this.logged('purge dead letters', { stream, ids: selection }, () => this.context.deadLetters.purge(stream, selection, this.context.deadLetterKeyOption(stream)), (result) => `${result.purged} purged, ${result.notFound.length} not found, ${result.skipped.length} skipped`);
+  }
+
+  /** XACK of pending entries: they count as handled (the work is not done again). */
+  ack(body: unknown): Promise<{ acked: number }> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const group = nameParameter('group', request.group);
+    const ids = idsParameter(request.ids);
+    return this.logged('ack pending entries', { stream, group, ids }, async () => ({ acked: await this.context.claimer.ack(stream, group, ids) }), ({ acked }) => `${acked} acked`);
+  }
+
+  /**
+   * Moves pending entries to `consumer`, each only while `owner` (the owner the page showed)
+   * still holds it: an entry another consumer took meanwhile is left alone. Their idle time
+   * starts again at 0 and their delivery count stays.
+   */
+  claim(body: unknown): Promise<HandOffResult> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const group = nameParameter('group', request.group);
+    const owner = nameParameter('owner', request.owner);
+    const consumer = nameParameter('consumer', request.consumer);
+    const ids = idsParameter(request.ids);
+    return this.logged(
+      'claim pending entries',
+      { stream, group, owner, consumer, ids },
+      () => handOffEntries(this.context.redis, { stream, group, consumer: owner, handoffConsumer: consumer, idleMs: 0, ids }),
+      (result) => `${result.handedOff.length} claimed, ${result.lost.length} not held by the owner any more`,
+    );
+  }
+
+  /** XGROUP DELCONSUMER of a consumer that holds no pending entries (checked in the same script). */
+  deleteConsumer(body: unknown): Promise<ReapResult> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const group = nameParameter('group', request.group);
+    const consumer = nameParameter('consumer', request.consumer);
+    return this.logged('delete consumer', { stream, group, consumer }, () => reapConsumers(this.context.redis, { stream, group, consumers: [consumer] }), (result) => result.outcomes[0]?.status ?? 'no outcome');
+  }
+
+  private deadLetterRequest(body: unknown): { stream: string; selection: readonly string[] | 'all' } {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    if (request.ids === 'all') return { stream, selection: 'all' };
+    return { stream, selection: idsParameter(request.ids) };
+  }
+
+  /**
+   * Runs an action and logs it with its outcome, or its failure as a warning. Names are
+   * JSON-quoted, so a hostile name cannot forge a log line; payloads are never logged.
+   */
+  private async logged<T>(action: string, subject: Record<string, string | readonly string[]>, run: () => Promise<T>, outcome: (result: T) => string): Promise<T> {
+    const what = `${action}: ${Object.entries(subject).map(([name, value]) => `${name} ${JSON.stringify(value)}`).join(', ')}`;
+    try {
+      const result = await run();
+      this.logger.log(`${what}: ${outcome(result)}`);
+      return result;
+    } catch (error) {
+      this.logger.warn(`${what}: failed: ${this.redactor.text(error instanceof Error ? error.message : String(error))}`);
+      throw error;
+    }
+  }
+}
+
+function objectBody(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new RedisStreamsOptionError('body', `must be a JSON object, got ${describe(body)}`);
+  }
+  return body as Record<string, unknown>;
+}
+
+function idsParameter(value: unknown): string[] {
+  const ids = streamIdListOption('ids', value);
+  if (ids.length === 0) throw new RedisStreamsOptionError('ids', 'must name at least one id');
+  if (ids.length > MAX_ACTION_IDS) throw new RedisStreamsOptionError('ids', `at most ${MAX_ACTION_IDS} ids at once, got ${ids.length}`);
+  return ids;
+}

@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import type { StreamFieldPairs } from '../claim/claimed-fields.js';
+import type { PendingEntry } from '../claim/inspection.types.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import type { DeadLetter } from '../recovery/dead-letter-format.js';
+import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
+import { DashboardContext } from './dashboard-context.js';
+import type { OverviewView } from './dashboard-views.js';
+import { sampleTarget } from './stream-sampler.js';
+
+/** Names typed into the page that one refresh takes at most (the page keeps them, the server does not). */
+export const MAX_NAMED_STREAMS = 10;
+/** Longest stream / group / consumer name a request may carry. */
+export const MAX_NAME_LENGTH = 1024;
+/** Rows of a dead-letter or pending list the page shows. */
+export const LIST_COUNT = 50;
+
+export interface DeadLettersView {
+  deadLetterKey: string;
+  deadLetters: DeadLetter<StreamFieldPairs>[];
+  /** More dead letters than shown. */
+  more: boolean;
+}
+
+/** The dashboard's read-only API: overview, dead letters, pending entries, one entry's fields. */
+@Injectable()
+export class DashboardReads {
+  constructor(private readonly context: DashboardContext) {}
+
+  /** The overview: every stream the page shows, sampled at once (see stream-sampler.ts for the cost). */
+  async overview(named: readonly string[]): Promise<OverviewView> {
+    if (named.length > MAX_NAMED_STREAMS) throw new RedisStreamsOptionError('stream', `at most ${MAX_NAMED_STREAMS} streams by name, got ${named.length}`);
+    named.forEach((name, index) => nameParameter(`stream[${index}]`, name));
+    const keys = this.context.targets(named);
+    const targets = keys.targets.slice(0, this.context.options.maxStreams);
+    const parts = { inspector: this.context.inspector, redis: this.context.redis, deadLetterKeyOf: this.context.deadLetterKeyOf(keys) };
+    const at = Date.now();
+    const streams = await Promise.all(targets.map((target) => sampleTarget(parts, target)));
+    return { at, streams, omitted: keys.targets.length - targets.length };
+  }
+
+  /** The oldest dead letters of `stream` (a partitioned stream's merged), fields as [name, value] pairs. */
+  async deadLetterList(stream: unknown): Promise<DeadLettersView> {
+    const name = nameParameter('stream', stream);
+    const page = await this.context.deadLetters.list(name, { count: LIST_COUNT, fieldsFormat: 'pairs', ...this.context.deadLetterKeyOption(name) });
+    return { deadLetterKey: page.deadLetterKey, deadLetters: page.deadLetters, more: page.nextStart !== null };
+  }
+
+  /** The group's oldest pending entries: owner, idle time, deliveries. */
+  async pending(stream: unknown, group: unknown): Promise<{ entries: PendingEntry[]; more: boolean }> {
+    const entries = await this.context.inspector.pendingRange(nameParameter('stream', stream), nameParameter('group', group), { count: LIST_COUNT + 1, retryConsumer: false });
+    return { entries: entries.slice(0, LIST_COUNT), more: entries.length > LIST_COUNT };
+  }
+
+  /** One entry of a stream (XRANGE id id), or null when it is gone. */
+  async entry(stream: unknown, id: unknown): Promise<{ id: string; fields: StreamFieldPairs } | null> {
+    const key = nameParameter('stream', stream);
+    if (!isStreamId(id)) throw new RedisStreamsOptionError('id', `must be a stream id, got ${describe(id)}`);
+    const [row] = await this.context.redis.xrange(key, id, id);
+    if (row === undefined) return null;
+    const [entryId, flat] = row;
+    const fields: StreamFieldPairs = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i] as string, flat[i + 1] as string]);
+    return { id: entryId, fields };
+  }
+}
+
+/** A stream, group or consumer name from a request: a non-empty string of bounded length. */
+export function nameParameter(option: string, value: unknown): string {
+  const name = nonEmptyStringOption(option, value);
+  if (name.length > MAX_NAME_LENGTH) throw new RedisStreamsOptionError(option, `must be at most ${MAX_NAME_LENGTH} characters, got ${name.length}`);
+  return name;
+}

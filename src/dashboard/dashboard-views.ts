@@ -1,0 +1,51 @@
+/** The JSON the page reads: one refresh of the overview. Every name is data, never markup. */
+
+export interface ConsumerView {
+  name: string;
+  pending: number;
+  /** XINFO CONSUMERS `idle`: ms since its last attempted interaction (7.2+) or last successful one. */
+  idleMs: number;
+  /** Ms since its last successful interaction (Redis 7.2+); null before. */
+  inactiveMs: number | null;
+}
+
+export interface GroupView {
+  name: string;
+  /** A handler of this process reads the stream in this group. */
+  handled: boolean;
+  pending: number;
+  /** Entries not yet delivered to the group (Redis 7.0+); null when Redis cannot tell. */
+  lag: number | null;
+  /** Entries the group has read (Redis 7.0+): the page's out-rate is its change per second. */
+  entriesRead: number | null;
+  lastDeliveredId: string | null;
+  consumers: ConsumerView[];
+}
+
+export interface StreamView {
+  /** The stream's name (a partition's key for a partition). */
+  name: string;
+  source: 'handlers' | 'option' | 'page' | 'partition';
+  /** False when the key holds no stream (yet). */
+  exists: boolean;
+  length: number;
+  /** XADDs in the stream's life (Redis 7.0+): the page's in-rate is its change per second. */
+  entriesAdded: number | null;
+  firstEntryId: string | null;
+  lastEntryId: string | null;
+  /** Entries in its dead-letter stream(s). */
+  deadLetters: number;
+  groups: GroupView[];
+  /** A partitioned stream: each partition, in index order; the fields above are their totals. */
+  partitions?: StreamView[];
+  /** Why it could not be read (the key is not a stream, Redis refused), or undefined. */
+  error?: string;
+}
+
+export interface OverviewView {
+  /** Epoch ms on this host, for the page's rates. */
+  at: number;
+  streams: StreamView[];
+  /** Streams left out of this refresh beyond the `maxStreams` option. */
+  omitted: number;
+}

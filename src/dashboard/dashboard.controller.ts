@@ -1,0 +1,131 @@
+import { Body, Controller, Get, Header, HttpCode, NotFoundException, Post, Query, Req, UseGuards, type CanActivate, type Type } from '@nestjs/common';
+import { Redactor } from '../redaction.js';
+import { DashboardActions } from './dashboard-actions.js';
+import { DashboardAssets } from './dashboard-assets.js';
+import { DashboardContext } from './dashboard-context.js';
+import { DashboardReads } from './dashboard-reads.js';
+import { CSRF_HEADER, CsrfToken, MutationGuard, SameOriginGuard, SecurityHeadersGuard } from './dashboard-security.js';
+import type { ResolvedDashboardOptions } from './dashboard.options.js';
+import { answer } from './http-errors.js';
+
+/** What the page learns before its first refresh. */
+export interface DashboardSession {
+  readOnly: boolean;
+  /** Sent back in the `X-CSRF-Token` header of every mutation; null when read-only. */
+  csrfToken: string | null;
+  csrfHeader: string;
+  refreshInterval: number;
+}
+
+/**
+ * The dashboard's routes under `options.path`, as a Nest controller so that the app's own HTTP
+ * adapter (Express or Fastify) serves them. Built per `forRoot` call: the path and the app's
+ * guard are class decorators. Guards run in order: security headers, the app's guard, then on
+ * the session (the CSRF token) and on mutations the same-origin guard, and on mutations the
+ * read-only / CSRF guard.
+ */
+export function dashboardController(options: ResolvedDashboardOptions): Type<unknown> {
+  const guards: (Type<CanActivate> | CanActivate)[] = [SecurityHeadersGuard];
+  if (options.guard !== undefined) guards.push(options.guard);
+
+  @Controller(options.path)
+  @UseGuards(...guards)
+  class RedisStreamsDashboardController {
+    private readonly redactor: Redactor;
+
+    constructor(
+      private readonly assets: DashboardAssets,
+      private readonly reads: DashboardReads,
+      private readonly actions: DashboardActions,
+      private readonly token: CsrfToken,
+      context: DashboardContext,
+    ) {
+      this.redactor = Redactor.for(context.redis);
+    }
+
+    @Get()
+    @Header('Content-Type', 'text/html; charset=utf-8')
+    page(@Req() request: { url: string }): string {
+      return this.assets.html(request.url);
+    }
+
+    @Get('assets/dashboard.js')
+    @Header('Content-Type', 'text/javascript; charset=utf-8')
+    script(): string {
+      return this.assets.script;
+    }
+
+    @Get('assets/dashboard.css')
+    @Header('Content-Type', 'text/css; charset=utf-8')
+    style(): string {
+      return this.assets.style;
+    }
+
+    @Get('api/session')
+    @UseGuards(SameOriginGuard)
+    session(): DashboardSession {
+      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : this.token.value, csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
+    }
+
+    @Get('api/overview')
+    overview(@Query('stream') stream: unknown) {
+      const named = stream === undefined ? [] : Array.isArray(stream) ? stream : [stream];
+      return answer(this.redactor, () => this.reads.overview(named as unknown[] as string[]));
+    }
+
+    @Get('api/dead-letters')
+    deadLetters(@Query('stream') stream: unknown) {
+      return answer(this.redactor, () => this.reads.deadLetterList(stream));
+    }
+
+    @Get('api/pending')
+    pending(@Query('stream') stream: unknown, @Query('group') group: unknown) {
+      return answer(this.redactor, () => this.reads.pending(stream, group));
+    }
+
+    @Get('api/entry')
+    entry(@Query('stream') stream: unknown, @Query('id') id: unknown) {
+      return answer(this.redactor, async () => {
+        const entry = await this.reads.entry(stream, id);
+        if (entry === null) throw new NotFoundException('no such entry (acknowledged and deleted, or trimmed)');
+        return entry;
+      });
+    }
+
+    @Post('api/dead-letters/redrive')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    redrive(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.redrive(body));
+    }
+
+    @Post('api/dead-letters/purge')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    purge(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.purge(body));
+    }
+
+    @Post('api/pending/ack')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    ack(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.ack(body));
+    }
+
+    @Post('api/pending/claim')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    claim(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.claim(body));
+    }
+
+    @Post('api/consumers/delete')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    deleteConsumer(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.deleteConsumer(body));
+    }
+  }
+  return RedisStreamsDashboardController;
+}

@@ -1,0 +1,82 @@
+import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
+import { RedisStreamsOptionError } from '../errors.js';
+import { booleanOption, describe, integerOption, nonEmptyStringOption } from '../validation.js';
+
+/** What `RedisStreamsDashboardModule.forRoot` takes. */
+export interface RedisStreamsDashboardOptions {
+  /** Where the page and its JSON API are mounted (behind any global prefix). Default `/streams`. */
+  path?: string;
+  /** Streams shown besides the ones this process's servers read (a partitioned stream by its name: `orders`). */
+  streams?: readonly string[];
+  /**
+   * Default true: the page only reads. `false` enables redrive / purge / ack / claim / delete
+   * consumer, and then `guard` is required.
+   */
+  readOnly?: boolean;
+  /**
+   * A Nest guard (class or instance) in front of every route of the dashboard, page and API.
+   * Required when `readOnly` is false. Its dependencies must be injectable in the dashboard's
+   * module: list their modules in `imports`.
+   */
+  guard?: Type<CanActivate> | CanActivate;
+  /** Modules the guard's dependencies come from. */
+  imports?: ModuleMetadata['imports'];
+  /** How often the page refreshes, in ms (it polls). Default 2000, at least 500. */
+  refreshInterval?: number;
+  /** Most streams one refresh reads (servers' streams, `streams` and names typed into the page). Default 50. */
+  maxStreams?: number;
+}
+
+export interface ResolvedDashboardOptions {
+  /** Normalized: leading slash, no trailing one (`/` for the root). */
+  readonly path: string;
+  readonly streams: readonly string[];
+  readonly readOnly: boolean;
+  readonly guard: Type<CanActivate> | CanActivate | undefined;
+  readonly imports: NonNullable<ModuleMetadata['imports']>;
+  readonly refreshInterval: number;
+  readonly maxStreams: number;
+}
+
+/** Checks every option (naming the bad one) when the app's module is declared. */
+export function resolveDashboardOptions(options: RedisStreamsDashboardOptions = {}): ResolvedDashboardOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new RedisStreamsOptionError('options', `RedisStreamsDashboardModule options must be an object, got ${describe(options)}`);
+  }
+  const readOnly = booleanOption('readOnly', options.readOnly, true);
+  const guard = options.guard;
+  if (guard !== undefined && typeof guard !== 'function' && (guard === null || typeof (guard as CanActivate).canActivate !== 'function')) {
+    throw new RedisStreamsOptionError('guard', `must be a Nest guard class or an object with canActivate(), got ${describe(guard)}`);
+  }
+  if (!readOnly && guard === undefined) {
+    throw new RedisStreamsOptionError('guard', 'is required when readOnly is false: mutating actions are only served behind a guard of the app (see docs/dashboard.md)');
+  }
+  if (options.imports !== undefined && !Array.isArray(options.imports)) {
+    throw new RedisStreamsOptionError('imports', `must be an array of modules, got ${describe(options.imports)}`);
+  }
+  return {
+    path: pathOption(options.path),
+    streams: streamsOption(options.streams),
+    readOnly,
+    guard,
+    imports: options.imports ?? [],
+    refreshInterval: integerOption('refreshInterval', options.refreshInterval, 2_000, 500, 3_600_000),
+    maxStreams: integerOption('maxStreams', options.maxStreams, 50, 1, 1_000),
+  };
+}
+
+function pathOption(value: unknown): string {
+  const path = nonEmptyStringOption('path', value, '/streams');
+  // Kept to plain URL path characters: the path ends up in routes and in the page's links.
+  if (!/^\/?[A-Za-z0-9._~\-/]*$/.test(path) || path.includes('//')) {
+    throw new RedisStreamsOptionError('path', `must be a URL path of letters, digits and . _ ~ - / (such as "/streams"), got ${describe(path)}`);
+  }
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  return `/${trimmed}`;
+}
+
+function streamsOption(value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new RedisStreamsOptionError('streams', `must be an array of stream names, got ${describe(value)}`);
+  return value.map((name, index) => nonEmptyStringOption(`streams[${index}]`, name));
+}

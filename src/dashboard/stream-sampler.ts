@@ -1,0 +1,125 @@
+import { RedisStreamsClaimError } from '../claim/claim.errors.js';
+import type { StreamInspector } from '../claim/stream-inspector.js';
+import type { RedisClient } from '../redis/connection.js';
+import type { ConsumerView, GroupView, StreamView } from './dashboard-views.js';
+import type { StreamTarget } from './stream-targets.js';
+
+/** What sampling needs: the inspector and connection, and each stream key's dead-letter key. */
+export interface SamplerParts {
+  readonly inspector: StreamInspector;
+  readonly redis: RedisClient;
+  readonly deadLetterKeyOf: (key: string) => string;
+}
+
+/**
+ * One refresh of one stream. Per stream key: XINFO STREAM, XINFO GROUPS, XLEN of its dead-letter
+ * stream, then XINFO CONSUMERS per group; all sent at once on the one connection. A partitioned
+ * stream costs that per partition (its partition keys come from the servers' bindings, or from
+ * one GET of its metadata key when its name holds no stream). No SCAN, no KEYS.
+ */
+export async function sampleTarget(parts: SamplerParts, target: StreamTarget): Promise<StreamView> {
+  if (target.partitions !== undefined && target.partitions.length > 0) return partitioned(parts, target, target.partitions);
+  const sample = await sampleKey(parts, target.name, target.handledGroups, target.source);
+  if (sample.partitionKeys === undefined) return sample.view;
+  return partitioned(parts, target, sample.partitionKeys);
+}
+
+async function partitioned(parts: SamplerParts, target: StreamTarget, keys: readonly string[]): Promise<StreamView> {
+  const partitions = await Promise.all(keys.map(async (key) => (await sampleKey(parts, key, target.handledGroups, 'partition')).view));
+  return { ...totalOf(target.name, target.source, partitions), partitions };
+}
+
+async function sampleKey(
+  { inspector, redis, deadLetterKeyOf }: SamplerParts,
+  key: string,
+  handled: ReadonlySet<string>,
+  source: StreamView['source'],
+): Promise<{ view: StreamView; partitionKeys?: readonly string[] }> {
+  const deadLetters = redis.xlen(deadLetterKeyOf(key)).catch(() => 0);
+  const empty: StreamView = { name: key, source, exists: false, length: 0, entriesAdded: null, firstEntryId: null, lastEntryId: null, deadLetters: 0, groups: [] };
+  let stream;
+  let groups;
+  try {
+    [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
+  } catch (error) {
+    const view = { ...empty, deadLetters: await deadLetters };
+    if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') return { view, partitionKeys: error.partitionKeys };
+    return { view: { ...view, error: error instanceof Error ? error.message : String(error) } };
+  }
+  const groupViews = await Promise.all(
+    groups.map(async (group): Promise<GroupView> => ({
+      name: group.name,
+      handled: handled.has(group.name),
+      pending: group.pending,
+      lag: group.lag,
+      entriesRead: group.entriesRead,
+      lastDeliveredId: group.lastDeliveredId,
+      consumers: (await inspector.consumers(key, group.name).catch(() => [])).map(({ name, pending, idleMs, inactiveMs }) => ({ name, pending, idleMs, inactiveMs })),
+    })),
+  );
+  return {
+    view: {
+      ...empty,
+      exists: true,
+      length: stream.length,
+      entriesAdded: stream.entriesAdded,
+      firstEntryId: stream.firstEntryId,
+      lastEntryId: stream.lastEntryId,
+      deadLetters: await deadLetters,
+      groups: groupViews,
+    },
+  };
+}
+
+/**
+ * The whole partitioned stream: lengths, entries added, dead letters, pending, lag and entries
+ * read summed (null when a partition does not count them); per consumer, pending summed and the
+ * least idle time of any partition (a consumer reads all its partitions).
+ */
+function totalOf(name: string, source: StreamView['source'], partitions: readonly StreamView[]): StreamView {
+  const existing = partitions.filter((partition) => partition.exists);
+  const groupNames = [...new Set(existing.flatMap((partition) => partition.groups.map((group) => group.name)))];
+  return {
+    name,
+    source,
+    exists: existing.length > 0,
+    length: sum(existing.map((partition) => partition.length)) ?? 0,
+    entriesAdded: sum(existing.map((partition) => partition.entriesAdded)),
+    firstEntryId: null,
+    lastEntryId: null,
+    deadLetters: sum(partitions.map((partition) => partition.deadLetters)) ?? 0,
+    groups: groupNames.map((group) => groupTotal(group, existing.flatMap((partition) => partition.groups.filter((one) => one.name === group)))),
+  };
+}
+
+function groupTotal(name: string, groups: readonly GroupView[]): GroupView {
+  const consumers = new Map<string, ConsumerView>();
+  for (const consumer of groups.flatMap((group) => group.consumers)) {
+    const seen = consumers.get(consumer.name);
+    if (seen === undefined) consumers.set(consumer.name, { ...consumer });
+    else {
+      seen.pending += consumer.pending;
+      seen.idleMs = Math.min(seen.idleMs, consumer.idleMs);
+      seen.inactiveMs = seen.inactiveMs === null || consumer.inactiveMs === null ? null : Math.min(seen.inactiveMs, consumer.inactiveMs);
+    }
+  }
+  return {
+    name,
+    handled: groups.some((group) => group.handled),
+    pending: sum(groups.map((group) => group.pending)) ?? 0,
+    lag: sum(groups.map((group) => group.lag)),
+    entriesRead: sum(groups.map((group) => group.entriesRead)),
+    lastDeliveredId: null,
+    consumers: [...consumers.values()],
+  };
+}
+
+/** The sum, or null when any part is unknown. */
+function sum(values: readonly (number | null)[]): number | null {
+  let total = 0;
+  for (const value of values) {
+    if (value === null) return null;
+    total += value;
+  }
+  return total;
+}
