@@ -4,23 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, type RedisStreamsClientStatus } from '../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { freePort, RedisServerProcess } from './helpers/redis-server.js';
+import { settleWithin } from './helpers/stream-responder.js';
 import { waitFor } from './helpers/wait.js';
-
-/** Settles `promise` or fails the test after `ms`: a hang is a failure, not a slow pass. */
-async function settleWithin<T>(promise: Promise<T>, ms: number): Promise<{ value?: T; error?: unknown }> {
-  let timer: NodeJS.Timeout | undefined;
-  const hang = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms);
-  });
-  try {
-    return { value: await Promise.race([promise, hang]) };
-  } catch (error) {
-    if ((error as Error).message === `still pending after ${ms} ms`) throw error;
-    return { error };
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 describe('RedisStreamsClient options', () => {
   const invalid: [string, Record<string, unknown>, string][] = [

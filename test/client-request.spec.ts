@@ -6,56 +6,8 @@ import { fieldsFromArray, type StreamFields } from '../src/codec/wire-format.js'
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { RedisServerProcess } from './helpers/redis-server.js';
+import { jsonReply, StreamResponder } from './helpers/stream-responder.js';
 import { waitFor } from './helpers/wait.js';
-
-type XRead = [string, [string, string[]][]][] | null;
-
-/**
- * A stand-in for the server side, written with plain ioredis: reads request entries of one stream
- * and answers on each entry's `replyTo` exactly as the wire format says (XADD + PEXPIRE). It lets
- * these tests pin the client's half of request/reply without the Nest server.
- */
-class Responder {
-  private stopped = false;
-  private readonly loop: Promise<void>;
-  readonly requests: StreamFields[] = [];
-
-  constructor(
-    private readonly reader: Redis,
-    private readonly writer: Redis,
-    private readonly stream: string,
-    private readonly answer: (request: StreamFields) => ReplyPacket | undefined,
-  ) {
-    this.loop = this.run();
-  }
-
-  private async run(): Promise<void> {
-    let lastId = '0-0';
-    while (!this.stopped) {
-      const reply = (await this.reader.xread('BLOCK', 100, 'STREAMS', this.stream, lastId).catch(() => null)) as XRead;
-      for (const [, entries] of reply ?? []) {
-        for (const [id, flat] of entries) {
-          lastId = id;
-          const request = fieldsFromArray(flat);
-          this.requests.push(request);
-          const packet = this.answer(request);
-          if (packet && request.replyTo && request.id) {
-            await this.writer
-              .multi()
-              .xadd(request.replyTo, '*', ...encodeReplyArgs(request.id, packet))
-              .pexpire(request.replyTo, 60_000)
-              .exec();
-          }
-        }
-      }
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.loop;
-  }
-}
 
 describe('RedisStreamsClient.send (client side of request/reply)', () => {
   let server: RedisServerProcess;
@@ -68,7 +20,10 @@ describe('RedisStreamsClient.send (client side of request/reply)', () => {
   };
   const respond = (stream: string, answer: (request: StreamFields) => ReplyPacket | undefined) => {
     const reader = server.client();
-    const responder = new Responder(reader, redis, stream, answer);
+    const responder = new StreamResponder(reader, redis, stream, (request) => {
+      const packet = answer(request);
+      return packet ? [jsonReply(request, packet)] : [];
+    });
     closers.push(async () => {
       await responder.stop();
       reader.disconnect();
