@@ -1,11 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { ReadPacket } from '@nestjs/microservices';
+import { deliveryTimeOf } from '../delayed/delivery-time.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { ProducerTrace } from '../telemetry/telemetry.js';
 import { pushEntryFields, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import { idmpArgs } from './idempotent-emit.js';
 import { EMPTY_OPTIONS, isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
 import type { PartitionRouter } from './partition-router.js';
-import type { ProducerConnection } from './producer-connection.js';
+import { delayedHoldArgs, sendHold } from './delayed-emit.js';
+import type { ProducerConnection, XAddArgs } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RedisStreamsRecord } from './redis-streams-record.js';
 import type { XAddWriter } from './xadd-writer.js';
@@ -63,28 +66,38 @@ export class EventWriter {
       const data = record ? record.data : packet.data;
       const pattern = this.host.normalize(packet.pattern);
       const trimming = xadds.trimmingFor(pattern, options);
-      const idmp = idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, this.host.producer.capabilities);
-      const args = xadds.head(stream, trimming, options.noMkStream ?? config.noMkStream, idmp);
-      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, stream, trace));
+      const noMkStream = options.noMkStream ?? config.noMkStream;
+      // A delayed emit writes a hold instead of the XADD (same fields, docs/scheduling.md).
+      const time = options.delay === undefined && options.deliverAt === undefined ? undefined : deliveryTimeOf(options.delay, options.deliverAt);
+      const { producer } = this.host;
+      let args;
+      if (time === undefined) {
+        args = xadds.head(stream, trimming, noMkStream, idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, producer.capabilities));
+        if (args === undefined) return producer.clockReady().then(() => this.write<T>(packet, stream, trace));
+      } else {
+        args = delayedHoldArgs(randomUUID(), time, options, trimming, noMkStream, producer.capabilities);
+      }
+      const send = (written: XAddArgs) => (time === undefined ? xadds.send(written) : sendHold(producer.client, stream, written));
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
         }
         pushRawFields(args, data);
-        return xadds.send(args) as Promise<T>;
+        return send(args) as Promise<T>;
       }
       const given = options.headers === undefined ? undefined : validateHeaders(options.headers);
       const headers = trace === undefined ? given : { ...trace.headers, ...given };
       if (this.host.identitySerializer) {
         pushEntryFields(args, pattern, data, packet.metadata, headers);
-        return xadds.send(args) as Promise<T>;
+        return send(args) as Promise<T>;
       }
       const outgoing: OutgoingPacket = { pattern, data, metadata: packet.metadata };
       const serialized = this.host.serialize(outgoing);
+      const fields = args;
       const write = (value: unknown) => {
         const final = serializedPacket(outgoing, value);
-        pushEntryFields(args, final.pattern, final.data, final.metadata, headers);
-        return xadds.send(args);
+        pushEntryFields(fields, final.pattern, final.data, final.metadata, headers);
+        return send(fields);
       };
       return (isThenable(serialized) ? serialized.then(write) : write(serialized)) as Promise<T>;
     } catch (error) {

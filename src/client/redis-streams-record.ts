@@ -37,6 +37,15 @@ export interface RedisStreamsRecordOptions {
    * first did), else round robin. Ignored by a pattern that is not partitioned.
    */
   partitionKey?: string;
+  /**
+   * Events only: deliver the entry this long after the emit (ms or an ISO-8601 duration such as
+   * `PT10M`, measured on Redis' clock). The entry is held next to the stream (`{orders}:delayed`)
+   * and added to it, once, by a worker of the stream when due (docs/scheduling.md); the emit
+   * resolves with the hold id instead of an entry id. `send()` refuses it.
+   */
+  delay?: number | string;
+  /** Events only: deliver the entry at this time (a `Date` or Unix ms; past: at once). As `delay`, which it excludes. */
+  deliverAt?: Date | number;
 }
 
 /**
@@ -88,6 +97,14 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setPartitionKey(partitionKey: string): this {
     return this.setOptions({ partitionKey });
+  }
+
+  setDelay(delay: number | string): this {
+    return this.setOptions({ delay });
+  }
+
+  setDeliverAt(deliverAt: Date | number): this {
+    return this.setOptions({ deliverAt });
   }
 
   setTimeout(timeout: number): this {

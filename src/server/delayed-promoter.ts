@@ -1,0 +1,115 @@
+import type { Logger } from '@nestjs/common';
+import { promoteDue, type PromotionResult } from '../delayed/promote.js';
+import type { RedisClient } from '../redis/connection.js';
+import { batchThisTick } from '../redis/tick-batching.js';
+import type { ResolvedDelayedOptions } from './delayed-options.js';
+
+/** What one promotion round did, over every stream. */
+export interface PromotionRound {
+  promoted: number;
+  skipped: number;
+}
+
+/**
+ * Moves the due delayed entries of the streams this worker reads into them (docs/scheduling.md).
+ * Every worker of a stream runs one, so no extra process is needed; the script makes each entry
+ * move once however many race. A round calls promote.lua for every stream at once (one socket
+ * write), again for a stream while a call moved a full batch (at most `maxPages` calls), and the
+ * next round comes when the earliest entry seen is due, at the latest after `interval`, at once
+ * when some stream had more due than the round could move. The timer is unref'd; `stop()` clears
+ * it and waits for a round in progress.
+ */
+export class DelayedPromoter {
+  private timer: NodeJS.Timeout | undefined;
+  private round: Promise<PromotionRound> | undefined;
+  private stopped = false;
+  /** The last failure's text: one log line per outage, not one per round. */
+  private lastFailure: string | undefined;
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly streams: readonly string[],
+    private readonly options: ResolvedDelayedOptions,
+    private readonly logger: Logger,
+    private readonly report: (error: Error) => void,
+  ) {}
+
+  start(): void {
+    if (this.streams.length === 0 || this.stopped) return;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.round?.catch(() => undefined);
+  }
+
+  /** One round now (after the one in progress). */
+  async runOnce(): Promise<PromotionRound> {
+    await this.round?.catch(() => undefined);
+    const { round } = await this.promoteAll();
+    return round;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const run = this.promoteAll();
+      this.round = run.then(({ round }) => round);
+      void run.then(({ nextMs }) => this.schedule(nextMs));
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async promoteAll(): Promise<{ round: PromotionRound; nextMs: number }> {
+    const round: PromotionRound = { promoted: 0, skipped: 0 };
+    let nextMs = this.options.intervalMs;
+    const failures: string[] = [];
+    await Promise.all(
+      this.streams.map(async (stream) => {
+        try {
+          const last = await this.promoteStream(stream, round);
+          if (last.full) nextMs = 0;
+          else if (last.nextDueMs !== undefined) nextMs = Math.min(nextMs, Math.max(1, last.nextDueMs - last.nowMs));
+        } catch (error) {
+          failures.push(`"${stream}": ${(error as Error).message}`);
+        }
+      }),
+    );
+    this.reportFailures(failures);
+    return { round, nextMs };
+  }
+
+  /** Calls the script while it moves full batches, up to `maxPages` times; returns the last call's result. */
+  private async promoteStream(stream: string, round: PromotionRound): Promise<PromotionResult> {
+    for (let page = 1; ; page++) {
+      batchThisTick(this.client);
+      const result = await promoteDue(this.client, stream, this.options.batch);
+      round.promoted += result.promoted.length;
+      round.skipped += result.skipped.length;
+      for (const { hold, status } of result.skipped) {
+        if (status === 'missing') continue; // its body was removed by hand (CLI, operator): nothing to deliver
+        this.logger.warn(
+          status === 'dropped'
+            ? `delayed entry ${hold} of "${stream}" was emitted with noMkStream and the stream does not exist: nothing written`
+            : `delayed entry ${hold} of "${stream}" has a body the promotion cannot read: unscheduled, its body kept in the bodies hash`,
+        );
+      }
+      if (!result.full || page >= this.options.maxPages || this.stopped) return result;
+    }
+  }
+
+  private reportFailures(failures: string[]): void {
+    if (failures.length === 0) {
+      this.lastFailure = undefined;
+      return;
+    }
+    const text = `promotion of delayed entries failed (they stay held; retried next round): ${failures.join('; ')}`;
+    if (text === this.lastFailure) return;
+    this.lastFailure = text;
+    this.report(new Error(text));
+  }
+}
