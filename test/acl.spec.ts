@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { probeCapabilities } from '../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../src/server/context.js';
@@ -22,8 +23,8 @@ import { waitFor } from './helpers/wait.js';
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get ~orders ~quotes ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +zrem +hdel ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:*`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
@@ -112,6 +113,9 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000, trim: { maxAge: 'PT1H' } });
     const ids = [await lastValueFrom(client.emit('orders', { n: 1 })), await lastValueFrom(client.emit('orders', { poison: true }))];
     expect(await lastValueFrom(client.send('quotes', [1, 2, 3]))).toBe(6);
+    // A delayed emit: held by the producer, promoted by the worker (docs/scheduling.md).
+    await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'later' }, { delay: 50 })));
+    await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'later'), 'the delayed event handled');
     await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered by recovery', { timeout: 15_000 });
     expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', group: 'g', id: ids[1], reason: 'max_deliveries', error: 'Error: poison' });
     expect(handled.filter((h) => h.id === ids[1]).map((h) => h.deliveryCount)).toEqual([1, 2]);

@@ -1,5 +1,7 @@
 import type { Logger } from '@nestjs/common';
+import { delayedKeys } from '../delayed/delayed-keys.js';
 import { promoteDue, type PromotionResult } from '../delayed/promote.js';
+import { isNoPermission } from '../partitions/partition-metadata.js';
 import type { RedisClient } from '../redis/connection.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import type { ResolvedDelayedOptions } from './delayed-options.js';
@@ -25,6 +27,8 @@ export class DelayedPromoter {
   private stopped = false;
   /** The last failure's text: one log line per outage, not one per round. */
   private lastFailure: string | undefined;
+  /** Streams whose promotion the ACL refuses: warned once, until a round succeeds again. */
+  private readonly refused = new Set<string>();
 
   constructor(
     private readonly client: RedisClient,
@@ -72,10 +76,12 @@ export class DelayedPromoter {
       this.streams.map(async (stream) => {
         try {
           const last = await this.promoteStream(stream, round);
+          this.refused.delete(stream);
           if (last.full) nextMs = 0;
           else if (last.nextDueMs !== undefined) nextMs = Math.min(nextMs, Math.max(1, last.nextDueMs - last.nowMs));
         } catch (error) {
-          failures.push(`"${stream}": ${(error as Error).message}`);
+          if (isNoPermission(error)) this.warnRefused(stream, error as Error);
+          else failures.push(`"${stream}": ${(error as Error).message}`);
         }
       }),
     );
@@ -100,6 +106,20 @@ export class DelayedPromoter {
       }
       if (!result.full || page >= this.options.maxPages || this.stopped) return result;
     }
+  }
+
+  /**
+   * ACL rules written before delayed entries existed: this worker cannot promote the stream's
+   * (another worker with the rules may); one warning per stream, not an error per round.
+   */
+  private warnRefused(stream: string, error: Error): void {
+    if (this.refused.has(stream)) return;
+    this.refused.add(stream);
+    const { schedule, bodies } = delayedKeys(stream);
+    this.logger.warn(
+      `cannot promote delayed entries of "${stream}" (${error.message}): this worker leaves them held; ` +
+        `grant +zrangebyscore +zrange +hget +zrem +hdel on "${schedule}" and "${bodies}" (docs/security.md)`,
+    );
   }
 
   private reportFailures(failures: string[]): void {
