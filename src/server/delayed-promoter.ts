@@ -19,11 +19,10 @@ export interface PromotionRound {
  * write), again for a stream while a call moved a full batch (at most `maxPages` calls), and the
  * next round comes when the earliest entry seen is due, at the latest after `interval`, at once
  * when some stream had more due than the round could move. The timer is unref'd; `stop()` clears
- * it and waits for a round in progress.
+ * it.
  */
 export class DelayedPromoter {
   private timer: NodeJS.Timeout | undefined;
-  private round: Promise<PromotionRound> | undefined;
   private stopped = false;
   /** The last failure's text: one log line per outage, not one per round. */
   private lastFailure: string | undefined;
@@ -43,27 +42,21 @@ export class DelayedPromoter {
     this.schedule(0);
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops the rounds. A call in flight is not waited for: the script runs whole or not at all in
+   * Redis whatever becomes of its reply, and with Redis down or paused it would hold `close()`.
+   */
+  stop(): void {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    await this.round?.catch(() => undefined);
-  }
-
-  /** One round now (after the one in progress). */
-  async runOnce(): Promise<PromotionRound> {
-    await this.round?.catch(() => undefined);
-    const { round } = await this.promoteAll();
-    return round;
   }
 
   private schedule(delayMs: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      const run = this.promoteAll();
-      this.round = run.then(({ round }) => round);
-      void run.then(({ nextMs }) => this.schedule(nextMs));
+      void this.promoteAll().then(({ nextMs }) => this.schedule(nextMs));
     }, delayMs);
     this.timer.unref();
   }
@@ -113,7 +106,7 @@ export class DelayedPromoter {
    * (another worker with the rules may); one warning per stream, not an error per round.
    */
   private warnRefused(stream: string, error: Error): void {
-    if (this.refused.has(stream)) return;
+    if (this.refused.has(stream) || this.stopped) return;
     this.refused.add(stream);
     const { schedule, bodies } = delayedKeys(stream);
     this.logger.warn(
@@ -123,6 +116,8 @@ export class DelayedPromoter {
   }
 
   private reportFailures(failures: string[]): void {
+    // Calls cut short by close() are no failure to report.
+    if (this.stopped) return;
     if (failures.length === 0) {
       this.lastFailure = undefined;
       return;

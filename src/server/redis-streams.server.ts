@@ -144,7 +144,7 @@ export class RedisStreamsServer
       // handlers' entries until drained.
       if (wasRunning) await stopReading((this.parts as ServerParts).dispatcher, (this.parts as ServerParts).readers);
       await this.recovery?.stopTicks();
-      await this.promoter?.stop();
+      this.promoter?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
       await this.recovery?.stop();
