@@ -48,7 +48,7 @@ export type {
   RedisStreamsLiveness,
   StreamLiveness,
 } from './server/liveness.js';
-export { RedisStreamsContext } from './server/context.js';
+export { RedisStreamsContext, type NackOptions } from './server/context.js';
 export { idempotencyRecordKey } from './server/idempotency.js';
 export type { IdempotencyOption } from './server/idempotency-options.js';
 export type { RedisStreamsMessage } from './server/context.js';

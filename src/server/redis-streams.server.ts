@@ -241,8 +241,8 @@ export class RedisStreamsServer
   ack(entry: InFlightEntry): Promise<void> {
     return this.handling.ack(entry);
   }
-  nack(entry: InFlightEntry): void {
-    this.handling.nack(entry);
+  nack(entry: InFlightEntry, delayMs?: number): void {
+    this.handling.nack(entry, delayMs);
   }
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
     return this.handling.extendLease(entry, ms);
