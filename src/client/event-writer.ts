@@ -57,6 +57,11 @@ export class EventWriter {
     return written;
   }
 
+  /** The XADD, or for a delayed emit (`held`) the hold script call. */
+  private send(args: XAddArgs, stream: string, held: boolean): Promise<string | null> {
+    return held ? sendHold(this.host.producer.client, stream, args) : this.host.xadds.send(args);
+  }
+
   /** `trace`: the producer span whose context goes into the entry's headers. */
   private write<T>(packet: ReadPacket, stream: string, trace: ProducerTrace | undefined): Promise<T> {
     const { config, xadds } = this.host;
@@ -70,34 +75,30 @@ export class EventWriter {
       // A delayed emit writes a hold instead of the XADD (same fields, docs/scheduling.md).
       const time = options.delay === undefined && options.deliverAt === undefined ? undefined : deliveryTimeOf(options.delay, options.deliverAt);
       const { producer } = this.host;
-      let args;
-      if (time === undefined) {
-        args = xadds.head(stream, trimming, noMkStream, idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, producer.capabilities));
-        if (args === undefined) return producer.clockReady().then(() => this.write<T>(packet, stream, trace));
-      } else {
-        args = delayedHoldArgs(randomUUID(), time, options, trimming, noMkStream, producer.capabilities);
-      }
-      const send = (written: XAddArgs) => (time === undefined ? xadds.send(written) : sendHold(producer.client, stream, written));
+      const held = time !== undefined;
+      const args = held
+        ? delayedHoldArgs(randomUUID(), time, options, trimming, noMkStream, producer.capabilities)
+        : xadds.head(stream, trimming, noMkStream, idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, producer.capabilities));
+      if (args === undefined) return producer.clockReady().then(() => this.write<T>(packet, stream, trace));
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
         }
         pushRawFields(args, data);
-        return send(args) as Promise<T>;
+        return this.send(args, stream, held) as Promise<T>;
       }
       const given = options.headers === undefined ? undefined : validateHeaders(options.headers);
       const headers = trace === undefined ? given : { ...trace.headers, ...given };
       if (this.host.identitySerializer) {
         pushEntryFields(args, pattern, data, packet.metadata, headers);
-        return send(args) as Promise<T>;
+        return this.send(args, stream, held) as Promise<T>;
       }
       const outgoing: OutgoingPacket = { pattern, data, metadata: packet.metadata };
       const serialized = this.host.serialize(outgoing);
-      const fields = args;
       const write = (value: unknown) => {
         const final = serializedPacket(outgoing, value);
-        pushEntryFields(fields, final.pattern, final.data, final.metadata, headers);
-        return send(fields);
+        pushEntryFields(args, final.pattern, final.data, final.metadata, headers);
+        return this.send(args, stream, held);
       };
       return (isThenable(serialized) ? serialized.then(write) : write(serialized)) as Promise<T>;
     } catch (error) {
