@@ -12,6 +12,7 @@ type Reply = (string | number | Buffer)[];
 const SCRIPTS = {
   nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 2 },
   nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 3 },
+  nrsDelayedList: { file: 'list.lua', numberOfKeys: 2 },
 } as const;
 
 type ScriptName = keyof typeof SCRIPTS;
@@ -20,6 +21,7 @@ type ScriptName = keyof typeof SCRIPTS;
 export interface DelayedScriptCommands {
   nrsDelayedHold(schedule: string, bodies: string, ...args: (string | Buffer)[]): Promise<Reply>;
   nrsDelayedPromote(stream: string, schedule: string, bodies: string, limit: number): Promise<Reply>;
+  nrsDelayedList(schedule: string, bodies: string, offset: number, count: number): Promise<(number | [string, number, string[] | null])[]>;
 }
 
 const registered = new WeakSet<object>();
