@@ -25,7 +25,7 @@ const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
   worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +zrem +hdel ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:*`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +zadd +zrangebyscore +zrem +hdel +multi +exec ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed*`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
 
@@ -212,7 +212,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
   describe('operator: the CLI', () => {
     beforeAll(ensureCompiled, 300_000);
 
-    it('info, pending, claim, ack and dlq list / redrive / purge run as the operator', async () => {
+    it('info, pending, claim, ack, dlq list / redrive / purge and delayed count / list / promote / remove run as the operator', async () => {
       const cli = async (...args: string[]) => {
         const run = await runCli([...args, '--url', url('operator')]);
         expect(run.stderr).toBe('');
@@ -243,7 +243,20 @@ describe('ACL least privilege: the documented worker, producer and operator rule
       await redis.client.xadd('{orders}:dead', '*', 'dlq:stream', 'orders', 'dlq:id', ids[1]!, 'dlq:group', 'g', 'dlq:consumer', 'operator',
         'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '0');
       expect(await cli('dlq', 'purge', 'orders', '--all')).toMatchObject({ purged: 1 });
+
+      // Delayed entries (held as a producer would hold them), then the delayed commands and info.
+      const producer = new RedisStreamsClient({ connection: url('producer') });
+      const [later, soon] = [
+        await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ n: 'later' }, { delay: 'PT1H' }))),
+        await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ n: 'soon' }, { delay: 'PT1H' }))),
+      ];
+      await producer.close();
+      expect(await cli('info', 'orders')).toMatchObject({ delayed: { held: 2, due: 0 } });
+      expect(await cli('delayed', 'count', 'orders')).toMatchObject({ held: 2, due: 0 });
+      expect(await cli('delayed', 'list', 'orders')).toMatchObject({ held: 2 });
+      expect(await cli('delayed', 'promote', 'orders', soon as string)).toMatchObject({ promoted: [{ hold: soon }] });
+      expect(await cli('delayed', 'remove', 'orders', later as string)).toMatchObject({ removed: 1 });
       expect(await denials()).toEqual([]);
-    }, 120_000); // nine CLI processes, each starting Node: slow on a loaded machine
+    }, 180_000); // fourteen CLI processes, each starting Node: slow on a loaded machine
   });
 });

@@ -90,6 +90,15 @@ describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, ()
     expect(await server.client().exists('removed')).toBe(0);
   });
 
+  it('info shows the held entries of a stream that holds some, and nothing of the kind otherwise', async () => {
+    await server.client().xadd('shown', '*', 'n', '1');
+    await hold('shown', { n: 2 }, { deliverAt: 5_000 });
+    await hold('shown', { n: 3 }, { delay: 'PT1H' });
+    expect(json(await cli('info', 'shown'))).toMatchObject({ key: 'shown', stream: { length: 1 }, delayed: { held: 2, due: 1, nextDueAt: new Date(5_000).toISOString() } });
+    await server.client().xadd('plain', '*', 'n', '1');
+    expect(Object.keys(json(await cli('info', 'plain')) as object)).toEqual(['key', 'stream', 'groups']);
+  });
+
   it('bad --count: exit 2, one line naming the flag', async () => {
     const run = await cli('delayed', 'list', 'listed', '--count', '0');
     expect([run.code, run.stdout]).toEqual([2, '']);
