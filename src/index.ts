@@ -26,6 +26,7 @@ export type {
 } from './client/redis-streams-client.module.js';
 export { RedisStreamsRecord, RedisStreamsRecordBuilder } from './client/redis-streams-record.js';
 export type { RedisStreamsRecordOptions } from './client/redis-streams-record.js';
+export type { RepeatOptions } from './delayed/repeat-option.js';
 export type { MaxAgeTrimming, MaxLenTrimming, StreamTrimming } from './client/trimming.js';
 export {
   NO_MESSAGE_HANDLER,

@@ -1,5 +1,6 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import { holdEntry, holdHead } from '../delayed/hold.js';
+import { resolveRepeat } from '../delayed/repeat-option.js';
 import type { DeliveryTime } from '../delayed/delivery-time.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import type { RedisClient } from '../redis/connection.js';
@@ -15,7 +16,7 @@ import type { CompiledTrimming } from './trimming.js';
  */
 export function delayedHoldArgs(
   holdId: string,
-  time: DeliveryTime,
+  time: DeliveryTime | undefined,
   options: RedisStreamsRecordOptions,
   trimming: CompiledTrimming,
   noMkStream: boolean,
@@ -23,18 +24,23 @@ export function delayedHoldArgs(
 ): XAddArgs {
   if (options.idempotencyKey !== undefined) {
     throw new RedisStreamsOptionError(
-      options.delay === undefined ? 'deliverAt' : 'delay',
+      options.repeat !== undefined ? 'repeat' : options.delay === undefined ? 'deliverAt' : 'delay',
       'cannot be combined with idempotencyKey: a held entry is written once by its promotion, IDMP does not apply to it',
     );
   }
-  if (trimming.kind === 'none') return holdHead(holdId, time, { noMkStream, trim: 'none', operator: '~', amount: 0, onlyAcked: false });
+  // A recurring entry: its key names the hold, its first occurrence defaults to one period from now.
+  const repeat = resolveRepeat(options.repeat);
+  const id = repeat?.holdId ?? holdId;
+  const due = time ?? { mode: 'in' as const, ms: repeat?.everyMs ?? 0 };
+  const every = repeat?.everyMs ?? 0;
+  if (trimming.kind === 'none') return holdHead(id, due, { noMkStream, trim: 'none', operator: '~', amount: 0, onlyAcked: false }, every);
   const unsupported = trimmingUnsupported(trimming, capabilities, 'trim.onlyAcked');
   if (unsupported !== undefined) throw unsupported;
   if (trimming.kind === 'maxLen') {
     const [, operator, count] = trimming.args as [string, '~' | '=', string];
-    return holdHead(holdId, time, { noMkStream, trim: 'maxLen', operator, amount: Number(count), onlyAcked: trimming.onlyAcked });
+    return holdHead(id, due, { noMkStream, trim: 'maxLen', operator, amount: Number(count), onlyAcked: trimming.onlyAcked }, every);
   }
-  return holdHead(holdId, time, { noMkStream, trim: 'maxAge', operator: trimming.operator, amount: trimming.ageMs, onlyAcked: trimming.onlyAcked });
+  return holdHead(id, due, { noMkStream, trim: 'maxAge', operator: trimming.operator, amount: trimming.ageMs, onlyAcked: trimming.onlyAcked }, every);
 }
 
 /** Writes the hold (one script call, batched with the tick's other commands); resolves with the hold id. */

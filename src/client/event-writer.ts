@@ -72,10 +72,10 @@ export class EventWriter {
       const pattern = this.host.normalize(packet.pattern);
       const trimming = xadds.trimmingFor(pattern, options);
       const noMkStream = options.noMkStream ?? config.noMkStream;
-      // A delayed emit writes a hold instead of the XADD (same fields, docs/scheduling.md).
-      const time = options.delay === undefined && options.deliverAt === undefined ? undefined : deliveryTimeOf(options.delay, options.deliverAt);
+      // A delayed or recurring emit writes a hold instead of the XADD (same fields, docs/scheduling.md).
+      const held = options.delay !== undefined || options.deliverAt !== undefined || options.repeat !== undefined;
+      const time = held ? deliveryTimeOf(options.delay, options.deliverAt) : undefined;
       const { producer } = this.host;
-      const held = time !== undefined;
       const args = held
         ? delayedHoldArgs(randomUUID(), time, options, trimming, noMkStream, producer.capabilities)
         : xadds.head(stream, trimming, noMkStream, idmpArgs(config.producerId, config.idempotence, options.idempotencyKey, producer.capabilities));

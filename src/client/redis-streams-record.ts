@@ -1,3 +1,4 @@
+import type { RepeatOptions } from '../delayed/repeat-option.js';
 import type { StreamTrimming } from './trimming.js';
 
 /** Options of one `emit()` / `send()` call, carried by a {@link RedisStreamsRecord}. */
@@ -46,6 +47,13 @@ export interface RedisStreamsRecordOptions {
   delay?: number | string;
   /** Events only: deliver the entry at this time (a `Date` or Unix ms; past: at once). As `delay`, which it excludes. */
   deliverAt?: Date | number;
+  /**
+   * Events only: a recurring entry, added to the stream every `every` (ms or ISO-8601) from its
+   * first occurrence (`delay` / `deliverAt`, default one period from now) by the workers, once per
+   * occurrence; `key` names it, so emitting it again (each start-up) keeps one schedule. The emit
+   * resolves with its hold id `repeat:<key>` (docs/scheduling.md).
+   */
+  repeat?: RepeatOptions;
 }
 
 /**
@@ -105,6 +113,10 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setDeliverAt(deliverAt: Date | number): this {
     return this.setOptions({ deliverAt });
+  }
+
+  setRepeat(repeat: RepeatOptions): this {
+    return this.setOptions({ repeat });
   }
 
   setTimeout(timeout: number): this {

@@ -31,6 +31,8 @@ export interface HeldEntry {
   /** The promotion's XADD options (from the emit). */
   readonly noMkStream: boolean;
   readonly trim: string;
+  /** A recurring entry's period in ms (it is scheduled again after each promotion), `null` for a one-off. */
+  readonly everyMs: number | null;
 }
 
 export interface DelayedPage {
@@ -55,7 +57,7 @@ export async function listDelayed(client: RedisClient, stream: string, options: 
   const [now, held, ...rows] = await delayedScripts(client).nrsDelayedList(schedule, bodies, offset, count);
   const entries = (rows as [string, number, string[] | null][]).map(([hold, dueMs, words]): HeldEntry => {
     const fields: [string, string][] = [];
-    for (let i = 5; words && i + 1 < words.length; i += 2) fields.push([String(words[i]), String(words[i + 1])]);
+    for (let i = 6; words && i + 1 < words.length; i += 2) fields.push([String(words[i]), String(words[i + 1])]);
     return {
       hold: String(hold),
       dueAt: new Date(Number(dueMs)).toISOString(),
@@ -63,6 +65,7 @@ export async function listDelayed(client: RedisClient, stream: string, options: 
       fields: words ? fields : null,
       noMkStream: words?.[0] === '1',
       trim: words ? describeTrim(words) : 'unknown',
+      everyMs: words && Number(words[5]) > 0 ? Number(words[5]) : null,
     };
   });
   const next = offset + entries.length;

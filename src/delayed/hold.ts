@@ -16,11 +16,12 @@ export interface PromotionXAdd {
 }
 
 /**
- * The start of a hold's arguments (hold.lua: hold id, due time, the promotion's XADD words); the
- * caller appends the entry's field/value pairs, as it would to an XADD.
+ * The start of a hold's arguments (hold.lua: hold id, due time, the promotion's XADD words, the
+ * period of a recurring entry or 0); the caller appends the entry's field/value pairs, as it
+ * would to an XADD.
  */
-export function holdHead(holdId: string, time: DeliveryTime, xadd: PromotionXAdd): (string | Buffer)[] {
-  return [holdId, time.mode, String(time.ms), xadd.noMkStream ? '1' : '0', xadd.trim, xadd.operator, String(xadd.amount), xadd.onlyAcked ? '1' : '0'];
+export function holdHead(holdId: string, time: DeliveryTime, xadd: PromotionXAdd, everyMs = 0): (string | Buffer)[] {
+  return [holdId, time.mode, String(time.ms), xadd.noMkStream ? '1' : '0', xadd.trim, xadd.operator, String(xadd.amount), xadd.onlyAcked ? '1' : '0', String(everyMs)];
 }
 
 /** Writes a hold (schedule + body, one script call) for `stream`; resolves with its hold id. */

@@ -9,6 +9,10 @@
 -- KEYS[1] stream; KEYS[2] schedule (sorted set: hold id -> due ms); KEYS[3] bodies (hash)
 -- ARGV[1] limit: most entries moved by this call
 --
+-- A recurring entry (every > 0) keeps its body and is scheduled again, in the same step, at its
+-- first occurrence after now: occurrences missed while no worker promoted are not caught up,
+-- the stream gets one entry for them.
+--
 -- Returns { now ms, next due ms or -1, hold id, entry id or status, hold id, ... }
 -- status: 'dropped' (NOMKSTREAM and no stream: nothing written), 'missing' (no body: removed),
 -- 'invalid' (a body this script cannot read: unscheduled, its body left for inspection)
@@ -31,7 +35,7 @@ for _, hold in ipairs(due) do
     out[#out + 1] = 'missing'
   else
     local ok, words = pcall(cmsgpack.unpack, body)
-    if not ok or type(words) ~= 'table' or #words < 7 then
+    if not ok or type(words) ~= 'table' or #words < 8 then
       redis.call('ZREM', schedule, hold)
       out[#out + 1] = hold
       out[#out + 1] = 'invalid'
@@ -50,10 +54,16 @@ for _, hold in ipairs(due) do
       end
       if kind ~= 'none' and onlyAcked == '1' then args[#args + 1] = 'ACKED' end
       args[#args + 1] = '*'
-      for i = 6, #words do args[#args + 1] = words[i] end
+      for i = 7, #words do args[#args + 1] = words[i] end
       local id = redis.call('XADD', unpack(args))
-      redis.call('ZREM', schedule, hold)
-      redis.call('HDEL', bodies, hold)
+      local every = tonumber(words[6]) or 0
+      if every > 0 then
+        local dueAt = tonumber(redis.call('ZSCORE', schedule, hold))
+        redis.call('ZADD', schedule, dueAt + every * (math.floor((now - dueAt) / every) + 1), hold)
+      else
+        redis.call('ZREM', schedule, hold)
+        redis.call('HDEL', bodies, hold)
+      end
       out[#out + 1] = hold
       out[#out + 1] = id or 'dropped'
     end
