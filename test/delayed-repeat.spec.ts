@@ -57,6 +57,14 @@ describe('recurring emits (RedisStreamsRecord repeat: { every, key })', () => {
     expect(await redis.client.hget(bodies, 'repeat:nightly')).toContain('{"v":2}');
   });
 
+  it('on a partitioned pattern, registering it again lands on the same partition: one schedule, not one per partition', async () => {
+    const c = new RedisStreamsClient({ connection: redis.server.url, partitions: { parted: 4 } });
+    clients.push(c);
+    for (let i = 0; i < 8; i++) await lastValueFrom(c.emit('parted', new RedisStreamsRecord({ i }, { repeat: { every: 'PT1M', key: 'one' } })));
+    const held = await Promise.all([0, 1, 2, 3].map((p) => redis.client.zcard(delayedKeys(`parted:p${p}`).schedule)));
+    expect(held.reduce((sum, n) => sum + n, 0)).toBe(1);
+  });
+
   it('each promotion adds one entry and schedules the next occurrence; missed ones are not caught up', async () => {
     const c = client();
     const now = await serverMs();

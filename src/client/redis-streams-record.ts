@@ -35,7 +35,7 @@ export interface RedisStreamsRecordOptions {
    * A pattern with `partitions` (client option): the key whose stable hash (FNV-1a of its UTF-8
    * bytes, mod the count) picks the partition, so entries of one key land in one partition, in
    * order. Without it: the `idempotencyKey` when there is one (a repeated emit lands where the
-   * first did), else round robin. Ignored by a pattern that is not partitioned.
+   * first did), else `repeat:<repeat.key>` for a recurring emit, else round robin. Ignored by a pattern that is not partitioned.
    */
   partitionKey?: string;
   /**
