@@ -63,7 +63,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
   beforeEach(async () => {
     handled.length = 0;
     await redis.client.call('ACL', 'LOG', 'RESET');
-    for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead']) await redis.client.del(key);
+    for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead', '{orders}:delayed', '{orders}:delayed-bodies']) await redis.client.del(key);
     for (const key of await redis.client.keys('{orders}:*:g:*')) await redis.client.del(key);
   });
   afterEach(async () => {
@@ -148,6 +148,25 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     );
     expect(error?.message).toMatch(/stream "invoices".*NOPERM/);
     expect(await redis.client.exists('invoices')).toBe(0);
+  });
+
+  it('a worker whose rules predate delayed entries keeps running: no error event, its refused promotions leave held entries held', async () => {
+    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+zrem', '+hdel', '~{orders}:delayed*', '~{quotes}:delayed*'];
+    const legacy = RULES.worker.split(' ').filter((rule) => !delayedRules.includes(rule));
+    await redis.client.call('ACL', 'SETUSER', 'legacy-worker', 'reset', 'on', '>legacy-pw', ...legacy);
+    await redis.client.call('ACL', 'SETUSER', 'legacy-worker', '+client|setinfo').catch(() => undefined);
+    Logger.overrideLogger(false);
+    await startWorker({ connection: `redis://legacy-worker:legacy-pw@127.0.0.1:${redis.server.port}`, delayed: { interval: 50 } });
+    client = new RedisStreamsClient({ connection: url('producer') });
+    const hold = (await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'held' }, { deliverAt: 0 })))) as string;
+    await lastValueFrom(client.emit('orders', { n: 'now' }));
+    await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'now'), 'an ordinary event handled');
+    // Refused rounds go on (Redis logs each denial) without an error event.
+    await waitFor(async () => (await denials()).filter((denial) => denial.startsWith('legacy-worker:')).length >= 2, 'two refused promotion rounds');
+    expect(running!.errors).toEqual([]);
+    expect(await redis.client.zscore('{orders}:delayed', hold)).not.toBeNull();
+    expect(handled.some((h) => (h.data as { n?: unknown }).n === 'held')).toBe(false);
+    Logger.overrideLogger(true as never);
   });
 
   it('a worker without XACK keeps running and loses nothing: error events name xack and the stream, entries stay pending, all handled once restored', async () => {

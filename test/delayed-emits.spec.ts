@@ -157,6 +157,30 @@ describe('delayed emits (RedisStreamsRecord delay / deliverAt)', () => {
     expect(await redis.client.xlen('later')).toBe(1);
   });
 
+  it('a promotion that fails (the stream key is no stream) keeps the hold, reports one error per outage, and succeeds once fixed', async () => {
+    const errors: Error[] = [];
+    running.push(
+      await startServer({ connection: redis.server.url, group: 'g', consumer: 'w3', streamPrefix: 'broken:', delayed: { interval: 30 } }, [DelayedController], [], (server) =>
+        server.on('error', (error: Error) => errors.push(error)),
+      ),
+    );
+    const c = client({ streamPrefix: 'broken:' });
+    await redis.client.del('broken:later');
+    await redis.client.set('broken:later', 'not a stream');
+    const hold = (await lastValueFrom(c.emit('later', new RedisStreamsRecord({ n: 9 }, { deliverAt: 0 })))) as string;
+    await waitFor(() => errors.length > 0, 'the failure reported');
+    // Several rounds fail meanwhile (each round re-reads the schedule): still one report, and the hold stays.
+    const { schedule } = delayedKeys('broken:later');
+    await waitFor(async () => (await redis.client.zscore(schedule, hold)) !== null && errors.length === 1, 'the hold kept');
+    // Redis 6.2 wraps errors inside a script ("ERR Error running script … WRONGTYPE …").
+    expect(errors[0]?.message).toMatch(/promotion of delayed entries failed .*"broken:later": .*WRONGTYPE/);
+    await redis.client.del('broken:later');
+    await redis.client.xgroup('CREATE', 'broken:later', 'g', '0', 'MKSTREAM');
+    await waitFor(() => handled.some((entry) => (entry.data as { n?: number }).n === 9), 'the entry promoted and handled once fixed', { timeout: 15_000 });
+    expect(await redis.client.zcard(schedule)).toBe(0);
+    expect(errors).toHaveLength(1);
+  });
+
   it('a held entry goes into the stream once: every group reading it gets it (one of the workers promotes nothing)', async () => {
     running.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'w2', streamPrefix: 'off:', delayed: false }, [DelayedController]));
     const c = client({ streamPrefix: 'off:' });
