@@ -26,6 +26,7 @@ export type {
 } from './client/redis-streams-client.module.js';
 export { RedisStreamsRecord, RedisStreamsRecordBuilder } from './client/redis-streams-record.js';
 export type { RedisStreamsRecordOptions } from './client/redis-streams-record.js';
+export type { RepeatOptions } from './delayed/repeat-option.js';
 export type { MaxAgeTrimming, MaxLenTrimming, StreamTrimming } from './client/trimming.js';
 export {
   NO_MESSAGE_HANDLER,
@@ -48,7 +49,7 @@ export type {
   RedisStreamsLiveness,
   StreamLiveness,
 } from './server/liveness.js';
-export { RedisStreamsContext } from './server/context.js';
+export { RedisStreamsContext, type NackOptions } from './server/context.js';
 export { idempotencyRecordKey } from './server/idempotency.js';
 export type { IdempotencyOption } from './server/idempotency-options.js';
 export type { RedisStreamsMessage } from './server/context.js';

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { probeCapabilities } from '../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../src/server/context.js';
@@ -22,9 +23,9 @@ import { waitFor } from './helpers/wait.js';
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get ~orders ~quotes ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get ~orders ~quotes ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:*`,
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +zrem +hdel ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +zadd +zrangebyscore +zrem +hdel +multi +exec ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed*`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
 
@@ -62,7 +63,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
   beforeEach(async () => {
     handled.length = 0;
     await redis.client.call('ACL', 'LOG', 'RESET');
-    for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead']) await redis.client.del(key);
+    for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead', '{orders}:delayed', '{orders}:delayed-bodies']) await redis.client.del(key);
     for (const key of await redis.client.keys('{orders}:*:g:*')) await redis.client.del(key);
   });
   afterEach(async () => {
@@ -112,6 +113,9 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000, trim: { maxAge: 'PT1H' } });
     const ids = [await lastValueFrom(client.emit('orders', { n: 1 })), await lastValueFrom(client.emit('orders', { poison: true }))];
     expect(await lastValueFrom(client.send('quotes', [1, 2, 3]))).toBe(6);
+    // A delayed emit: held by the producer, promoted by the worker (docs/scheduling.md).
+    await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'later' }, { delay: 50 })));
+    await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'later'), 'the delayed event handled');
     await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered by recovery', { timeout: 15_000 });
     expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', group: 'g', id: ids[1], reason: 'max_deliveries', error: 'Error: poison' });
     expect(handled.filter((h) => h.id === ids[1]).map((h) => h.deliveryCount)).toEqual([1, 2]);
@@ -144,6 +148,25 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     );
     expect(error?.message).toMatch(/stream "invoices".*NOPERM/);
     expect(await redis.client.exists('invoices')).toBe(0);
+  });
+
+  it('a worker whose rules predate delayed entries keeps running: no error event, its refused promotions leave held entries held', async () => {
+    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+zrem', '+hdel', '~{orders}:delayed*', '~{quotes}:delayed*'];
+    const legacy = RULES.worker.split(' ').filter((rule) => !delayedRules.includes(rule));
+    await redis.client.call('ACL', 'SETUSER', 'legacy-worker', 'reset', 'on', '>legacy-pw', ...legacy);
+    await redis.client.call('ACL', 'SETUSER', 'legacy-worker', '+client|setinfo').catch(() => undefined);
+    Logger.overrideLogger(false);
+    await startWorker({ connection: `redis://legacy-worker:legacy-pw@127.0.0.1:${redis.server.port}`, delayed: { interval: 50 } });
+    client = new RedisStreamsClient({ connection: url('producer') });
+    const hold = (await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'held' }, { deliverAt: 0 })))) as string;
+    await lastValueFrom(client.emit('orders', { n: 'now' }));
+    await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'now'), 'an ordinary event handled');
+    // Refused rounds go on (Redis logs each denial) without an error event.
+    await waitFor(async () => (await denials()).filter((denial) => denial.startsWith('legacy-worker:')).length >= 2, 'two refused promotion rounds');
+    expect(running!.errors).toEqual([]);
+    expect(await redis.client.zscore('{orders}:delayed', hold)).not.toBeNull();
+    expect(handled.some((h) => (h.data as { n?: unknown }).n === 'held')).toBe(false);
+    Logger.overrideLogger(true as never);
   });
 
   it('a worker without XACK keeps running and loses nothing: error events name xack and the stream, entries stay pending, all handled once restored', async () => {
@@ -208,7 +231,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
   describe('operator: the CLI', () => {
     beforeAll(ensureCompiled, 300_000);
 
-    it('info, pending, claim, ack and dlq list / redrive / purge run as the operator', async () => {
+    it('info, pending, claim, ack, dlq list / redrive / purge and delayed count / list / promote / remove run as the operator', async () => {
       const cli = async (...args: string[]) => {
         const run = await runCli([...args, '--url', url('operator')]);
         expect(run.stderr).toBe('');
@@ -239,7 +262,20 @@ describe('ACL least privilege: the documented worker, producer and operator rule
       await redis.client.xadd('{orders}:dead', '*', 'dlq:stream', 'orders', 'dlq:id', ids[1]!, 'dlq:group', 'g', 'dlq:consumer', 'operator',
         'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '0');
       expect(await cli('dlq', 'purge', 'orders', '--all')).toMatchObject({ purged: 1 });
+
+      // Delayed entries (held as a producer would hold them), then the delayed commands and info.
+      const producer = new RedisStreamsClient({ connection: url('producer') });
+      const [later, soon] = [
+        await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ n: 'later' }, { delay: 'PT1H' }))),
+        await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ n: 'soon' }, { delay: 'PT1H' }))),
+      ];
+      await producer.close();
+      expect(await cli('info', 'orders')).toMatchObject({ delayed: { held: 2, due: 0 } });
+      expect(await cli('delayed', 'count', 'orders')).toMatchObject({ held: 2, due: 0 });
+      expect(await cli('delayed', 'list', 'orders')).toMatchObject({ held: 2 });
+      expect(await cli('delayed', 'promote', 'orders', soon as string)).toMatchObject({ promoted: [{ hold: soon }] });
+      expect(await cli('delayed', 'remove', 'orders', later as string)).toMatchObject({ removed: 1 });
       expect(await denials()).toEqual([]);
-    }, 120_000); // nine CLI processes, each starting Node: slow on a loaded machine
+    }, 180_000); // fourteen CLI processes, each starting Node: slow on a loaded machine
   });
 });

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { ReadPacket } from '@nestjs/microservices';
+import { deliveryTimeOf } from '../delayed/delivery-time.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { partitionStreamKey } from '../partitions/partition-keys.js';
 import type { ProducerTrace, Telemetry } from '../telemetry/telemetry.js';
 import { contentPartitionOf } from './content-partition.js';
+import { delayedHoldArgs, sendHold } from './delayed-emit.js';
 import { pushBodyFields, pushHeadersField, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import { idmpArgs } from './idempotent-emit.js';
 import { EMPTY_OPTIONS, isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
@@ -66,37 +69,41 @@ export class EventWriter {
 
   /** `span`: the producer span whose context goes into the entry's headers. */
   private write<T>(packet: ReadPacket, route: Route, span: EmitSpan | undefined): Promise<T> {
-    const { config, xadds } = this.host;
+    const { config, xadds, producer } = this.host;
     try {
       const record = packet.data instanceof RedisStreamsRecord ? (packet.data as RedisStreamsRecord) : undefined;
       const options = record ? record.options : EMPTY_OPTIONS;
       const data = record ? record.data : packet.data;
       const pattern = this.host.normalize(packet.pattern);
       const trimming = xadds.trimmingFor(pattern, options);
-      const idmp = idmpArgs(config.producerId, config.idempotence, options.idempotencyKey);
-      const args = xadds.head(route.stream, trimming, options.noMkStream ?? config.noMkStream, idmp);
-      if (args === undefined) return this.host.producer.clockReady().then(() => this.write<T>(packet, route, span));
+      const noMkStream = options.noMkStream ?? config.noMkStream;
+      // A delayed or recurring emit writes a hold instead of the XADD (same fields, docs/scheduling.md).
+      const held = options.delay !== undefined || options.deliverAt !== undefined || options.repeat !== undefined;
+      const args = held
+        ? delayedHoldArgs(randomUUID(), deliveryTimeOf(options.delay, options.deliverAt), options, trimming, noMkStream, producer.capabilities)
+        : xadds.head(route.stream, trimming, noMkStream, idmpArgs(config.producerId, config.idempotence, options.idempotencyKey));
+      if (args === undefined) return producer.clockReady().then(() => this.write<T>(packet, route, span));
       const fieldsFrom = args.length;
       if (options.raw) {
         if (options.headers !== undefined) {
           throw new RedisStreamsOptionError('headers', 'a raw record is written as it is and cannot carry headers');
         }
         pushRawFields(args, data);
-        placeByContent(args, fieldsFrom, route);
-        if (span !== undefined) traceOf(span, args[0] as string);
-        return xadds.send(args, trimming) as Promise<T>;
+        const stream = streamOf(args, fieldsFrom, route, held);
+        if (span !== undefined) traceOf(span, stream);
+        return this.send(args, stream, trimming, held) as Promise<T>;
       }
       const given = options.headers === undefined ? undefined : validateHeaders(options.headers);
       if (this.host.identitySerializer) {
         pushBodyFields(args, pattern, data);
-        return this.sendEvent(args, fieldsFrom, trimming, route, span, packet.metadata, given) as Promise<T>;
+        return this.sendEvent(args, fieldsFrom, trimming, route, span, packet.metadata, given, held) as Promise<T>;
       }
       const outgoing: OutgoingPacket = { pattern, data, metadata: packet.metadata };
       const serialized = this.host.serialize(outgoing);
       const write = (value: unknown) => {
         const final = serializedPacket(outgoing, value);
         pushBodyFields(args, final.pattern, final.data);
-        return this.sendEvent(args, fieldsFrom, trimming, route, span, final.metadata, given);
+        return this.sendEvent(args, fieldsFrom, trimming, route, span, final.metadata, given, held);
       };
       return (isThenable(serialized) ? serialized.then(write) : write(serialized)) as Promise<T>;
     } catch (error) {
@@ -116,10 +123,16 @@ export class EventWriter {
     span: EmitSpan | undefined,
     metadata: Record<string, string> | undefined,
     given: Record<string, string> | undefined,
+    held: boolean,
   ): Promise<string | null> {
-    placeByContent(args, fieldsFrom, route);
-    pushHeadersField(args, metadata, span === undefined ? given : { ...traceOf(span, args[0] as string).headers, ...given });
-    return this.host.xadds.send(args, trimming);
+    const stream = streamOf(args, fieldsFrom, route, held);
+    pushHeadersField(args, metadata, span === undefined ? given : { ...traceOf(span, stream).headers, ...given });
+    return this.send(args, stream, trimming, held);
+  }
+
+  /** The XADD, or for a delayed emit (`held`) the hold script call on `stream`. */
+  private send(args: XAddArgs, stream: string, trimming: CompiledTrimming, held: boolean): Promise<string | null> {
+    return held ? sendHold(this.host.producer.client, stream, args) : this.host.xadds.send(args, trimming);
   }
 }
 
@@ -128,8 +141,13 @@ function traceOf(span: EmitSpan, stream: string): ProducerTrace {
   return (span.trace ??= span.telemetry.startSend(stream));
 }
 
-/** On a route by content: the partition that the fields from `fieldsFrom` on pick becomes the XADD's key. */
-function placeByContent(args: XAddArgs, fieldsFrom: number, route: Route): void {
-  if (route.byContent === undefined) return;
-  args[0] = partitionStreamKey(route.stream, contentPartitionOf(args, fieldsFrom, route.byContent));
+/**
+ * The stream an event goes to: on a route by content, the partition that the fields from
+ * `fieldsFrom` on pick, which becomes the XADD's key (a hold names its stream apart: `held`).
+ */
+function streamOf(args: XAddArgs, fieldsFrom: number, route: Route, held: boolean): string {
+  if (route.byContent === undefined) return route.stream;
+  const stream = partitionStreamKey(route.stream, contentPartitionOf(args, fieldsFrom, route.byContent));
+  if (!held) args[0] = stream;
+  return stream;
 }

@@ -141,7 +141,11 @@ function isFinal(error: unknown): boolean {
 
 function partitionKeyOf(options: RedisStreamsRecordOptions): string | undefined {
   const { partitionKey } = options;
-  if (partitionKey === undefined) return typeof options.idempotencyKey === 'string' ? options.idempotencyKey : undefined;
+  if (partitionKey === undefined) {
+    if (typeof options.idempotencyKey === 'string') return options.idempotencyKey;
+    // A recurring emit registered again (every start-up) must land on its one hold, not round robin.
+    return typeof options.repeat?.key === 'string' ? `repeat:${options.repeat.key}` : undefined;
+  }
   if (typeof partitionKey !== 'string') throw new RedisStreamsOptionError('partitionKey', `must be a string, got ${describe(partitionKey)}`);
   return partitionKey;
 }

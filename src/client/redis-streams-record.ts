@@ -1,3 +1,4 @@
+import type { RepeatOptions } from '../delayed/repeat-option.js';
 import type { StreamTrimming } from './trimming.js';
 
 /** Options of one `emit()` / `send()` call, carried by a {@link RedisStreamsRecord}. */
@@ -34,10 +35,27 @@ export interface RedisStreamsRecordOptions {
    * A pattern with `partitions` (client option): the key whose stable hash (FNV-1a of its UTF-8
    * bytes, mod the count) picks the partition, so entries of one key land in one partition, in
    * order. Without it: the `idempotencyKey` when there is one (a repeated emit lands where the
-   * first did); else, for an IDMPAUTO emit, a hash of the entry's fields but `headers` (the same
-   * data lands together); else round robin. Ignored by a pattern that is not partitioned.
+   * first did); else `repeat:<repeat.key>` for a recurring emit (registered again, it meets its one
+   * hold); else, for an IDMPAUTO emit, a hash of the entry's fields but `headers` (the same data
+   * lands together); else round robin. Ignored by a pattern that is not partitioned.
    */
   partitionKey?: string;
+  /**
+   * Events only: deliver the entry this long after the emit (ms or an ISO-8601 duration such as
+   * `PT10M`, measured on Redis' clock). The entry is held next to the stream (`{orders}:delayed`)
+   * and added to it, once, by a worker of the stream when due (docs/scheduling.md); the emit
+   * resolves with the hold id instead of an entry id. `send()` refuses it.
+   */
+  delay?: number | string;
+  /** Events only: deliver the entry at this time (a `Date` or Unix ms; past: at once). As `delay`, which it excludes. */
+  deliverAt?: Date | number;
+  /**
+   * Events only: a recurring entry, added to the stream every `every` (ms or ISO-8601) from its
+   * first occurrence (`delay` / `deliverAt`, default one period from now) by the workers, once per
+   * occurrence; `key` names it, so emitting it again (each start-up) keeps one schedule. The emit
+   * resolves with its hold id `repeat:<key>` (docs/scheduling.md).
+   */
+  repeat?: RepeatOptions;
 }
 
 /**
@@ -89,6 +107,18 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setPartitionKey(partitionKey: string): this {
     return this.setOptions({ partitionKey });
+  }
+
+  setDelay(delay: number | string): this {
+    return this.setOptions({ delay });
+  }
+
+  setDeliverAt(deliverAt: Date | number): this {
+    return this.setOptions({ deliverAt });
+  }
+
+  setRepeat(repeat: RepeatOptions): this {
+    return this.setOptions({ repeat });
   }
 
   setTimeout(timeout: number): this {

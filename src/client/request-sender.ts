@@ -62,6 +62,12 @@ export class RequestSender {
     if (options.raw) {
       throw new RedisStreamsOptionError('raw', 'send() needs pattern, id and replyTo fields: raw records are for emit() only');
     }
+    if (options.delay !== undefined || options.deliverAt !== undefined || options.repeat !== undefined) {
+      throw new RedisStreamsOptionError(
+        options.repeat !== undefined ? 'repeat' : options.delay === undefined ? 'deliverAt' : 'delay',
+        'is for emit() only: a request waits for its reply within its timeout; emit a delayed event instead, or send() when it is due',
+      );
+    }
     const pattern = host.normalize(partialPacket.pattern);
     // The first request of a partitioned pattern waits for the check of its partition count.
     const { stream, ready } = host.router.route(pattern, options);

@@ -10,6 +10,8 @@ export interface StreamCounts {
   readonly pending: number;
   /** XLEN of the stream's dead-letter stream. */
   readonly deadLetters: number;
+  /** Delayed entries due (Redis' clock) and not promoted into the stream yet (docs/scheduling.md); only read with a `delayedDue` threshold. */
+  readonly delayedDue?: number;
 }
 
 /** Upper bounds per stream + group; a count above one makes the check fail. Unset: not checked. */
@@ -20,6 +22,12 @@ export interface RedisStreamsHealthThresholds {
   pending?: number;
   /** Entries in the stream's dead-letter stream. */
   deadLetters?: number;
+  /**
+   * Delayed entries due and not promoted yet (ZCOUNT of `{stream}:delayed` up to Redis' TIME).
+   * Workers promote within `delayed.interval`, so a short spike is normal; a count that stays up
+   * means nobody promotes them.
+   */
+  delayedDue?: number;
 }
 
 export interface LivenessLimits {
@@ -81,6 +89,9 @@ export function thresholdProblems(counts: StreamCounts, thresholds: RedisStreams
   }
   if (thresholds.deadLetters !== undefined && counts.deadLetters > thresholds.deadLetters) {
     problems.push(`${where}: ${counts.deadLetters} dead letters, above ${thresholds.deadLetters}`);
+  }
+  if (thresholds.delayedDue !== undefined && counts.delayedDue !== undefined && counts.delayedDue > thresholds.delayedDue) {
+    problems.push(`${where}: ${counts.delayedDue} delayed entries due and not promoted, above ${thresholds.delayedDue}`);
   }
   return problems;
 }

@@ -16,7 +16,7 @@ export interface RedisStreamsHealthOptions {
   maxFailedRecoveryTicks?: number;
   /** `isHealthy`: PING and the count queries must answer within this, in ms. Default 2000. */
   timeoutMs?: number;
-  /** `isHealthy`: upper bounds of lag / pending / dead letters, for every stream + group or per stream + group. */
+  /** `isHealthy`: upper bounds of lag / pending / dead letters / delayed entries due and not promoted, for every stream + group or per stream + group. */
   thresholds?: RedisStreamsHealthThresholds | ((stream: string, group: string) => RedisStreamsHealthThresholds | undefined);
 }
 
@@ -26,7 +26,7 @@ export interface ResolvedHealthOptions extends LivenessLimits {
   readonly thresholds: ((stream: string, group: string) => RedisStreamsHealthThresholds | undefined) | undefined;
 }
 
-const THRESHOLD_NAMES = ['lag', 'pending', 'deadLetters'] as const;
+const THRESHOLD_NAMES = ['lag', 'pending', 'deadLetters', 'delayedDue'] as const;
 
 export function resolveHealthOptions(options: RedisStreamsHealthOptions = {}): ResolvedHealthOptions {
   if (options === null || typeof options !== 'object') {
@@ -52,7 +52,7 @@ function thresholdsOption(value: RedisStreamsHealthOptions['thresholds']): Resol
     throw new RedisStreamsOptionError('thresholds', `must be an object or a function, got ${describe(value)}`);
   }
   for (const key of Object.keys(value)) {
-    if (!(THRESHOLD_NAMES as readonly string[]).includes(key)) throw new RedisStreamsOptionError(`thresholds.${key}`, 'is not a threshold (lag, pending, deadLetters)');
+    if (!(THRESHOLD_NAMES as readonly string[]).includes(key)) throw new RedisStreamsOptionError(`thresholds.${key}`, 'is not a threshold (lag, pending, deadLetters, delayedDue)');
   }
   for (const name of THRESHOLD_NAMES) integerOption(`thresholds.${name}`, value[name], 0, 0);
   return () => value;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { StreamInspector } from '../claim/stream-inspector.js';
+import { delayedKeys } from '../delayed/delayed-keys.js';
 import { listeningServers, type LivenessSource, type RedisStreamsLiveness } from '../server/liveness.js';
 import { withTimeout } from '../timeout.js';
 import { livenessProblems, readinessProblems, thresholdProblems, type StreamCounts } from './health-verdict.js';
@@ -62,9 +63,13 @@ export class RedisStreamsHealthIndicator {
     const inspector = new StreamInspector(redis);
     try {
       const counts = await withTimeout(
-        Promise.all(liveness.streams.filter(({ stream, group }) => thresholds(stream, group) !== undefined).map((stream) => countsOf(inspector, redis, stream))),
+        Promise.all(
+          liveness.streams
+            .filter(({ stream, group }) => thresholds(stream, group) !== undefined)
+            .map((stream) => countsOf(inspector, redis, stream, thresholds(stream.stream, stream.group)?.delayedDue !== undefined)),
+        ),
         options.timeoutMs,
-        'lag / pending / dead-letter queries',
+        'lag / pending / dead-letter / delayed queries',
       );
       for (const count of counts) problems.push(...thresholdProblems(count, thresholds(count.stream, count.group)));
       return { ...report(liveness, problems), streams: counts };
@@ -104,8 +109,21 @@ async function countsOf(
   inspector: StreamInspector,
   redis: ReturnType<LivenessSource['commandConnection']>,
   { stream, group, deadLetterKey }: RedisStreamsLiveness['streams'][number],
+  /** Only with a `delayedDue` threshold: a worker's ACL from before delayed entries may not allow the query. */
+  withDelayed: boolean,
 ): Promise<StreamCounts> {
-  const [groups, deadLetters] = await Promise.all([inspector.groups(stream), redis.xlen(deadLetterKey)]);
+  const [groups, deadLetters, delayedDue] = await Promise.all([
+    inspector.groups(stream),
+    redis.xlen(deadLetterKey),
+    withDelayed ? dueNotPromoted(redis, stream) : undefined,
+  ]);
   const info = groups.find((candidate) => candidate.name === group);
-  return { stream, group, lag: info?.lag ?? null, pending: info?.pending ?? 0, deadLetters };
+  const counts: StreamCounts = { stream, group, lag: info?.lag ?? null, pending: info?.pending ?? 0, deadLetters };
+  return delayedDue === undefined ? counts : { ...counts, delayedDue };
+}
+
+/** Delayed entries of `stream` due on Redis' clock and still held. */
+async function dueNotPromoted(redis: ReturnType<LivenessSource['commandConnection']>, stream: string): Promise<number> {
+  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
+  return redis.zcount(delayedKeys(stream).schedule, '-inf', Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
 }

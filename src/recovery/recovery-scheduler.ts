@@ -14,7 +14,7 @@ import { RecoveryReporter } from './recovery-reporter.js';
 import { emptyTickResult, type RecoveryStats, type RecoveryTickResult } from './recovery-stats.js';
 import { runRecoveryTick, type TickTarget } from './recovery-tick.js';
 import { TrimWatch } from './trim-watch.js';
-import { retryTickInterval } from './retry-ticks.js';
+import { MIN_RETRY_TICK_MS, retryTickInterval } from './retry-ticks.js';
 import { MAX_TIMER_MS } from '../validation.js';
 
 /**
@@ -84,7 +84,11 @@ export class RecoveryScheduler {
           maxDeliveries: stream.maxDeliveries ?? this.options.maxDeliveries,
           retry: stream.retry === false ? undefined : (stream.retry ?? this.options.retry),
         };
-        return { recoverer: new PendingRecoverer(target, services), trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector) };
+        return {
+          recoverer: new PendingRecoverer(target, services),
+          trimWatch: new TrimWatch(target.stream, target.group, this.inspector as StreamInspector),
+          nackRetries: false,
+        };
       });
     // A handler's smaller extras.minIdleTime must not wait for ticks paced by the server-wide one.
     if (!this.options.intervalGiven && this.targets.length > 0) {
@@ -152,6 +156,34 @@ export class RecoveryScheduler {
   /** Counters since start. */
   stats(): RecoveryStats {
     return this.reporter.stats();
+  }
+
+  /** Whether this scheduler recovers `stream` + `group` (a handler with `recovery: false` is left alone). */
+  recovers(stream: string, group: string): boolean {
+    return this.targetOf(stream, group) !== undefined;
+  }
+
+  /**
+   * A handler nacked an entry with a delay (it waits with the retry consumer): retry ticks cover
+   * this stream + group from now on, at least every quarter of the delay (as a retry policy with
+   * that wait would), so it comes back on time without waiting for `minIdleTime`.
+   */
+  retryAfterNack(stream: string, group: string, delayMs: number): void {
+    const target = this.targetOf(stream, group);
+    if (target === undefined) return;
+    target.nackRetries = true;
+    const wanted = Math.min(this.tickInterval, Math.max(MIN_RETRY_TICK_MS, Math.floor(delayMs / 4)));
+    if (this.retryInterval !== undefined && this.retryInterval <= wanted) return;
+    this.retryInterval = wanted;
+    // The timer armed with the longer pace is re-armed with the new one (a tick in progress re-arms it itself).
+    if (this.timer !== undefined && this.state === 'running') {
+      clearTimeout(this.timer);
+      this.schedule();
+    }
+  }
+
+  private targetOf(stream: string, group: string): TickTarget | undefined {
+    return this.targets.find(({ recoverer }) => recoverer.target.stream === stream && recoverer.target.group === group);
   }
 
   /** The dead-letter stream key of `stream` under these options. */

@@ -11,6 +11,8 @@ import type { TrimWatch } from './trim-watch.js';
 export interface TickTarget {
   readonly recoverer: PendingRecoverer;
   readonly trimWatch: TrimWatch;
+  /** A handler nacked an entry of it with a delay: retry ticks cover it, policy or not. */
+  nackRetries: boolean;
 }
 
 /** What one tick works with. */
@@ -43,11 +45,11 @@ export async function runRecoveryTick(context: TickContext, full: boolean): Prom
       reporter.error(new Error(`${what} failed: ${(error as Error).message}`));
     }
   };
-  for (const { recoverer, trimWatch } of context.targets) {
+  for (const { recoverer, trimWatch, nackRetries } of context.targets) {
     if (!context.running()) break;
     const { stream, group } = recoverer.target;
     if (!full) {
-      if (recoverer.target.retry !== undefined) {
+      if (recoverer.target.retry !== undefined || nackRetries) {
         await step(`retries of "${stream}" (group "${group}")`, () => recoverer.tick(result, true));
       }
       continue;

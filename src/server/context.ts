@@ -1,6 +1,13 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Headers, StreamFields } from '../codec/wire-format.js';
+import { timerDurationOption } from '../duration.js';
 import { RECORD_HANDLER_ERROR } from './handler-error-capture.js';
+
+/** Options of `ctx.nack()`. */
+export interface NackOptions {
+  /** Bring the entry back after this wait (ms or ISO-8601, such as `PT30S`) instead of after `minIdleTime`. */
+  delay?: number | string;
+}
 
 /**
  * What a context reads of its entry: the server's `InFlightEntry`, described by shape so that this
@@ -17,7 +24,8 @@ export interface ContextEntry {
 /** What the server does for a context's `ack()`, `nack()` and `extendLease()`. */
 export interface EntrySettler {
   ack(entry: ContextEntry): Promise<void>;
-  nack(entry: ContextEntry): void;
+  /** `delayMs`: `nack({ delay })`, the entry comes back after that wait. */
+  nack(entry: ContextEntry, delayMs?: number): void;
   extendLease(entry: ContextEntry, ms: number | undefined): Promise<void>;
 }
 
@@ -129,9 +137,16 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
     return this.settler.ack(this.entry);
   }
 
-  /** Leaves the entry pending and frees its slot here. In auto mode it also prevents the ack. */
-  nack(): void {
-    this.settler.nack(this.entry);
+  /**
+   * Leaves the entry pending and frees its slot here. In auto mode it also prevents the ack.
+   * Without a delay the entry comes back after `minIdleTime` (recovery) or the consumer's restart.
+   * With `{ delay }` (ms or ISO-8601) it waits with the group's retry consumer, as a failed entry
+   * under a retry policy does, and comes back after that wait (docs/recovery.md, "Nack with a
+   * delay"), its delivery count kept; a bad delay throws `RedisStreamsOptionError` naming `delay`.
+   */
+  nack(options?: NackOptions): void {
+    if (options === undefined || options.delay === undefined) this.settler.nack(this.entry);
+    else this.settler.nack(this.entry, timerDurationOption('delay', options.delay));
   }
 
   /**

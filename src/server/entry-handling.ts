@@ -129,7 +129,26 @@ export class EntryHandling implements EntrySettler {
     return this.settlement.ack(entry);
   }
 
-  nack(entry: InFlightEntry): void {
+  /**
+   * `delayMs` (`ctx.nack({ delay })`): released to the retry consumer with that wait, like a failed
+   * entry under a retry policy, and recovery ticks cover the stream's retries from now on. Where
+   * recovery does not run on the stream (`recovery: false`) or the server is closing, it stays
+   * pending here as a plain nack (warned: it comes back after `minIdleTime` or a restart).
+   */
+  nack(entry: InFlightEntry, delayMs?: number): void {
+    if (delayMs === undefined || entry.settled) {
+      this.settlement.nack(entry);
+      return;
+    }
+    const { stream, group } = entry.binding;
+    const recovery = this.recovery;
+    if (!this.setup.isClosed() && recovery?.recovers(stream, group) && this.retries?.releaseAfter(entry, delayMs, `nacked with a delay of ${delayMs} ms`)) {
+      recovery.retryAfterNack(stream, group, delayMs);
+      return;
+    }
+    this.setup.logger.warn(
+      `nack of entry ${entry.id} of "${stream}" (group "${group}") with a delay: ${this.setup.isClosed() ? 'the server is closing' : 'recovery does not run on this stream'}; it stays pending here instead`,
+    );
     this.settlement.nack(entry);
   }
 

@@ -5,6 +5,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
 import type { StreamDeserializer } from '../codec/stream-deserializer.js';
+import { resolveDelayedOptions, type DelayedOptions, type ResolvedDelayedOptions } from './delayed-options.js';
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
@@ -93,6 +94,12 @@ export interface RedisStreamsServerOptions {
    */
   recovery?: RecoveryOptions | false;
   /**
+   * Promotion of delayed entries (`RedisStreamsRecord` `delay` / `deliverAt`, docs/scheduling.md):
+   * every worker moves the due entries of the streams it reads into them. `false`: this worker
+   * does not (some other worker must). Default on, every second at the latest.
+   */
+  delayed?: DelayedOptions | false;
+  /**
    * OpenTelemetry spans and metrics, when `@opentelemetry/api` is installed and a provider is
    * registered before `listen()` (docs/observability.md). `false` turns both off. Default on.
    */
@@ -123,6 +130,8 @@ export interface ResolvedServerOptions {
   readonly reconnectInitialMs: number;
   readonly reconnectMaxMs: number;
   readonly recovery: ResolvedRecoveryOptions;
+  /** `undefined`: this worker promotes no delayed entries. */
+  readonly delayed: ResolvedDelayedOptions | undefined;
   readonly telemetry: ResolvedTelemetryOptions;
 }
 
@@ -142,7 +151,7 @@ export const START_ID_SPECIALS = ['0', '$'] as const;
 const KNOWN_OPTIONS = new Set<string>([
   'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'maxPrefetchBytes', 'readBatch', 'blockMs',
   'ackMode', 'workQueue', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
-  'deserializer', 'serializer', 'recovery', 'telemetry',
+  'deserializer', 'serializer', 'recovery', 'delayed', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
 
 export function defaultConsumerName(): string {
@@ -202,6 +211,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   codecOption('deserializer', options.deserializer, 'deserialize');
   codecOption('serializer', options.serializer, 'serialize');
   const recovery = resolveRecoveryOptions(options.recovery);
+  const delayed = resolveDelayedOptions(options.delayed);
   const telemetry = resolveTelemetryOptions(options.telemetry);
   if (recovery.retryConsumer === consumer || recovery.retryConsumer === handoffConsumer) {
     throw new RedisStreamsOptionError('recovery.retryConsumer', `must differ from the consumer name and the handoffConsumer, got "${recovery.retryConsumer}"`);
@@ -228,6 +238,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     reconnectInitialMs,
     reconnectMaxMs,
     recovery,
+    delayed,
     telemetry,
   };
 }

@@ -17,6 +17,7 @@ import { Telemetry } from '../telemetry/telemetry.js';
 import type { AckDeletePolicy } from './ack-policy.js';
 import type { RedisStreamsStatus } from './connection-status.js';
 import type { EntrySettler } from './context.js';
+import { DelayedPromoter } from './delayed-promoter.js';
 import { drain, stopReading } from './drain.js';
 import { EntryHandling } from './entry-handling.js';
 import { keepEarlierEventHandlers, type HandledStream } from './handler-binding.js';
@@ -69,6 +70,7 @@ export class RedisStreamsServer
   /** Built at listen(). */
   private parts: ServerParts | undefined;
   private recovery: RecoveryScheduler | undefined;
+  private promoter: DelayedPromoter | undefined;
   private readonly observation: ServerObservation;
   private readonly replies: ReplyWriter;
   /** Built when a processing hook is set: until then the per-entry path has no hook step at all. */
@@ -145,6 +147,7 @@ export class RedisStreamsServer
       // handlers' entries until drained.
       if (wasRunning) await stopReading((this.parts as ServerParts).dispatcher, (this.parts as ServerParts).readers);
       await this.recovery?.stopTicks();
+      this.promoter?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
       await this.recovery?.stop();
@@ -257,8 +260,8 @@ export class RedisStreamsServer
   ack(entry: InFlightEntry): Promise<void> {
     return this.handling.ack(entry);
   }
-  nack(entry: InFlightEntry): void {
-    this.handling.nack(entry);
+  nack(entry: InFlightEntry, delayMs?: number): void {
+    this.handling.nack(entry, delayMs);
   }
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
     return this.handling.extendLease(entry, ms);
@@ -298,8 +301,18 @@ export class RedisStreamsServer
     this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.events.emit(event, payload));
     this.handling.useRecovery(this.recovery);
     this.recovery.start();
+    this.startPromotion();
     if (telemetry !== undefined) this.observation.observe(telemetry, this.commandConnection());
     listeningServers.add(this);
+  }
+
+  /** Every worker promotes the due delayed entries of the streams it reads (docs/scheduling.md). */
+  private startPromotion(): void {
+    const { delayed } = this.options;
+    if (delayed === undefined) return;
+    const streams = [...new Set((this.parts as ServerParts).bindings.map((binding) => binding.stream))];
+    this.promoter = new DelayedPromoter(this.commandConnection(), streams, delayed, this.logger, (error) => this.events.error(error));
+    this.promoter.start();
   }
 
   /** Builds the parts (server-parts.ts), then waits for the connection and creates the groups. */

@@ -65,16 +65,32 @@ export class RetryReleaser {
       this.report(new Error(`retry policy of "${entry.binding.pattern}" failed for entry ${entry.id}; it stays pending here: ${(failure as Error).message}`));
       return false;
     }
+    this.queue(entry, delayMs, handlerErrorText(error));
+    return true;
+  }
+
+  /**
+   * Queues the release of an entry nacked with a delay (`ctx.nack({ delay })`): the same move as a
+   * failure's, with the handler's wait; an exhausted entry (count at `maxDeliveries`) gets none and
+   * is dead-lettered by the next tick. False when it is settled already.
+   */
+  releaseAfter(entry: InFlightEntry, delayMs: number, reason: string): boolean {
+    if (entry.settled) return false;
+    const limit = entry.binding.maxDeliveries ?? this.recovery.maxDeliveries;
+    this.queue(entry, entry.deliveryCount >= limit ? 0 : delayMs, reason);
+    return true;
+  }
+
+  private queue(entry: InFlightEntry, delayMs: number, error: string): void {
     entry.settled = true;
     this.slots.markReturning(entry);
     let batch = this.batches.get(entry.binding);
     if (batch === undefined) this.batches.set(entry.binding, (batch = []));
-    batch.push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error: handlerErrorText(error) } });
+    batch.push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error } });
     if (!this.scheduled) {
       this.scheduled = true;
       process.nextTick(this.flush);
     }
-    return true;
   }
 
   /** Sends what is queued and waits for every release in progress (close()). */

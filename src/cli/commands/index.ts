@@ -1,6 +1,7 @@
 import type { RegisterCommand } from '../context.js';
 import { registerAckCommand } from './ack.command.js';
 import { registerClaimCommand } from './claim.command.js';
+import { registerDelayedCommand } from './delayed.command.js';
 import { registerDlqCommand } from './dlq.command.js';
 import { registerInfoCommand } from './info.command.js';
 import { registerPendingCommand } from './pending.command.js';
@@ -13,5 +14,6 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerPendingCommand,
   registerInfoCommand,
   registerDlqCommand,
+  registerDelayedCommand,
   registerTopCommand,
 ];

@@ -14,7 +14,7 @@ interface InfoFlags {
 export function registerInfoCommand(program: Command, { io }: CliContext): void {
   program
     .command('info')
-    .description('stream length and first/last ids, its groups (pending, lag), and with --group that group\'s consumers; a partitioned stream: each partition and the total')
+    .description('stream length and first/last ids, its groups (pending, lag), its held delayed entries, and with --group that group\'s consumers; a partitioned stream: each partition and the total')
     .argument('<key>', 'stream key')
     .option('--group <group>', 'also list the consumers of this group')
     .action(async (key: string, _options: unknown, command: Command) => {
@@ -26,7 +26,7 @@ export function registerInfoCommand(program: Command, { io }: CliContext): void 
       const output = await withCliRedis(io, flags, async (redis): Promise<InfoOutput | PartitionedInfoOutput> => {
         const inspection = new StreamInspector(redis);
         try {
-          return await infoOf(inspection, key, flags.group);
+          return await infoOf(redis, inspection, key, flags.group);
         } catch (error) {
           // A partitioned stream has no key of its own; its metadata key records the partition count.
           return (await partitionedInfoOf(redis, inspection, key, flags.group, error)) ?? Promise.reject(error);
@@ -39,14 +39,28 @@ export function registerInfoCommand(program: Command, { io }: CliContext): void 
     });
 }
 
-async function infoOf(inspection: StreamInspector, key: string, group: string | undefined): Promise<InfoOutput> {
+async function infoOf(redis: RedisClient, inspection: StreamInspector, key: string, group: string | undefined): Promise<InfoOutput> {
   // Sent together: one connection pipelines them.
-  const [stream, groups, consumers] = await Promise.all([
+  const [stream, groups, consumers, delayed] = await Promise.all([
     inspection.stream(key),
     inspection.groups(key),
     group === undefined ? undefined : inspection.consumers(key, group),
+    delayedOf(redis, key),
   ]);
-  return consumers === undefined ? { key, stream, groups } : { key, stream, groups, group, consumers };
+  const output: InfoOutput = consumers === undefined ? { key, stream, groups } : { key, stream, groups, group, consumers };
+  if (delayed !== undefined) output.delayed = delayed;
+  return output;
+}
+
+/**
+ * The stream's held delayed entries (docs/scheduling.md), shown only when it holds some; also
+ * left out when the ACL refuses the delayed keys (an operator's rules from before them).
+ */
+async function delayedOf(redis: RedisClient, key: string): Promise<InfoOutput['delayed']> {
+  const { countDelayed } = await import('../../delayed/delayed-inspection.js');
+  const count = await countDelayed(redis, key).catch((error: unknown) => ((error as Error).message.startsWith('NOPERM') ? undefined : Promise.reject(error)));
+  if (count === undefined || count.held === 0) return undefined;
+  return { held: count.held, due: count.due, nextDueAt: count.nextDueAt };
 }
 
 /** `undefined` unless `key` is missing because it is partitioned (then every partition and the totals). */
@@ -66,6 +80,6 @@ async function partitionedInfoOf(
   ]);
   const partitionCount = await recordedPartitionCount(redis, key);
   if (partitionCount === 1) return undefined;
-  const partitions = await Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => infoOf(inspection, partition, group)));
+  const partitions = await Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => infoOf(redis, inspection, partition, group)));
   return { key, partitionCount, partitions, total: partitionTotals(partitions, group) };
 }

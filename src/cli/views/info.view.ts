@@ -8,6 +8,8 @@ export interface InfoOutput {
   groups: GroupInfo[];
   group?: string;
   consumers?: ConsumerInfo[];
+  /** Delayed entries held for the stream (docs/scheduling.md); absent when none (or the ACL refuses the keys). */
+  delayed?: { held: number; due: number; nextDueAt: string | null };
 }
 
 /** `info` at a terminal: the stream in one line, then its groups, then the chosen group's consumers. */
@@ -16,6 +18,10 @@ export function infoView(output: InfoOutput): string {
   const added = stream.entriesAdded === null ? '' : `, ${stream.entriesAdded} added in all`;
   const range = stream.firstEntryId === null ? 'empty' : `${stream.firstEntryId} .. ${stream.lastEntryId}`;
   let text = `stream ${output.key}: ${stream.length} entries (${range})${added}, ${stream.groups} group(s)\n`;
+  if (output.delayed !== undefined) {
+    const { held, due, nextDueAt } = output.delayed;
+    text += `delayed: ${held} held, ${due} due and not promoted yet, next due ${nextDueAt ?? '-'}\n`;
+  }
   if (output.groups.length > 0) {
     text += '\n' + formatTable(
       [

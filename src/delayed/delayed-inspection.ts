@@ -1,0 +1,114 @@
+import { RedisStreamsOptionError } from '../errors.js';
+import type { RedisClient } from '../redis/connection.js';
+import { integerOption } from '../validation.js';
+import { delayedKeys } from './delayed-keys.js';
+import { DEFAULT_PROMOTION_BATCH, promoteDue, type PromotionResult } from './promote.js';
+import { delayedScripts } from './scripts/loader.js';
+
+/**
+ * The operator's view of a stream's delayed entries (CLI `delayed count|list|promote|remove`):
+ * read on Redis' clock, changed only through the same keys and scripts the workers use, so a
+ * promotion or removal here races the workers' safely.
+ */
+
+export interface DelayedCount {
+  readonly stream: string;
+  /** Entries held. */
+  readonly held: number;
+  /** Of those, due now (Redis' clock) and not promoted yet: no worker promoted them (yet). */
+  readonly due: number;
+  /** When the soonest held entry is due (ISO-8601), `null` when none is held. */
+  readonly nextDueAt: string | null;
+}
+
+export interface HeldEntry {
+  readonly hold: string;
+  readonly dueAt: string;
+  /** Due now and not promoted yet. */
+  readonly due: boolean;
+  /** The entry's fields as `[name, value]` (values as UTF-8 text); `null` when its body is missing or unreadable. */
+  readonly fields: [string, string][] | null;
+  /** The promotion's XADD options (from the emit). */
+  readonly noMkStream: boolean;
+  readonly trim: string;
+  /** A recurring entry's period in ms (it is scheduled again after each promotion), `null` for a one-off. */
+  readonly everyMs: number | null;
+}
+
+export interface DelayedPage {
+  readonly stream: string;
+  readonly held: number;
+  readonly entries: HeldEntry[];
+  /** Offset of the next page, `null` after the last. */
+  readonly nextOffset: number | null;
+}
+
+export async function countDelayed(client: RedisClient, stream: string): Promise<DelayedCount> {
+  const { schedule } = delayedKeys(stream);
+  const now = await redisNow(client);
+  const [held, due, first] = await Promise.all([client.zcard(schedule), client.zcount(schedule, '-inf', now), client.zrange(schedule, '0', '0', 'WITHSCORES')]);
+  return { stream, held, due, nextDueAt: first.length === 2 ? new Date(Number(first[1])).toISOString() : null };
+}
+
+export async function listDelayed(client: RedisClient, stream: string, options: { offset?: unknown; count?: unknown } = {}): Promise<DelayedPage> {
+  const offset = integerOption('offset', options.offset, 0, 0);
+  const count = integerOption('count', options.count, 100, 1, 10_000);
+  const { schedule, bodies } = delayedKeys(stream);
+  const [now, held, ...rows] = await delayedScripts(client).nrsDelayedList(schedule, bodies, offset, count);
+  const entries = (rows as [string, number, string[] | null][]).map(([hold, dueMs, words]): HeldEntry => {
+    const fields: [string, string][] = [];
+    for (let i = 6; words && i + 1 < words.length; i += 2) fields.push([String(words[i]), String(words[i + 1])]);
+    return {
+      hold: String(hold),
+      dueAt: new Date(Number(dueMs)).toISOString(),
+      due: Number(dueMs) <= Number(now),
+      fields: words ? fields : null,
+      noMkStream: words?.[0] === '1',
+      trim: words ? describeTrim(words) : 'unknown',
+      everyMs: words && Number(words[5]) > 0 ? Number(words[5]) : null,
+    };
+  });
+  const next = offset + entries.length;
+  return { stream, held: Number(held), entries, nextOffset: entries.length === count && next < Number(held) ? next : null };
+}
+
+/**
+ * Promotes now: the given holds (made due first, whatever their due time), else what is due.
+ * Pages of {@link DEFAULT_PROMOTION_BATCH} until nothing due is left (at most 100 pages a run).
+ */
+export async function promoteDelayedNow(client: RedisClient, stream: string, holds: readonly string[] = []): Promise<{ stream: string; promoted: PromotionResult['promoted']; skipped: PromotionResult['skipped'] }> {
+  const { schedule } = delayedKeys(stream);
+  // XX: a hold promoted or removed meanwhile is not scheduled again.
+  if (holds.length > 0) await client.zadd(schedule, 'XX', ...holds.flatMap((hold) => [0, hold]));
+  const promoted: PromotionResult['promoted'] = [];
+  const skipped: PromotionResult['skipped'] = [];
+  for (let page = 0; page < 100; page++) {
+    const result = await promoteDue(client, stream, DEFAULT_PROMOTION_BATCH);
+    promoted.push(...result.promoted);
+    skipped.push(...result.skipped);
+    if (!result.full) break;
+  }
+  return { stream, promoted, skipped };
+}
+
+/** Removes holds (schedule and body in one MULTI): they are never promoted. Resolves with how many were held. */
+export async function removeDelayed(client: RedisClient, stream: string, holds: readonly string[]): Promise<{ stream: string; requested: number; removed: number }> {
+  if (holds.length === 0) throw new RedisStreamsOptionError('holds', 'name at least one hold id');
+  const { schedule, bodies } = delayedKeys(stream);
+  const replies = await client.multi().zrem(schedule, ...holds).hdel(bodies, ...holds).exec();
+  const [zremError, removed] = replies?.[0] ?? [new Error('MULTI was aborted'), 0];
+  if (zremError) throw zremError;
+  return { stream, requested: holds.length, removed: Number(removed) };
+}
+
+async function redisNow(client: RedisClient): Promise<number> {
+  const [seconds, micros] = (await client.time()) as [number | string, number | string];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+function describeTrim(words: readonly string[]): string {
+  const [, kind, operator, amount, onlyAcked] = words.map(String);
+  if (kind === 'maxLen') return `MAXLEN ${operator} ${amount}${onlyAcked === '1' ? ' ACKED' : ''}`;
+  if (kind === 'maxAge') return `maxAge ${amount} ms (MINID ${operator})${onlyAcked === '1' ? ' ACKED' : ''}`;
+  return 'none';
+}

@@ -1,0 +1,126 @@
+import type { Logger } from '@nestjs/common';
+import { delayedKeys } from '../delayed/delayed-keys.js';
+import { promoteDue, type PromotionResult } from '../delayed/promote.js';
+import type { RedisClient } from '../redis/connection.js';
+import { batchThisTick } from '../redis/tick-batching.js';
+import type { ResolvedDelayedOptions } from './delayed-options.js';
+
+/**
+ * Moves the due delayed entries of the streams this worker reads into them (docs/scheduling.md).
+ * Every worker of a stream runs one, so no extra process is needed; the script makes each entry
+ * move once however many race. A round calls promote.lua for every stream at once (one socket
+ * write), again for a stream while a call moved a full batch (at most `maxPages` calls), and the
+ * next round comes when the earliest entry seen is due, at the latest after `interval`, at once
+ * when some stream had more due than the round could move. The timer is unref'd; `stop()` clears
+ * it.
+ */
+export class DelayedPromoter {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** The last failure's text: one log line per outage, not one per round. */
+  private lastFailure: string | undefined;
+  /** Streams whose promotion the ACL refuses: warned once, until a round succeeds again. */
+  private readonly refused = new Set<string>();
+
+  constructor(
+    private readonly client: RedisClient,
+    private readonly streams: readonly string[],
+    private readonly options: ResolvedDelayedOptions,
+    private readonly logger: Logger,
+    private readonly report: (error: Error) => void,
+  ) {}
+
+  start(): void {
+    if (this.streams.length === 0 || this.stopped) return;
+    this.schedule(0);
+  }
+
+  /**
+   * Stops the rounds. A call in flight is not waited for: the script runs whole or not at all in
+   * Redis whatever becomes of its reply, and with Redis down or paused it would hold `close()`.
+   */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.promoteAll().then((nextMs) => this.schedule(nextMs));
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** One round over every stream; resolves with the wait before the next one. */
+  private async promoteAll(): Promise<number> {
+    let nextMs = this.options.intervalMs;
+    const failures: string[] = [];
+    await Promise.all(
+      this.streams.map(async (stream) => {
+        try {
+          const last = await this.promoteStream(stream);
+          this.refused.delete(stream);
+          if (last.full) nextMs = 0;
+          else if (last.nextDueMs !== undefined) nextMs = Math.min(nextMs, Math.max(1, last.nextDueMs - last.nowMs));
+        } catch (error) {
+          if (refusedByAcl(error)) this.warnRefused(stream, error as Error);
+          else failures.push(`"${stream}": ${(error as Error).message}`);
+        }
+      }),
+    );
+    this.reportFailures(failures);
+    return nextMs;
+  }
+
+  /** Calls the script while it moves full batches, up to `maxPages` times; returns the last call's result. */
+  private async promoteStream(stream: string): Promise<PromotionResult> {
+    for (let page = 1; ; page++) {
+      batchThisTick(this.client);
+      const result = await promoteDue(this.client, stream, this.options.batch);
+      for (const { hold, status } of result.skipped) {
+        if (status === 'missing') continue; // its body was removed by hand (CLI, operator): nothing to deliver
+        this.logger.warn(
+          status === 'dropped'
+            ? `delayed entry ${hold} of "${stream}" was emitted with noMkStream and the stream does not exist: nothing written`
+            : `delayed entry ${hold} of "${stream}" has a body the promotion cannot read: unscheduled, its body kept in the bodies hash`,
+        );
+      }
+      if (!result.full || page >= this.options.maxPages || this.stopped) return result;
+    }
+  }
+
+  /**
+   * ACL rules written before delayed entries existed: this worker cannot promote the stream's
+   * (another worker with the rules may); one warning per stream, not an error per round.
+   */
+  private warnRefused(stream: string, error: Error): void {
+    if (this.refused.has(stream) || this.stopped) return;
+    this.refused.add(stream);
+    const { schedule, bodies } = delayedKeys(stream);
+    this.logger.warn(
+      `cannot promote delayed entries of "${stream}" (${error.message}): this worker leaves them held; ` +
+        `grant +zrangebyscore +zrange +hget +zrem +hdel on "${schedule}" and "${bodies}" (docs/security.md)`,
+    );
+  }
+
+  private reportFailures(failures: string[]): void {
+    // Calls cut short by close() are no failure to report.
+    if (this.stopped) return;
+    if (failures.length === 0) {
+      this.lastFailure = undefined;
+      return;
+    }
+    const text = `promotion of delayed entries failed (they stay held; retried next round): ${failures.join('; ')}`;
+    if (text === this.lastFailure) return;
+    this.lastFailure = text;
+    this.report(new Error(text));
+  }
+}
+
+/** NOPERM for the script's keys, or (Redis 6.2 wraps errors inside a script: "ERR Error running script … NOPERM …") for a command in it. */
+function refusedByAcl(error: unknown): boolean {
+  return error instanceof Error && /(^|: )NOPERM\b/.test(error.message);
+}
