@@ -1,7 +1,10 @@
 import { Injectable, type CanActivate } from '@nestjs/common';
 import { existsSync, mkdirSync } from 'node:fs';
 import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
+import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { deadLetterKey } from '../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from './helpers/dashboard-app.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
@@ -125,6 +128,17 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     expect(await overviewCell(HANDLED_STREAM, 'length')).toBe('7');
     expect(await overviewCell(HANDLED_STREAM, 'dead-letters')).toBe('2');
     expect(await page.$eval('#mode', (node) => node.textContent)).toBe('actions enabled');
+
+    // Delayed entries held for a minute: the page shows the count Redis holds, none due.
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    try {
+      for (let n = 0; n < 2; n++) await lastValueFrom(client.emit(HANDLED_STREAM, new RedisStreamsRecord({ n }, { delay: 60_000 })));
+    } finally {
+      await client.close();
+    }
+    await untilCell(HANDLED_STREAM, 'delayed', String(await redis.client.zcard(`{${HANDLED_STREAM}}:delayed`)));
+    expect(await overviewCell(HANDLED_STREAM, 'delayed')).toBe('2');
+    expect(await overviewCell(HANDLED_STREAM, 'delayed-due')).toBe('0');
 
     // Live: a new entry shows without a reload, and (where Redis counts entries added) as an in-rate.
     const rates = (await capabilitiesOf(redis.client)).lagTracking;

@@ -1,5 +1,9 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../src/client/redis-streams-record.js';
 import { RedisStreamsDashboardModule } from '../src/dashboard/index.js';
 import { SECURITY_HEADERS } from '../src/dashboard/dashboard-security.js';
 import type { OverviewView, StreamView } from '../src/dashboard/dashboard-views.js';
@@ -131,6 +135,55 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     const stream = streamOf(view, PARTITIONED_STREAM);
     expect(stream).toMatchObject({ source: 'handlers', length: 1, groups: [expect.objectContaining({ name: 'billing', handled: true })] });
     expect(stream.partitions?.map((partition) => [partition.name, partition.source, partition.length])).toEqual([[`${PARTITIONED_STREAM}:p0`, 'partition', 0], [`${PARTITIONED_STREAM}:p1`, 'partition', 1]]);
+  });
+
+  it("counts a stream's delayed entries as Redis does: held, and due but not promoted; a partitioned stream's summed", async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    try {
+      // No worker reads these streams: the past-due ones stay due, not promoted.
+      const emit = (stream: string, options: ConstructorParameters<typeof RedisStreamsRecord>[1]) => lastValueFrom(client.emit(stream, new RedisStreamsRecord({ n: 1 }, options)));
+      await emit('later', { delay: 60_000 });
+      await emit('later', { delay: 60_000 });
+      await emit('later', { deliverAt: new Date(Date.now() - 60_000) });
+      await redis.client.set('{dparted}:partitions', '2');
+      await emit('dparted:p0', { delay: 60_000 });
+      await emit('dparted:p0', { deliverAt: 0 });
+      await emit('dparted:p1', { delay: 60_000 });
+    } finally {
+      await client.close();
+    }
+    app = await startDashboardApp(redis.server.url, { streams: ['later', 'dparted'] });
+    const view = await overview(app);
+    // The held entries' streams do not exist yet: they are counted all the same.
+    expect(streamOf(view, 'later')).toMatchObject({ exists: false, delayed: await delayedInRedis(redis.client, 'later') });
+    expect(streamOf(view, 'later').delayed).toEqual({ held: 3, due: 1 });
+    const parted = streamOf(view, 'dparted');
+    expect(parted.partitions?.map((partition) => [partition.name, partition.delayed])).toEqual([
+      ['dparted:p0', await delayedInRedis(redis.client, 'dparted:p0')],
+      ['dparted:p1', await delayedInRedis(redis.client, 'dparted:p1')],
+    ]);
+    expect(parted.delayed).toEqual({ held: 3, due: 1 });
+    // A stream with nothing held: zeros.
+    expect(streamOf(view, HANDLED_STREAM).delayed).toEqual({ held: 0, due: 0 });
+  });
+
+  it('shows null for the delayed counts of a stream whose delayed keys the ACL refuses, and the rest of the stream as usual', async () => {
+    await seedStream(redis.client, 'legacy', { entries: 2, pending: 1, deadLetters: 1 });
+    await redis.client.zadd('{legacy}:delayed', 0, 'hold-1');
+    // Rules from before delayed entries: the streams and dead letters, not {legacy}:delayed.
+    const keys = ['~legacy', '~{legacy}:dead', `~${HANDLED_STREAM}`, `~{${HANDLED_STREAM}}:*`];
+    await redis.client.call('ACL', 'SETUSER', 'dash', 'reset', 'on', '>dash-pw', '+@all', 'allchannels', ...keys);
+    try {
+      app = await startDashboardApp(`redis://dash:dash-pw@127.0.0.1:${redis.server.port}`, { streams: ['legacy'] });
+      const view = await overview(app);
+      expect(streamOf(view, 'legacy')).toMatchObject({ exists: true, length: 2, deadLetters: 1, delayed: null, groups: [expect.objectContaining({ name: AUDIT_GROUP, pending: 1 })] });
+      expect(streamOf(view, 'legacy').error).toBeUndefined();
+      expect(streamOf(view, HANDLED_STREAM).delayed).toEqual({ held: 0, due: 0 });
+    } finally {
+      await app?.close();
+      app = undefined;
+      await redis.client.call('ACL', 'DELUSER', 'dash');
+    }
   });
 
   it('reads at most maxStreams streams a refresh, and says how many it left out', async () => {
@@ -267,6 +320,14 @@ describe('dashboard on a password-protected Redis', () => {
     }
   });
 });
+
+/** What Redis itself says of `stream`'s delayed schedule: ZCARD, and ZCOUNT up to Redis' TIME now. */
+async function delayedInRedis(redis: Redis, stream: string): Promise<{ held: number; due: number }> {
+  const key = `{${stream}}:delayed`;
+  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
+  const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  return { held: await redis.zcard(key), due: await redis.zcount(key, '-inf', now) };
+}
 
 function chunk(row: unknown[]): [string, unknown][] {
   const pairs: [string, unknown][] = [];

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { StreamFieldPairs } from '../claim/claimed-fields.js';
 import type { PendingEntry } from '../claim/inspection.types.js';
+import { redisNow } from '../delayed/delayed-inspection.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { DeadLetter } from '../recovery/dead-letter-format.js';
 import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
@@ -33,8 +34,10 @@ export class DashboardReads {
     named.forEach((name, index) => nameParameter(`stream[${index}]`, name));
     const keys = this.context.targets(named);
     const targets = keys.targets.slice(0, this.context.options.maxStreams);
-    const parts = { inspector: this.context.inspector, redis: this.context.redis, deadLetterKeyOf: this.context.deadLetterKeyOf(keys) };
     const at = Date.now();
+    // One TIME a refresh: every stream's due count is on the same clock reading.
+    const redisNowMs = targets.length === 0 ? null : await redisNow(this.context.redis).catch(() => null);
+    const parts = { inspector: this.context.inspector, redis: this.context.redis, deadLetterKeyOf: this.context.deadLetterKeyOf(keys), redisNowMs };
     const streams = await Promise.all(targets.map((target) => sampleTarget(parts, target)));
     return { at, streams, omitted: keys.targets.length - targets.length };
   }

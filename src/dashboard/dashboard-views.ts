@@ -22,6 +22,11 @@ export interface GroupView {
   consumers: ConsumerView[];
 }
 
+export interface DelayedView {
+  held: number;
+  due: number;
+}
+
 export interface StreamView {
   /** The stream's name (a partition's key for a partition). */
   name: string;
@@ -36,6 +41,13 @@ export interface StreamView {
   /** Entries in its dead-letter stream(s). */
   deadLetters: number;
   groups: GroupView[];
+  /**
+   * Its delayed entries (docs/scheduling.md): held, and of those due on Redis' clock but not
+   * promoted yet (no worker promoted them yet). Null when Redis refused the delayed keys (an ACL
+   * from before them) or could not count them; a partitioned stream's totals are null when a
+   * partition's are.
+   */
+  delayed: DelayedView | null;
   /** A partitioned stream: each partition, in index order; the fields above are their totals. */
   partitions?: StreamView[];
   /** Why it could not be read (the key is not a stream, Redis refused), or undefined. */

@@ -1,19 +1,22 @@
 import { RedisStreamsClaimError } from '../claim/claim.errors.js';
 import type { StreamInspector } from '../claim/stream-inspector.js';
+import { countHeldAndDue } from '../delayed/delayed-inspection.js';
 import type { RedisClient } from '../redis/connection.js';
-import type { ConsumerView, GroupView, StreamView } from './dashboard-views.js';
+import type { ConsumerView, DelayedView, GroupView, StreamView } from './dashboard-views.js';
 import type { StreamTarget } from './stream-targets.js';
 
-/** What sampling needs: the inspector and connection, and each stream key's dead-letter key. */
+/** What sampling needs: the inspector and connection, each stream key's dead-letter key, Redis' clock. */
 export interface SamplerParts {
   readonly inspector: StreamInspector;
   readonly redis: RedisClient;
   readonly deadLetterKeyOf: (key: string) => string;
+  /** Redis' TIME in ms, read once a refresh (due times are on Redis' clock); null when it could not be read. */
+  readonly redisNowMs: number | null;
 }
 
 /**
  * One refresh of one stream. Per stream key: XINFO STREAM, XINFO GROUPS, XLEN of its dead-letter
- * stream, then XINFO CONSUMERS per group; all sent at once on the one connection. A partitioned
+ * stream, ZCARD and ZCOUNT of its delayed schedule, then XINFO CONSUMERS per group; all sent at once on the one connection. A partitioned
  * stream costs that per partition (its partition keys come from the servers' bindings, or from
  * one GET of its metadata key when its name holds no stream). No SCAN, no KEYS.
  */
@@ -30,19 +33,21 @@ async function partitioned(parts: SamplerParts, target: StreamTarget, keys: read
 }
 
 async function sampleKey(
-  { inspector, redis, deadLetterKeyOf }: SamplerParts,
+  { inspector, redis, deadLetterKeyOf, redisNowMs }: SamplerParts,
   key: string,
   handled: ReadonlySet<string>,
   source: StreamView['source'],
 ): Promise<{ view: StreamView; partitionKeys?: readonly string[] }> {
   const deadLetters = redis.xlen(deadLetterKeyOf(key)).catch(() => 0);
-  const empty: StreamView = { name: key, source, exists: false, length: 0, entriesAdded: null, firstEntryId: null, lastEntryId: null, deadLetters: 0, groups: [] };
+  // Held entries may exist before their stream does (the promotion creates it): counted either way.
+  const delayed = delayedOf(redis, key, redisNowMs);
+  const empty: StreamView = { name: key, source, exists: false, length: 0, entriesAdded: null, firstEntryId: null, lastEntryId: null, deadLetters: 0, groups: [], delayed: null };
   let stream;
   let groups;
   try {
     [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
   } catch (error) {
-    const view = { ...empty, deadLetters: await deadLetters };
+    const view = { ...empty, deadLetters: await deadLetters, delayed: await delayed };
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') return { view, partitionKeys: error.partitionKeys };
     return { view: { ...view, error: error instanceof Error ? error.message : String(error) } };
   }
@@ -67,12 +72,22 @@ async function sampleKey(
       lastEntryId: stream.lastEntryId,
       deadLetters: await deadLetters,
       groups: groupViews,
+      delayed: await delayed,
     },
   };
 }
 
 /**
- * The whole partitioned stream: lengths, entries added, dead letters, pending, lag and entries
+ * Null, not an error, when Redis refuses the delayed keys (NOPERM: a worker's ACL from before
+ * delayed entries, as the CLI's `info` does) or cannot count them: the rest of the stream shows.
+ */
+async function delayedOf(redis: RedisClient, key: string, nowMs: number | null): Promise<DelayedView | null> {
+  if (nowMs === null) return null;
+  return countHeldAndDue(redis, key, nowMs).catch(() => null);
+}
+
+/**
+ * The whole partitioned stream: lengths, entries added, dead letters, delayed counts, pending, lag and entries
  * read summed (null when a partition does not count them); per consumer, pending summed and the
  * least idle time of any partition (a consumer reads all its partitions).
  */
@@ -88,6 +103,7 @@ function totalOf(name: string, source: StreamView['source'], partitions: readonl
     firstEntryId: null,
     lastEntryId: null,
     deadLetters: sum(partitions.map((partition) => partition.deadLetters)) ?? 0,
+    delayed: delayedTotal(partitions.map((partition) => partition.delayed)),
     groups: groupNames.map((group) => groupTotal(group, existing.flatMap((partition) => partition.groups.filter((one) => one.name === group)))),
   };
 }
@@ -112,6 +128,12 @@ function groupTotal(name: string, groups: readonly GroupView[]): GroupView {
     lastDeliveredId: null,
     consumers: [...consumers.values()],
   };
+}
+
+function delayedTotal(parts: readonly (DelayedView | null)[]): DelayedView | null {
+  const held = sum(parts.map((part) => part?.held ?? null));
+  const due = sum(parts.map((part) => part?.due ?? null));
+  return held === null || due === null ? null : { held, due };
 }
 
 /** The sum, or null when any part is unknown. */

@@ -50,6 +50,17 @@ export async function countDelayed(client: RedisClient, stream: string): Promise
   return { stream, held, due, nextDueAt: first.length === 2 ? new Date(Number(first[1])).toISOString() : null };
 }
 
+/**
+ * Held and due counts only (ZCARD + ZCOUNT, O(log n), no range read): for a caller that polls
+ * many streams (the dashboard) and reads Redis' clock once for all of them (`nowMs`, see
+ * {@link redisNow}).
+ */
+export async function countHeldAndDue(client: RedisClient, stream: string, nowMs: number): Promise<{ held: number; due: number }> {
+  const { schedule } = delayedKeys(stream);
+  const [held, due] = await Promise.all([client.zcard(schedule), client.zcount(schedule, '-inf', nowMs)]);
+  return { held, due };
+}
+
 export async function listDelayed(client: RedisClient, stream: string, options: { offset?: unknown; count?: unknown } = {}): Promise<DelayedPage> {
   const offset = integerOption('offset', options.offset, 0, 0);
   const count = integerOption('count', options.count, 100, 1, 10_000);
@@ -101,7 +112,8 @@ export async function removeDelayed(client: RedisClient, stream: string, holds: 
   return { stream, requested: holds.length, removed: Number(removed) };
 }
 
-async function redisNow(client: RedisClient): Promise<number> {
+/** Redis' clock in ms (TIME): the clock due times are scored on. */
+export async function redisNow(client: RedisClient): Promise<number> {
   const [seconds, micros] = (await client.time()) as [number | string, number | string];
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }

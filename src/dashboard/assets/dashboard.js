@@ -115,8 +115,8 @@
       rows.push(...streamRows(stream, false));
       for (const partition of stream.partitions || []) rows.push(...streamRows(partition, true));
     }
-    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 9, className: 'muted', text: 'No streams: no handler of this app reads one yet. Show one by name above.' })));
-    if (state.overview.omitted > 0) rows.push(el('tr', {}, el('td', { colSpan: 9, className: 'warn', text: `${state.overview.omitted} more streams not shown (the maxStreams option).` })));
+    if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 11, className: 'muted', text: 'No streams: no handler of this app reads one yet. Show one by name above.' })));
+    if (state.overview.omitted > 0) rows.push(el('tr', {}, el('td', { colSpan: 11, className: 'warn', text: `${state.overview.omitted} more streams not shown (the maxStreams option).` })));
     body.replaceChildren(...rows);
   }
 
@@ -137,9 +137,12 @@
           num(stream.length, 'length'),
           num(rate(stream.name, stream.entriesAdded, 'added'), 'in-rate'),
           num(stream.deadLetters, 'dead-letters'),
+          // null (shown "—") when Redis refused the delayed keys.
+          num(stream.delayed ? stream.delayed.held : null, 'delayed'),
+          num(stream.delayed ? stream.delayed.due : null, 'delayed-due'),
         );
       } else {
-        row.append(cell(''), cell(''), cell(''), cell(''));
+        row.append(cell(''), cell(''), cell(''), cell(''), cell(''), cell(''));
       }
       if (group === null) {
         row.append(el('td', { colSpan: 5, className: 'muted', text: 'no consumer group' }));
@@ -183,7 +186,7 @@
       el('div', { className: 'toolbar' },
         el('h2', {}, 'Stream ', el('span', { className: 'name', text: stream.name })),
         el('button', { type: 'button', text: 'Close', onclick: () => select(null) })),
-      el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters` }),
+      el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters, ` + (stream.delayed ? `${stream.delayed.held} delayed (${stream.delayed.due} due, not promoted)` : 'delayed entries not readable') }),
     ];
     stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly)));
     parts.push(...deadLetterDetail(stream, deadLetters, partitioned, readOnly));
