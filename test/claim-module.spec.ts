@@ -9,7 +9,7 @@ import { DEFAULT_STORE_DIRECTORY } from '../src/claim/claim-sinks.js';
 import { StreamClaimService } from '../src/claim/claim.service.js';
 import { StreamInspectionService } from '../src/claim/inspection.service.js';
 import { RedisStreamsModule } from '../src/module/redis-streams.module.js';
-import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../src/module/tokens.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../src/tokens.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { addEntries, createGroup, deliver, makeIdle } from './claim-fixtures.js';
 

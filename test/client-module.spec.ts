@@ -6,7 +6,7 @@ import { lastValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { RedisStreamsClientModule } from '../src/client/redis-streams-client.module.js';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
-import { REDIS_STREAMS_CONNECTION } from '../src/module/tokens.js';
+import { REDIS_STREAMS_CONNECTION } from '../src/tokens.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { waitFor } from './helpers/wait.js';
 

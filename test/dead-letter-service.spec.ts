@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { Test } from '@nestjs/testing';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
-import { REDIS_STREAMS_CONNECTION } from '../src/module/tokens.js';
+import { REDIS_STREAMS_CONNECTION } from '../src/tokens.js';
 import { DeadLetterService, REDIS_STREAMS_DEAD_LETTER_OPTIONS } from '../src/recovery/dead-letter.service.js';
 import { deadLetterKey, hashSlotOf } from '../src/redis/keys.js';
 import { ensureCompiled } from './helpers/compiled.js';

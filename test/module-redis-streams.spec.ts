@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { RedisStreamsModule } from '../src/module/redis-streams.module.js';
 import type { RedisStreamsModuleOptions } from '../src/module/redis-streams-module.options.js';
 import { RedisStreamsServerFactory } from '../src/module/redis-streams-server.factory.js';
-import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../src/module/tokens.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../src/tokens.js';
 import type { RedisClient } from '../src/redis/connection.js';
 import { RedisStreamsServer } from '../src/server/redis-streams.server.js';
 import { pendingCount } from './fixtures/server-app.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../module/tokens.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { ClaimModuleOptions, StreamClaimServiceOptions } from './claim.types.js';
 import { StreamClaimer } from './stream-claimer.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { REDIS_STREAMS_CONNECTION } from '../module/tokens.js';
+import { REDIS_STREAMS_CONNECTION } from '../tokens.js';
 import type { RedisClient } from '../redis/connection.js';
 import { StreamInspector } from './stream-inspector.js';
 

@@ -1,5 +1,5 @@
 import { Module, type DynamicModule, type FactoryProvider, type InjectionToken, type ModuleMetadata } from '@nestjs/common';
-import { REDIS_STREAMS_CONNECTION } from '../module/tokens.js';
+import { REDIS_STREAMS_CONNECTION } from '../tokens.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisStreamsClient } from './redis-streams-client.js';
 import type { RedisStreamsClientOptions } from './redis-streams-client.options.js';

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { StreamClaimer } from '../claim/stream-claimer.js';
 import { StreamInspector } from '../claim/stream-inspector.js';
 import type { RedisStreamsModuleOptions } from '../module/redis-streams-module.options.js';
-import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../module/tokens.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
 import type { RedisClient } from '../redis/connection.js';
 import { DeadLetterService } from '../recovery/dead-letter.service.js';
 import { listeningServers } from '../server/liveness.js';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import type { RedisStreamsModuleOptions } from './redis-streams-module.options.js';
-import { REDIS_STREAMS_MODULE_OPTIONS } from './tokens.js';
+import { REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
 
 /** Opens the module's shared connection and closes it on module destroy when we opened it. */
 @Injectable()

@@ -5,7 +5,7 @@ import { DeadLetterService, REDIS_STREAMS_DEAD_LETTER_OPTIONS } from '../recover
 import { RedisStreamsRecovery } from '../recovery/redis-streams-recovery.js';
 import type { RedisStreamsModuleOptions } from './redis-streams-module.options.js';
 import { RedisStreamsServerFactory } from './redis-streams-server.factory.js';
-import { REDIS_STREAMS_MODULE_OPTIONS } from './tokens.js';
+import { REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
 
 /** `DeadLetterService` options from the module options' `deadLetters` section. */
 const deadLetterOptionsProvider: Provider = {

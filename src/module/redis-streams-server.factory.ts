@@ -4,7 +4,7 @@ import type { RedisStreamsServerOptions } from '../server/options.js';
 import { RedisStreamsServer } from '../server/redis-streams.server.js';
 import { recoveryWithDeadLetterKey } from './dead-letter-key.js';
 import type { RedisStreamsModuleOptions } from './redis-streams-module.options.js';
-import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from './tokens.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
 
 /**
  * Builds `RedisStreamsServer`s from the module's options and connection:

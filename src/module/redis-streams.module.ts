@@ -13,7 +13,7 @@ import type {
   RedisStreamsModuleOptions,
   RedisStreamsModuleRootOptions,
 } from './redis-streams-module.options.js';
-import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from './tokens.js';
+import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
 
 /**
  * Provides the shared connection (`REDIS_STREAMS_CONNECTION`), the resolved options

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { RedisStreamsOptionError } from '../errors.js';
-import { REDIS_STREAMS_CONNECTION } from '../module/tokens.js';
+import { REDIS_STREAMS_CONNECTION } from '../tokens.js';
 import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey as defaultDeadLetterKey } from '../redis/keys.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
