@@ -1,6 +1,7 @@
 import { describeKeys, RedisStreamsPartitionMetadataError } from '../errors.js';
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { missingCommandError } from '../redis/capabilities.js';
+import { errorMessage } from '../error-message.js';
 
 /** Why a claim or inspection command failed in a way the caller can act on. */
 export type ClaimFailureReason = 'missing-group' | 'missing-stream' | 'wrong-type' | 'redis-error';
@@ -45,7 +46,7 @@ export async function translateRedisError(
   // XAUTOCLAIM needs Redis 6.2: say so instead of passing on "ERR unknown command".
   const missing = missingCommandError(error, 'the claim service');
   if (missing !== undefined) return missing;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   if (message.startsWith('NOGROUP') || message.startsWith('ERR no such key')) {
     const exists = await streamExists().catch(() => true);
     if (!exists) {

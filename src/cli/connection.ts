@@ -5,6 +5,7 @@ import { connectionSecrets, redactUrl } from '../redaction.js';
 import { startTimeoutVerdict } from '../timeout.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
+import { errorMessage } from '../error-message.js';
 
 export const DEFAULT_URL = 'redis://127.0.0.1:6379';
 /** `--timeout`: how long connecting, and then each command, may go unanswered. */
@@ -173,5 +174,5 @@ function connectFailure(error: unknown, timeoutMs: number): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   // No TCP handshake within connectTimeout, or a handshake / ready-check command past commandTimeout.
   if (code === 'ETIMEDOUT' || isCommandTimeout(error)) return noAnswer(timeoutMs);
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }

@@ -6,6 +6,7 @@ import { Redactor } from '../redaction.js';
 import { CliError } from './errors.js';
 import type { CliIo } from './io.js';
 import { terminalSafeJson, visibleLine } from './visible-text.js';
+import { errorMessage } from '../error-message.js';
 
 /**
  * The result, as one line of JSON: `JSON.stringify` of what the service returned, with DEL and C1
@@ -40,7 +41,7 @@ export function describeFailure(error: unknown, secrets: readonly string[]): { l
   } else if (error instanceof RedisStreamsClaimError) {
     line = `error: ${error.message}`;
   } else {
-    line = `error: ${error instanceof Error ? error.message : String(error)}`;
+    line = `error: ${errorMessage(error)}`;
   }
   return { line: visibleLine(new Redactor(secrets).text(firstLine(line))), exitCode };
 }

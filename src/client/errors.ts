@@ -1,5 +1,6 @@
 import { NO_MESSAGE_HANDLER } from '../codec/reply.js';
 import { connectionErrorCode } from '../errors.js';
+import { errorMessage } from '../error-message.js';
 
 /** Nest's own text for "no handler", so callers can match it the same way on every transport. */
 export { NO_MESSAGE_HANDLER };
@@ -87,7 +88,7 @@ export class RedisStreamsPublishError extends Error {
 const NOT_WRITEABLE = "Stream isn't writeable and enableOfflineQueue options is false";
 
 function describeCause(cause: unknown): string {
-  const message = cause instanceof Error ? cause.message : String(cause);
+  const message = errorMessage(cause);
   if (message === NOT_WRITEABLE) return 'the Redis connection is not ready (disconnected or reconnecting)';
   if (message === 'Command timed out') return 'Redis did not answer within commandTimeout';
   return message;

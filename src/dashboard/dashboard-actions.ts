@@ -8,6 +8,7 @@ import { streamIdListOption } from '../recovery/recovery-validation.js';
 import { describe } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import { nameParameter } from './dashboard-reads.js';
+import { errorMessage } from '../error-message.js';
 
 /** Most ids one action takes (the page selects at most a page of rows). */
 export const MAX_ACTION_IDS = 1000;
@@ -93,7 +94,7 @@ export class DashboardActions {
       this.logger.log(`${what}: ${outcome(result)}`);
       return result;
     } catch (error) {
-      this.logger.warn(`${what}: failed: ${this.redactor.text(error instanceof Error ? error.message : String(error))}`);
+      this.logger.warn(`${what}: failed: ${this.redactor.text(errorMessage(error))}`);
       throw error;
     }
   }

@@ -4,6 +4,7 @@ import { countHeldAndDue } from '../delayed/delayed-inspection.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { ConsumerView, DelayedView, GroupView, StreamView } from './dashboard-views.js';
 import type { StreamTarget } from './stream-targets.js';
+import { errorMessage } from '../error-message.js';
 
 /** What sampling needs: the inspector and connection, each stream key's dead-letter key, Redis' clock. */
 export interface SamplerParts {
@@ -49,7 +50,7 @@ async function sampleKey(
   } catch (error) {
     const view = { ...empty, deadLetters: await deadLetters, delayed: await delayed };
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') return { view, partitionKeys: error.partitionKeys };
-    return { view: { ...view, error: error instanceof Error ? error.message : String(error) } };
+    return { view: { ...view, error: errorMessage(error) } };
   }
   const groupViews = await Promise.all(
     groups.map(async (group): Promise<GroupView> => ({

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
-import { errorMessage, isNoGroupError } from './groups.js';
+import { errorMessage } from '../error-message.js';
+import { isNoGroupError } from './groups.js';
 import type { StreamBinding } from './handler-binding.js';
 import { ReaderPulse } from './liveness.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry } from './read-reply.js';

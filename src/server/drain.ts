@@ -4,7 +4,7 @@ import { withTimeout } from '../timeout.js';
 import type { AckBatcher } from './ack-batcher.js';
 import type { StreamReader } from './consumer-loop.js';
 import type { Dispatcher } from './dispatcher.js';
-import { errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
 import { handOffEntries } from './handoff.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import type { RunningStreams } from './running-streams.js';

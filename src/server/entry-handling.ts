@@ -9,7 +9,7 @@ import type { AckBatcher } from './ack-batcher.js';
 import { AckSettlement } from './ack-settlement.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import type { Dispatcher } from './dispatcher.js';
-import { errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
 import type { IdempotencyRecords } from './idempotency.js';
 import type { InFlightEntry } from './in-flight.js';
 import type { ProcessingHooks } from './processing-hooks.js';

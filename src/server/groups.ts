@@ -1,3 +1,4 @@
+import { errorMessage } from '../error-message.js';
 import type { RedisClient } from '../redis/connection.js';
 
 /** Creates `group` on `stream` (and the stream) at `startId`; false when it already existed (BUSYGROUP). */
@@ -14,8 +15,4 @@ export async function createGroup(client: RedisClient, stream: string, group: st
 /** The stream or the group is gone (Redis restarted without persistence, FLUSHALL, XGROUP DESTROY). */
 export function isNoGroupError(error: unknown): boolean {
   return errorMessage(error).startsWith('NOGROUP');
-}
-
-export function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,5 +1,5 @@
 import type { Transport } from '@nestjs/microservices';
-import { errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
 
 /** Nest 12's `Server#setOnProcessingStartHook` hook: `done()` runs the handling; tracing opens a span around it. */
 export type ProcessingStartHook = (transportId: Transport | symbol, context: unknown, done: () => Promise<unknown>) => void;

@@ -2,7 +2,7 @@ import type { MessageHandler, OutgoingResponse } from '@nestjs/microservices';
 import type { ReplyPacket } from '../codec/reply.js';
 import type { DecodedEntry } from '../codec/stream-deserializer.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
 import type { InFlightEntry } from './in-flight.js';
 import type { ReplyWriter } from './reply-writer.js';
 import type { RunningStreams } from './running-streams.js';

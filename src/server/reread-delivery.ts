@@ -1,4 +1,4 @@
-import { errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
 import type { StreamBinding } from './handler-binding.js';
 import type { ReadEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';

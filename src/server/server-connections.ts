@@ -14,7 +14,8 @@ import { whenReady } from '../redis/ready.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { serverRequirements } from './ack-policy.js';
 import { ConnectionStatusTracker, type RedisStreamsStatus } from './connection-status.js';
-import { createGroup, errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
+import { createGroup } from './groups.js';
 import type { StreamBinding } from './in-flight.js';
 import type { ResolvedServerOptions } from './options.js';
 

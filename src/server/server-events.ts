@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { RedisStreamsDecodeError } from '../errors.js';
 import type { Redactor } from '../redaction.js';
 import type { DeadLetterNotice, EntriesLostNotice, LeaseLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
-import { errorMessage } from './groups.js';
+import { errorMessage } from '../error-message.js';
 
 /** Events of `server.on(event, callback)`. */
 export type RedisStreamsServerEvents = {

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { isObservable, lastValueFrom } from 'rxjs';
 import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../../codec/stream-deserializer.js';
-import { errorMessage } from '../groups.js';
+import { errorMessage } from '../../error-message.js';
 import type { InFlightEntry } from '../in-flight.js';
 import type { ProcessingHooks } from '../processing-hooks.js';
 import { RedisStreamsBatchContext } from './batch-context.js';
