@@ -112,8 +112,7 @@ export type {
 } from './module/redis-streams-module.options.js';
 export { RedisStreamsServerFactory } from './module/redis-streams-server.factory.js';
 export { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from './tokens.js';
-export { StreamClaimService } from './claim/claim.service.js';
-export { StreamInspectionService } from './claim/inspection.service.js';
+export { StreamClaimService, StreamInspectionService } from './module/claim-services.js';
 export { RedisStreamsClaimError } from './claim/claim.errors.js';
 export type { ClaimFailureReason } from './claim/claim.errors.js';
 export type {

@@ -4,7 +4,7 @@ import { EventPattern } from '@nestjs/microservices';
 import { Redis as RedisClass, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StreamClaimService } from '../src/claim/claim.service.js';
+import { StreamClaimService } from '../src/module/claim-services.js';
 import { RedisStreamsClient } from '../src/client/redis-streams-client.js';
 import { RedisStreamsMissingCommandError } from '../src/errors.js';
 import { probeCapabilities } from '../src/redis/capabilities.js';

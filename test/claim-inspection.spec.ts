@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClaimError } from '../src/claim/claim.errors.js';
-import { StreamInspectionService } from '../src/claim/inspection.service.js';
+import { StreamInspectionService } from '../src/module/claim-services.js';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
 import { RedisServerProcess } from './helpers/redis-server.js';

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../src/errors.js';
 import { resolveClaimOptions } from '../src/claim/claim-options.js';
-import { StreamClaimService } from '../src/claim/claim.service.js';
+import { StreamClaimService } from '../src/module/claim-services.js';
 import type { ClaimOptions } from '../src/claim/claim.types.js';
 import { freePort } from './helpers/redis-server.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClaimError } from '../src/claim/claim.errors.js';
-import { StreamClaimService } from '../src/claim/claim.service.js';
+import { StreamClaimService } from '../src/module/claim-services.js';
 import { capabilitiesOf } from './helpers/capabilities.js';
 import { useRedisServer } from './helpers/use-redis-server.js';
 import { addEntries, createGroup, deliver, makeIdle, MIN_IDLE, pendingById } from './claim-fixtures.js';

@@ -3,7 +3,7 @@
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { StreamClaimService } from '../../src/claim/claim.service.js';
+import { StreamClaimService } from '../../src/module/claim-services.js';
 import type { FetchType } from '../../src/claim/claim.types.js';
 import { nowNs } from '../clock.js';
 import { memoryKb, runOnce } from './harness.js';

@@ -1,8 +1,7 @@
 import type { Provider } from '@nestjs/common';
-import { StreamClaimService } from '../claim/claim.service.js';
-import { StreamInspectionService } from '../claim/inspection.service.js';
 import { DeadLetterService, REDIS_STREAMS_DEAD_LETTER_OPTIONS } from '../recovery/dead-letter.service.js';
 import { RedisStreamsRecovery } from '../recovery/redis-streams-recovery.js';
+import { StreamClaimService, StreamInspectionService } from './claim-services.js';
 import type { RedisStreamsModuleOptions } from './redis-streams-module.options.js';
 import { RedisStreamsServerFactory } from './redis-streams-server.factory.js';
 import { REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
