@@ -1,0 +1,108 @@
+import { lastValueFrom } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { ensureCompiled } from '../helpers/compiled.js';
+import { RedisServerProcess } from '../helpers/redis-server.js';
+import { runCli, type CliRun } from '../helpers/run-cli.js';
+
+type Entry = [id: string, fields: string[]];
+
+describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, () => {
+  let server: RedisServerProcess;
+  let client: RedisStreamsClient;
+  const cli = (...args: string[]): Promise<CliRun> => runCli([...args, '--url', server.url], {}, { timeoutMs: 60_000 });
+  const json = (run: CliRun): unknown => {
+    expect([run.code, run.stderr]).toEqual([0, '']);
+    return JSON.parse(run.stdout);
+  };
+  const hold = async (stream: string, data: unknown, options: ConstructorParameters<typeof RedisStreamsRecord>[1]) =>
+    (await lastValueFrom(client.emit(stream, new RedisStreamsRecord(data, options)))) as string;
+
+  beforeAll(async () => {
+    await ensureCompiled();
+    server = await RedisServerProcess.start();
+    client = new RedisStreamsClient({ connection: server.url });
+  }, 240_000);
+  afterAll(async () => {
+    await client.close();
+    await server.stop();
+  });
+
+  it('count: held, due and not promoted (on Redis clock), next due time', async () => {
+    await hold('counted', { n: 1 }, { deliverAt: 1_000 });
+    await hold('counted', { n: 2 }, { deliverAt: 2_000 });
+    await hold('counted', { n: 3 }, { delay: 'PT1H' });
+    expect(json(await cli('delayed', 'count', 'counted'))).toEqual({ stream: 'counted', held: 3, due: 2, nextDueAt: new Date(1_000).toISOString() });
+    expect(json(await cli('delayed', 'count', 'nothing-held'))).toEqual({ stream: 'nothing-held', held: 0, due: 0, nextDueAt: null });
+  });
+
+  it('list: pages soonest due first, with the fields and the trimming the promotion will apply', async () => {
+    const holds = [
+      await hold('listed', { n: 1 }, { deliverAt: 1_000, trim: { maxLen: 10 } }),
+      await hold('listed', { n: 2 }, { deliverAt: 2_000, headers: { tenant: 'acme' } }),
+      await hold('listed', { n: 3 }, { deliverAt: 3_000, trim: false }),
+    ];
+    const first = json(await cli('delayed', 'list', 'listed', '--count', '2')) as { held: number; entries: unknown[]; nextOffset: number | null };
+    expect(first).toEqual({
+      stream: 'listed',
+      held: 3,
+      entries: [
+        { hold: holds[0], dueAt: new Date(1_000).toISOString(), due: true, fields: [['pattern', 'listed'], ['data', '{"n":1}']], noMkStream: false, trim: 'MAXLEN ~ 10', everyMs: null },
+        {
+          hold: holds[1],
+          dueAt: new Date(2_000).toISOString(),
+          due: true,
+          fields: [['pattern', 'listed'], ['data', '{"n":2}'], ['headers', '{"tenant":"acme"}']],
+          noMkStream: false,
+          trim: 'MAXLEN ~ 100000',
+          everyMs: null,
+        },
+      ],
+      nextOffset: 2,
+    });
+    const second = json(await cli('delayed', 'list', 'listed', '--offset', '2')) as { entries: { hold: string; trim: string }[]; nextOffset: number | null };
+    expect([second.entries.map((entry) => [entry.hold, entry.trim]), second.nextOffset]).toEqual([[[holds[2], 'none']], null]);
+  });
+
+  it('promote: named holds now whatever their due time, else the due ones; each once', async () => {
+    const later = await hold('promoted', { n: 'later' }, { delay: 'PT1H' });
+    const stays = await hold('promoted', { n: 'stays' }, { delay: 'PT1H' });
+    const due = await hold('promoted', { n: 'due' }, { deliverAt: 0 });
+    const named = json(await cli('delayed', 'promote', 'promoted', later)) as { promoted: { hold: string; id: string }[] };
+    // The named one, and the one that was due anyway.
+    expect(named.promoted.map((row) => row.hold).sort()).toEqual([later, due].sort());
+    const entries = (await server.client().xrange('promoted', '-', '+')) as Entry[];
+    expect(entries.map(([id]) => id).sort()).toEqual(named.promoted.map((row) => row.id).sort());
+    expect(json(await cli('delayed', 'promote', 'promoted'))).toEqual({ stream: 'promoted', promoted: [], skipped: [] });
+    // A hold already promoted is not scheduled again by naming it.
+    expect(json(await cli('delayed', 'promote', 'promoted', later))).toEqual({ stream: 'promoted', promoted: [], skipped: [] });
+    expect(json(await cli('delayed', 'count', 'promoted'))).toMatchObject({ held: 1 });
+    expect(await server.client().zscore(delayedKeys('promoted').schedule, stays)).not.toBeNull();
+  });
+
+  it('remove: the hold and its body are gone, and it is never promoted', async () => {
+    const removed = await hold('removed', { n: 1 }, { deliverAt: 0 });
+    expect(json(await cli('delayed', 'remove', 'removed', removed, 'no-such-hold'))).toEqual({ stream: 'removed', requested: 2, removed: 1 });
+    const keys = delayedKeys('removed');
+    expect(await server.client().exists(keys.schedule, keys.bodies)).toBe(0);
+    expect(json(await cli('delayed', 'promote', 'removed'))).toEqual({ stream: 'removed', promoted: [], skipped: [] });
+    expect(await server.client().exists('removed')).toBe(0);
+  });
+
+  it('info shows the held entries of a stream that holds some, and nothing of the kind otherwise', async () => {
+    await server.client().xadd('shown', '*', 'n', '1');
+    await hold('shown', { n: 2 }, { deliverAt: 5_000 });
+    await hold('shown', { n: 3 }, { delay: 'PT1H' });
+    expect(json(await cli('info', 'shown'))).toMatchObject({ key: 'shown', stream: { length: 1 }, delayed: { held: 2, due: 1, nextDueAt: new Date(5_000).toISOString() } });
+    await server.client().xadd('plain', '*', 'n', '1');
+    expect(Object.keys(json(await cli('info', 'plain')) as object)).toEqual(['key', 'stream', 'groups']);
+  });
+
+  it('bad --count: exit 2, one line naming the flag', async () => {
+    const run = await cli('delayed', 'list', 'listed', '--count', '0');
+    expect([run.code, run.stdout]).toEqual([2, '']);
+    expect(run.stderr.trimEnd()).toMatch(/^error: invalid --count: .*between 1 and 10000/);
+  });
+});

@@ -1,0 +1,130 @@
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
+import { RedisServerProcess } from '../helpers/redis-server.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+const CLI = resolve(compiledPath('src/cli/main.ts'));
+const TMUX = spawnSync('tmux', ['-V']).status === 0;
+// A private tmux server (its own socket), so the test never touches a user's sessions.
+const SOCKET = `nrs-top-${process.pid}`;
+const SESSION = 'top';
+
+function tmux(...args: string[]): string {
+  const run = spawnSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`tmux ${args.join(' ')} failed: ${run.stderr}`);
+  return run.stdout;
+}
+
+/** The figures of the `orders billing` row, by column header. */
+function ordersRow(pane: string): Record<string, string> | undefined {
+  const lines = pane.split('\n');
+  const header = lines.find((line) => line.startsWith('STREAM'));
+  const row = lines.find((line) => line.startsWith('orders '));
+  if (header === undefined || row === undefined) return undefined;
+  const names = header.replace('OLDEST PENDING', 'OLDEST_PENDING').trim().split(/\s+/);
+  const cells = row.trim().split(/\s+/);
+  return Object.fromEntries(names.map((name, i) => [name, cells[i] ?? '']));
+}
+
+describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
+  const redis = useRedisServer();
+
+  beforeAll(async () => {
+    await ensureCompiled();
+    await redis.client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+    for (let i = 0; i < 3; i++) await redis.client.xadd('orders', '*', 'n', String(i));
+  }, 300_000);
+  afterAll(() => {
+    spawnSync('tmux', ['-L', SOCKET, 'kill-server'], { stdio: 'ignore' });
+  });
+
+  // The waits are for a process (node, in bash, in tmux) that starts and redraws in seconds under
+  // load: generous deadlines cost nothing when it is fast.
+  it('redraws changed figures every second and exits 0 on Ctrl-C', async () => {
+    // bash waits for top and then reports its exit code on the pane (tmux's own pane_dead_status
+    // is not filled in reliably when the tmux server was started from node).
+    const command = `'${process.execPath}' '${CLI}' top orders --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', SESSION, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', SESSION);
+
+    await waitFor(() => ordersRow(pane())?.LENGTH === '3', 'top to show LENGTH 3', { timeout: 60_000, interval: 100 });
+    expect(pane()).toContain(`nestjs-redis-streams top · ${redis.server.url} · every 1.0s`);
+    expect(ordersRow(pane())).toMatchObject({ GROUP: 'billing', PENDING: '0', CONSUMERS: '0', DEAD: '0' });
+
+    for (let i = 0; i < 5; i++) await redis.client.xadd('orders', '*', 'n', String(i));
+    await redis.client.xreadgroup('GROUP', 'billing', 'w1', 'COUNT', 4, 'STREAMS', 'orders', '>');
+    await waitFor(() => ordersRow(pane())?.PENDING === '4', 'top to show PENDING 4', { timeout: 60_000, interval: 100 });
+    expect(ordersRow(pane())).toMatchObject({ LENGTH: '8', PENDING: '4', CONSUMERS: '1' });
+    expect(pane().split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
+
+    tmux('send-keys', '-t', SESSION, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    expect(pane()).toContain('top exited with 0');
+  }, 240_000);
+
+  it('shows hostile group and consumer names escaped: the screen is not cleared, the title not set', async () => {
+    const group = 'billing\u001b[2J\u001b[H';
+    await redis.client.xgroup('CREATE', 'hostile', group, '0', 'MKSTREAM');
+    await redis.client.xadd('hostile', '*', 'n', '1');
+    await redis.client.xreadgroup('GROUP', group, 'w1\u001b]0;pwned\u0007', 'STREAMS', 'hostile', '>');
+    await redis.client.xgroup('CREATE', 'hostile', 'csi\u009b2J\u007f', '0');
+    const session = 'hostile';
+    const command = `'${process.execPath}' '${CLI}' top hostile --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', session);
+
+    await waitFor(() => pane().includes('csi\\x9b2J\\x7f'), 'top to show the second group', { timeout: 60_000, interval: 100 });
+    const lines = pane().split('\n');
+    // The header survives (ESC[2J would have cleared it) and the names are printed, escaped, in their column.
+    expect(lines[0]).toContain('nestjs-redis-streams top · ');
+    const header = lines.find((line) => line.startsWith('STREAM'))!;
+    const rows = lines.filter((line) => line.startsWith('hostile '));
+    expect(rows.map((row) => row.slice(header.indexOf('GROUP')).split('  ')[0]).sort()).toEqual(['billing\\x1b[2J\\x1b[H', 'csi\\x9b2J\\x7f']);
+    expect(rows.every((row) => row.indexOf(' 1 ') === rows[0]!.indexOf(' 1 '))).toBe(true);
+    expect(tmux('display-message', '-p', '-t', session, '#{pane_title}')).not.toContain('pwned');
+
+    tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+  }, 240_000);
+
+  it('Redis paused in the middle: the last screen stays, one error line under it, exit 1', async () => {
+    const paused = await RedisServerProcess.start();
+    try {
+      const client = paused.client();
+      await client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+      client.disconnect();
+      const session = 'paused';
+      const command = `'${process.execPath}' '${CLI}' top orders --timeout 1000 --url ${paused.url}; echo "top exited with $?"`;
+      tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+      tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+      const pane = () => tmux('capture-pane', '-p', '-t', session);
+      await waitFor(() => ordersRow(pane())?.GROUP === 'billing', 'top to show orders billing', { timeout: 60_000, interval: 100 });
+
+      paused.pause();
+      await waitFor(() => pane().includes('top exited with'), 'top to give up on the paused Redis', { timeout: 60_000, interval: 100 });
+      // With the history: tmux adds "Pane is dead" under the last line when bash ends (remain-on-exit), which can scroll the pane.
+      const screen = tmux('capture-pane', '-p', '-S', '-20', '-t', session);
+      const lines = screen.split('\n').filter((line) => line.length > 0 && !line.startsWith('Pane is dead'));
+      expect(lines.slice(-5)).toEqual([
+        expect.stringContaining('nestjs-redis-streams top · '),
+        expect.stringMatching(/^STREAM/),
+        expect.stringMatching(/^orders {2}billing {7}0 /),
+        `error: no answer from ${paused.url} within 1000 ms (--timeout)`,
+        'top exited with 1',
+      ]);
+    } finally {
+      paused.resume();
+      await paused.stop();
+    }
+  }, 240_000);
+});
+
+// Said out loud, so a machine without tmux does not pass the terminal test silently.
+describe.skipIf(TMUX)('top in a real terminal', () => {
+  it('SKIPPED: tmux is not installed (apt-get install tmux) — the terminal test of `top` did not run', () => undefined);
+});

@@ -1,0 +1,277 @@
+import { Injectable, type CanActivate } from '@nestjs/common';
+import { existsSync, mkdirSync } from 'node:fs';
+import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
+import { lastValueFrom } from 'rxjs';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { deadLetterKey } from '../../src/redis/keys.js';
+import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { capabilitiesOf } from '../helpers/capabilities.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** Debian's chromium (.ci/run installs it); puppeteer-core downloads no browser. */
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = 'build/dashboard-screenshots';
+/** A name that runs script if anything renders it as markup. */
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const DOM_TIMEOUT = { timeout: 15_000 };
+
+/** The page's DOM as the callbacks below use it: they run in Chromium, and the tests compile without lib "dom". */
+interface PageElement {
+  readonly textContent: string | null;
+  readonly dataset: Record<string, string | undefined>;
+  querySelector(selector: string): PageElement | null;
+}
+declare const document: {
+  querySelector(selector: string): PageElement | null;
+  querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
+};
+
+function screenshotName(test: string): string {
+  return test.replace(/[^\w-]+/g, '-').slice(0, 80);
+}
+
+if (!existsSync(CHROMIUM)) console.warn(`dashboard-browser.spec: ${CHROMIUM} is missing (apt-get install chromium): the browser tests are skipped`);
+
+/** The operators' guard of the test app: everyone (the HTTP spec tests a refusing guard). */
+@Injectable()
+class AllowOperators implements CanActivate {
+  canActivate(): boolean {
+    return true;
+  }
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
+  const redis = useRedisServer();
+  let browser: Browser | undefined;
+  let app: DashboardApp | undefined;
+  let page: Page;
+  /** Every dialog the page opened (confirm() of an action, or alert() of an injected script). */
+  let dialogs: { type: string; message: string }[];
+  let acceptDialogs = false;
+
+  beforeAll(async () => {
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--headless=new'], timeout: 30_000 });
+  }, 40_000);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  beforeEach(async () => {
+    dialogs = [];
+    acceptDialogs = false;
+    page = await browser!.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.setViewport({ width: 1200, height: 800 });
+    page.on('dialog', (dialog: Dialog) => {
+      dialogs.push({ type: dialog.type(), message: dialog.message() });
+      void (acceptDialogs ? dialog.accept() : dialog.dismiss());
+    });
+  });
+
+  afterEach(async (context) => {
+    // On failure the page as it was goes to build/dashboard-screenshots/<test>.png.
+    if (context.task.result?.state === 'fail') {
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      const shot = page.screenshot({ path: `${SCREENSHOTS}/${screenshotName(context.task.name)}.png`, fullPage: true }).catch(() => undefined);
+      await Promise.race([shot, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+    }
+    await page.close();
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  /** The text of the overview cell `col` in the row of `stream` (and `group`), or null. */
+  function overviewCell(stream: string, col: string, group?: string): Promise<string | null> {
+    return page.evaluate(
+      (stream, col, group) => {
+        const rows = [...document.querySelectorAll('#streams tbody tr')];
+        const row = rows.find((one) => one.dataset.stream === stream && (group === undefined || one.dataset.group === group));
+        return row?.querySelector(`[data-col="${col}"]`)?.textContent ?? null;
+      },
+      stream,
+      col,
+      group,
+    );
+  }
+
+  async function untilCell(stream: string, col: string, expected: string, group?: string): Promise<void> {
+    await page.waitForFunction(
+      (stream, col, expected, group) => {
+        const rows = [...document.querySelectorAll('#streams tbody tr')];
+        const row = rows.find((one) => one.dataset.stream === stream && (group === undefined || one.dataset.group === group));
+        return row?.querySelector(`[data-col="${col}"]`)?.textContent === expected;
+      },
+      DOM_TIMEOUT,
+      stream,
+      col,
+      expected,
+      group,
+    );
+  }
+
+  it("loads and shows the handlers' stream with the length, pending and dead-letter counts Redis reports", async () => {
+    await seedStream(redis.client, HANDLED_STREAM, { entries: 7, pending: 3, deadLetters: 2 });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
+    const response = await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
+
+    const pending = Number((await redis.client.xpending(HANDLED_STREAM, AUDIT_GROUP) as [number])[0]);
+    expect(pending).toBe(3);
+    await untilCell(HANDLED_STREAM, 'length', String(await redis.client.xlen(HANDLED_STREAM)));
+    await untilCell(HANDLED_STREAM, 'dead-letters', String(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))));
+    await untilCell(HANDLED_STREAM, 'pending', String(pending), AUDIT_GROUP);
+    expect(await overviewCell(HANDLED_STREAM, 'length')).toBe('7');
+    expect(await overviewCell(HANDLED_STREAM, 'dead-letters')).toBe('2');
+    expect(await page.$eval('#mode', (node) => node.textContent)).toBe('actions enabled');
+
+    // Delayed entries held for a minute: the page shows the count Redis holds, none due.
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    try {
+      for (let n = 0; n < 2; n++) await lastValueFrom(client.emit(HANDLED_STREAM, new RedisStreamsRecord({ n }, { delay: 60_000 })));
+    } finally {
+      await client.close();
+    }
+    await untilCell(HANDLED_STREAM, 'delayed', String(await redis.client.zcard(`{${HANDLED_STREAM}}:delayed`)));
+    expect(await overviewCell(HANDLED_STREAM, 'delayed')).toBe('2');
+    expect(await overviewCell(HANDLED_STREAM, 'delayed-due')).toBe('0');
+
+    // Live: a new entry shows without a reload, and (where Redis counts entries added) as an in-rate.
+    const rates = (await capabilitiesOf(redis.client)).lagTracking;
+    const rateSeen = page.waitForFunction(
+      (stream) => {
+        const row = [...document.querySelectorAll('#streams tbody tr')].find((one) => one.dataset.stream === stream);
+        return Number(row?.querySelector('[data-col="in-rate"]')?.textContent) > 0;
+      },
+      { timeout: 15_000, polling: 'mutation' },
+      HANDLED_STREAM,
+    );
+    await redis.client.xadd(HANDLED_STREAM, '*', 'pattern', HANDLED_STREAM, 'data', '{"n":99}');
+    await untilCell(HANDLED_STREAM, 'length', '8');
+    if (rates) await rateSeen;
+    else {
+      rateSeen.catch(() => undefined);
+      expect(await overviewCell(HANDLED_STREAM, 'in-rate')).toBe('—');
+    }
+    expect(dialogs).toEqual([]);
+  }, 40_000);
+
+  it('redrives a dead letter from the page after the confirmation, and the page updates', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 1 });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    const redrive = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
+    await page.waitForSelector(redrive, DOM_TIMEOUT);
+    // A dismissed confirmation changes nothing.
+    await page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
+    await waitFor(() => dialogs.length === 1, 'the confirmation');
+    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "${HANDLED_STREAM}"?` });
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
+
+    acceptDialogs = true;
+    await page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
+    await untilCell(HANDLED_STREAM, 'dead-letters', '0');
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+    // Back in the stream as a new entry, with the dead letter's history.
+    const [newest] = await redis.client.xrevrange(HANDLED_STREAM, '+', '-', 'COUNT', 1);
+    expect(newest![1]).toContain('dlq:redriven-from');
+    await untilCell(HANDLED_STREAM, 'length', '4');
+    await page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
+    expect(await page.$eval('#status', (node) => node.textContent)).toMatch(/^(1 redriven, 0 skipped|Updated )/);
+    expect(app.logger.lines).toContain(`redrive dead letters: stream "${HANDLED_STREAM}", ids ["${deadLetterId}"]: 1 redriven, 0 skipped`);
+  }, 40_000);
+
+  it('renders a hostile stream, group, consumer and field name as text: no element, no script, no dialog', async () => {
+    await seedStream(redis.client, HOSTILE, { entries: 2, pending: 0, deadLetters: 1, field: HOSTILE, value: HOSTILE });
+    await redis.client.xgroup('CREATE', HOSTILE, HOSTILE, '0');
+    await redis.client.xreadgroup('GROUP', HOSTILE, HOSTILE, 'COUNT', 1, 'STREAMS', HOSTILE, '>');
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [HOSTILE], refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(HOSTILE, 'pending', '1', HOSTILE);
+    expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
+    await page.$$eval('#streams [data-col="name"] button', (buttons, name) => buttons.find((button) => button.textContent === name)?.click(), HOSTILE);
+    await page.waitForSelector('#detail tr[data-dead-letter] pre', DOM_TIMEOUT);
+    await page.waitForSelector('#detail tr[data-consumer]', DOM_TIMEOUT);
+
+    const rendered = await page.evaluate(() => ({
+      images: document.querySelectorAll('img').length,
+      overview: document.querySelector('#streams')!.textContent,
+      detail: document.querySelector('#detail')!.textContent,
+      consumer: document.querySelector('#detail tr[data-consumer]')!.dataset.consumer,
+      fields: document.querySelector('#detail tr[data-dead-letter] pre')!.textContent,
+    }));
+    expect(rendered.images).toBe(0);
+    expect(rendered.overview).toContain(HOSTILE);
+    expect(rendered.detail).toContain(`Stream ${HOSTILE}`);
+    expect(rendered.detail).toContain(`Group ${HOSTILE}`);
+    expect(rendered.consumer).toBe(HOSTILE);
+    expect(rendered.fields).toContain(`${HOSTILE} = ${HOSTILE}-0`);
+    // Named in the box too: still text.
+    await page.type('#stream-name', `${HOSTILE}-2`);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((name) => [...document.querySelectorAll('#streams tr')].some((row) => row.dataset.stream === name), DOM_TIMEOUT, `${HOSTILE}-2`);
+    expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
+    expect(dialogs).toEqual([]);
+  }, 40_000);
+
+  it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
+    const response = await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    expect(response?.headers()['content-security-policy']).toContain("default-src 'none'");
+    await untilCell(HANDLED_STREAM, 'length', '4');
+    await untilCell(HANDLED_STREAM, 'pending', '1', AUDIT_GROUP);
+    await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+
+    acceptDialogs = true;
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    const buttons = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
+    await page.waitForSelector(buttons, DOM_TIMEOUT);
+    await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
+    await untilCell(HANDLED_STREAM, 'dead-letters', '0');
+    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "${HANDLED_STREAM}" for good?` }]);
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+    expect(await redis.client.xlen(HANDLED_STREAM)).toBe(4);
+  }, 40_000);
+
+  it('read-only: no action buttons on the page', async () => {
+    await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 1, deadLetters: 1 });
+    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await page.waitForSelector('#detail tr[data-dead-letter]', DOM_TIMEOUT);
+    await page.waitForSelector('#detail tr[data-id]', DOM_TIMEOUT);
+    expect(await page.$eval('#mode', (node) => node.textContent)).toBe('read-only');
+    const labels = await page.$$eval('#detail button', (buttons) => buttons.map((button) => button.textContent));
+    expect(labels.filter((label) => /Redrive|Purge|Ack|Claim|Delete/.test(label ?? ''))).toEqual([]);
+
+    // Inspecting an entry is a read: its fields show as text.
+    await page.locator('#detail tr[data-id] button').click();
+    await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
+    expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{"n":1}');
+  }, 40_000);
+
+  it('writes docs/images/dashboard.png when DASHBOARD_SCREENSHOT is set', async () => {
+    if (process.env.DASHBOARD_SCREENSHOT === undefined) return;
+    await seedStream(redis.client, HANDLED_STREAM, { entries: 40, pending: 4, deadLetters: 2 });
+    await redis.client.set('{payments}:partitions', '2');
+    await seedStream(redis.client, 'payments:p0', { entries: 12, pending: 1, deadLetters: 1 });
+    await seedStream(redis.client, 'payments:p1', { entries: 9, pending: 0, deadLetters: 0 });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: ['payments'], refreshInterval: 500 });
+    await page.setViewport({ width: 1000, height: 720 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(HANDLED_STREAM, 'dead-letters', '2');
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await page.waitForSelector('#detail tr[data-dead-letter]', DOM_TIMEOUT);
+    mkdirSync('docs/images', { recursive: true });
+    await page.screenshot({ path: 'docs/images/dashboard.png', fullPage: false });
+  }, 40_000);
+});

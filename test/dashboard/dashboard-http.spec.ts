@@ -1,0 +1,336 @@
+import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { lastValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { RedisStreamsDashboardModule } from '../../src/dashboard/index.js';
+import { SECURITY_HEADERS } from '../../src/dashboard/dashboard-security.js';
+import type { OverviewView, StreamView } from '../../src/dashboard/dashboard-views.js';
+import { deadLetterKey } from '../../src/redis/keys.js';
+import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { listeningServers } from '../../src/server/liveness.js';
+import { optionError } from '../helpers/option-errors.js';
+import { RedisServerProcess } from '../helpers/redis-server.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** The app's guard of the tests: lets a request on when it carries `x-operator: yes`. */
+@Injectable()
+class OperatorGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-operator'] === 'yes';
+  }
+}
+
+const OPERATOR = { 'x-operator': 'yes' };
+const TIMEOUT = { signal: () => AbortSignal.timeout(5_000) };
+
+async function get(url: string, headers: Record<string, string> = OPERATOR): Promise<{ status: number; headers: Headers; text: string }> {
+  const response = await fetch(url, { headers, signal: TIMEOUT.signal() });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(url, { method: 'POST', headers: { ...OPERATOR, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: TIMEOUT.signal() });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function csrfToken(app: DashboardApp): Promise<string> {
+  const session = JSON.parse((await get(`${app.page}/api/session`)).text) as { csrfToken: string | null };
+  return session.csrfToken as string;
+}
+
+async function overview(app: DashboardApp, named: string[] = []): Promise<OverviewView> {
+  const query = named.map((name) => `stream=${encodeURIComponent(name)}`).join('&');
+  const reply = await get(`${app.page}/api/overview?${query}`);
+  expect(reply.status, reply.text).toBe(200);
+  return JSON.parse(reply.text) as OverviewView;
+}
+
+function streamOf(view: OverviewView, name: string): StreamView {
+  const stream = view.streams.find((one) => one.name === name);
+  if (stream === undefined) throw new Error(`stream ${name} not in the overview: ${view.streams.map((one) => one.name).join(', ')}`);
+  return stream;
+}
+
+describe('dashboard options', () => {
+  it('refuses mutations without a guard of the app, and bad options, naming the option', () => {
+    expect(optionError(() => RedisStreamsDashboardModule.forRoot({ readOnly: false })).option).toBe('guard');
+    expect(optionError(() => RedisStreamsDashboardModule.forRoot({ path: '/a"b' })).option).toBe('path');
+    expect(optionError(() => RedisStreamsDashboardModule.forRoot({ streams: ['ok', ''] })).option).toBe('streams[1]');
+    expect(optionError(() => RedisStreamsDashboardModule.forRoot({ refreshInterval: 10 })).option).toBe('refreshInterval');
+    expect(optionError(() => RedisStreamsDashboardModule.forRoot({ guard: 'yes' as never })).option).toBe('guard');
+  });
+});
+
+describe('dashboard over HTTP (Express and Fastify)', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  it('finds the stream the handlers read, and reports its counts as Redis does (Express and Fastify alike)', async () => {
+    await seedStream(redis.client, HANDLED_STREAM, { entries: 6, pending: 2, deadLetters: 1 });
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, { guard: OperatorGuard }, adapter);
+      const page = await get(app.page);
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.text).toContain('<script src="streams/assets/dashboard.js" defer></script>');
+      if (adapter === 'express') {
+        // Asked with a trailing slash, the links are relative to the slash.
+        expect((await get(`${app.page}/`)).text).toContain('<script src="assets/dashboard.js" defer></script>');
+      }
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(page.headers.get(name), `${adapter}: ${name}`).toBe(value);
+      const script = await get(`${app.page}/assets/dashboard.js`);
+      expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
+      expect(script.text).not.toMatch(/\.(inner|outer)HTML|insertAdjacentHTML|document\.write/);
+
+      // The handler's group reads everything; wait until it acked what it read.
+      await waitFor(async () => streamOf(await overview(app!), HANDLED_STREAM).groups.find((group) => group.name === 'billing')?.pending === 0, 'billing to ack');
+      const stream = streamOf(await overview(app), HANDLED_STREAM);
+      const groups = (await redis.client.xinfo('GROUPS', HANDLED_STREAM)) as unknown[][];
+      const audit = groups.map((row) => Object.fromEntries(chunk(row))).find((row) => row.name === AUDIT_GROUP)!;
+      expect(stream).toMatchObject({ source: 'handlers', exists: true, length: await redis.client.xlen(HANDLED_STREAM), deadLetters: await redis.client.xlen(deadLetterKey(HANDLED_STREAM)) });
+      expect(stream.deadLetters).toBe(1);
+      const auditView = stream.groups.find((group) => group.name === AUDIT_GROUP)!;
+      expect(auditView).toMatchObject({ handled: false, pending: Number(audit.pending) });
+      expect(auditView.pending).toBe(2);
+      expect(auditView.consumers).toEqual([expect.objectContaining({ name: 'audit-1', pending: 2 })]);
+      expect(stream.groups.find((group) => group.name === 'billing')).toMatchObject({ handled: true, consumers: [expect.objectContaining({ name: 'billing-1' })] });
+      await app.close();
+      app = undefined;
+    }
+  });
+
+  it('aggregates a partitioned stream by its name, with each partition in detail', async () => {
+    await redis.client.set('{parted}:partitions', '2');
+    await seedStream(redis.client, 'parted:p0', { entries: 3, pending: 1, deadLetters: 1 });
+    await seedStream(redis.client, 'parted:p1', { entries: 2, pending: 1, deadLetters: 0 });
+    app = await startDashboardApp(redis.server.url, { streams: ['parted'] });
+    const stream = streamOf(await overview(app), 'parted');
+    expect(stream).toMatchObject({ source: 'option', length: 5, deadLetters: 1 });
+    expect(stream.groups).toEqual([expect.objectContaining({ name: AUDIT_GROUP, pending: 2, consumers: [expect.objectContaining({ name: 'audit-1', pending: 2 })] })]);
+    expect(stream.partitions?.map((partition) => [partition.name, partition.length, partition.deadLetters])).toEqual([['parted:p0', 3, 1], ['parted:p1', 2, 0]]);
+    // Listed together: the merged dead letters name their partition (the key a redrive by id takes).
+    const letters = JSON.parse((await get(`${app.page}/api/dead-letters?stream=parted`)).text) as { deadLetters: { sourceStream: string }[] };
+    expect(letters.deadLetters.map((letter) => letter.sourceStream)).toEqual(['parted:p0']);
+  });
+
+  it("shows a partitioned stream the handlers read by its name, its partitions from the servers' bindings", async () => {
+    app = await startDashboardApp(redis.server.url, {}, 'express', { partitioned: true });
+    await redis.client.xadd(`${PARTITIONED_STREAM}:p1`, '*', 'pattern', PARTITIONED_STREAM, 'data', '{}');
+    const server = [...listeningServers][0]!;
+    expect(server.liveness().streams.filter((binding) => binding.partitionOf !== undefined)).toEqual([
+      { stream: `${PARTITIONED_STREAM}:p0`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p0}:dead` },
+      { stream: `${PARTITIONED_STREAM}:p1`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p1}:dead` },
+    ]);
+    const view = await overview(app);
+    expect(view.streams.map((stream) => stream.name)).toEqual([HANDLED_STREAM, PARTITIONED_STREAM]);
+    const stream = streamOf(view, PARTITIONED_STREAM);
+    expect(stream).toMatchObject({ source: 'handlers', length: 1, groups: [expect.objectContaining({ name: 'billing', handled: true })] });
+    expect(stream.partitions?.map((partition) => [partition.name, partition.source, partition.length])).toEqual([[`${PARTITIONED_STREAM}:p0`, 'partition', 0], [`${PARTITIONED_STREAM}:p1`, 'partition', 1]]);
+  });
+
+  it("counts a stream's delayed entries as Redis does: held, and due but not promoted; a partitioned stream's summed", async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    try {
+      // No worker reads these streams: the past-due ones stay due, not promoted.
+      const emit = (stream: string, options: ConstructorParameters<typeof RedisStreamsRecord>[1]) => lastValueFrom(client.emit(stream, new RedisStreamsRecord({ n: 1 }, options)));
+      await emit('later', { delay: 60_000 });
+      await emit('later', { delay: 60_000 });
+      await emit('later', { deliverAt: new Date(Date.now() - 60_000) });
+      await redis.client.set('{dparted}:partitions', '2');
+      await emit('dparted:p0', { delay: 60_000 });
+      await emit('dparted:p0', { deliverAt: 0 });
+      await emit('dparted:p1', { delay: 60_000 });
+    } finally {
+      await client.close();
+    }
+    app = await startDashboardApp(redis.server.url, { streams: ['later', 'dparted'] });
+    const view = await overview(app);
+    // The held entries' streams do not exist yet: they are counted all the same.
+    expect(streamOf(view, 'later')).toMatchObject({ exists: false, delayed: await delayedInRedis(redis.client, 'later') });
+    expect(streamOf(view, 'later').delayed).toEqual({ held: 3, due: 1 });
+    const parted = streamOf(view, 'dparted');
+    expect(parted.partitions?.map((partition) => [partition.name, partition.delayed])).toEqual([
+      ['dparted:p0', await delayedInRedis(redis.client, 'dparted:p0')],
+      ['dparted:p1', await delayedInRedis(redis.client, 'dparted:p1')],
+    ]);
+    expect(parted.delayed).toEqual({ held: 3, due: 1 });
+    // A stream with nothing held: zeros.
+    expect(streamOf(view, HANDLED_STREAM).delayed).toEqual({ held: 0, due: 0 });
+  });
+
+  it('shows null for the delayed counts of a stream whose delayed keys the ACL refuses, and the rest of the stream as usual', async () => {
+    await seedStream(redis.client, 'legacy', { entries: 2, pending: 1, deadLetters: 1 });
+    await redis.client.zadd('{legacy}:delayed', 0, 'hold-1');
+    // Rules from before delayed entries: the streams and dead letters, not {legacy}:delayed.
+    const keys = ['~legacy', '~{legacy}:dead', `~${HANDLED_STREAM}`, `~{${HANDLED_STREAM}}:*`];
+    await redis.client.call('ACL', 'SETUSER', 'dash', 'reset', 'on', '>dash-pw', '+@all', 'allchannels', ...keys);
+    try {
+      app = await startDashboardApp(`redis://dash:dash-pw@127.0.0.1:${redis.server.port}`, { streams: ['legacy'] });
+      const view = await overview(app);
+      expect(streamOf(view, 'legacy')).toMatchObject({ exists: true, length: 2, deadLetters: 1, delayed: null, groups: [expect.objectContaining({ name: AUDIT_GROUP, pending: 1 })] });
+      expect(streamOf(view, 'legacy').error).toBeUndefined();
+      expect(streamOf(view, HANDLED_STREAM).delayed).toEqual({ held: 0, due: 0 });
+    } finally {
+      await app?.close();
+      app = undefined;
+      await redis.client.call('ACL', 'DELUSER', 'dash');
+    }
+  });
+
+  it('reads at most maxStreams streams a refresh, and says how many it left out', async () => {
+    app = await startDashboardApp(redis.server.url, { streams: ['a', 'b', 'c'], maxStreams: 2 });
+    const view = await overview(app, ['d']);
+    expect(view.streams.map((stream) => stream.name)).toEqual([HANDLED_STREAM, 'a']);
+    expect(view.omitted).toBe(3);
+    const tooMany = await get(`${app.page}/api/overview?${Array.from({ length: 11 }, (_, i) => `stream=s${i}`).join('&')}`);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.text).toContain('at most 10 streams by name');
+  });
+
+  it('is read-only by default: no CSRF token, every mutation refused with 403, nothing changed', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
+    app = await startDashboardApp(redis.server.url);
+    const session = JSON.parse((await get(`${app.page}/api/session`)).text) as { readOnly: boolean; csrfToken: string | null };
+    expect(session).toMatchObject({ readOnly: true, csrfToken: null });
+    const refused = await post(`${app.page}/api/dead-letters/redrive`, { stream: HANDLED_STREAM, ids: [deadLetterId] }, {});
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(/read-only/);
+    for (const path of ['dead-letters/purge', 'pending/ack', 'pending/claim', 'consumers/delete']) {
+      expect((await post(`${app.page}/api/${path}`, { stream: HANDLED_STREAM }, {})).status, path).toBe(403);
+    }
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
+  });
+
+  it('with mutations enabled: 403 without the CSRF token, with a wrong one, cross-site, from another origin, or without a JSON body', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard });
+    const token = await csrfToken(app);
+    expect(token).toMatch(/^[\w-]{40,}$/);
+    // Another site cannot fetch the token either (even where the app enabled CORS).
+    expect((await get(`${app.page}/api/session`, { ...OPERATOR, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await get(`${app.page}/api/session`, { ...OPERATOR, origin: 'http://evil.example' })).status).toBe(403);
+    const url = `${app.page}/api/dead-letters/purge`;
+    const body = { stream: HANDLED_STREAM, ids: [deadLetterId] };
+    expect((await post(url, body, {})).status).toBe(403);
+    expect((await post(url, body, { 'x-csrf-token': `${token.slice(0, -1)}x` })).status).toBe(403);
+    expect((await post(url, body, { 'x-csrf-token': token, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await post(url, body, { 'x-csrf-token': token, origin: 'http://evil.example' })).status).toBe(403);
+    const form = await fetch(url, { method: 'POST', headers: { ...OPERATOR, 'x-csrf-token': token, 'content-type': 'text/plain' }, body: JSON.stringify(body), signal: TIMEOUT.signal() });
+    expect(form.status).toBe(403);
+    // The app's guard comes first: without its header even the right token is refused.
+    expect((await post(url, body, { 'x-operator': 'no', 'x-csrf-token': token })).status).toBe(403);
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
+    const refusals = app.logger.lines.filter((line) => line.startsWith('refused'));
+    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing or wrong CSRF token');
+    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": cross-site request refused (Sec-Fetch-Site: "cross-site")');
+    // The app's guard refused the last one: the dashboard's guards never saw it.
+    expect(refusals).toHaveLength(7);
+
+    const done = await post(url, body, { 'x-csrf-token': token, origin: app.origin, 'sec-fetch-site': 'same-origin' });
+    expect(done).toMatchObject({ status: 200, body: { purged: 1 } });
+    expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+  });
+
+  it("guards the page and the API with the app's guard", async () => {
+    app = await startDashboardApp(redis.server.url, { guard: OperatorGuard });
+    for (const path of ['', '/assets/dashboard.js', '/api/session', '/api/overview']) {
+      const refused = await get(`${app.page}${path}`, {});
+      expect(refused.status, path).toBe(403);
+      expect(refused.headers.get('content-security-policy')).toBe(SECURITY_HEADERS['Content-Security-Policy']);
+    }
+  });
+
+  it('acks, claims and deletes consumers, logging each action (names, ids, outcome) without payloads', async () => {
+    await seedStream(redis.client, 'work', { entries: 3, pending: 3, deadLetters: 0, value: 'secret-payload' });
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard, streams: ['work'] });
+    const headers = { 'x-csrf-token': await csrfToken(app) };
+    const pending = JSON.parse((await get(`${app.page}/api/pending?stream=work&group=${AUDIT_GROUP}`)).text) as { entries: { id: string; consumer: string }[] };
+    const [first, second] = pending.entries.map((entry) => entry.id);
+    expect(pending.entries.map((entry) => entry.consumer)).toEqual(['audit-1', 'audit-1', 'audit-1']);
+
+    const entry = JSON.parse((await get(`${app.page}/api/entry?stream=work&id=${first}`)).text) as { fields: [string, string][] };
+    expect(entry.fields).toEqual([['pattern', 'work'], ['data', '{"n":0}'], ['note', 'secret-payload-0']]);
+
+    expect((await post(`${app.page}/api/pending/ack`, { stream: 'work', group: AUDIT_GROUP, ids: [first] }, headers)).body).toEqual({ acked: 1 });
+    // Claimed only while the owner the page showed still holds it.
+    expect((await post(`${app.page}/api/pending/claim`, { stream: 'work', group: AUDIT_GROUP, owner: 'someone-else', consumer: 'ops', ids: [second] }, headers)).body).toMatchObject({ handedOff: [] });
+    expect((await post(`${app.page}/api/pending/claim`, { stream: 'work', group: AUDIT_GROUP, owner: 'audit-1', consumer: 'ops', ids: [second] }, headers)).body).toMatchObject({ handedOff: [second] });
+    const summary = (await redis.client.xpending('work', AUDIT_GROUP)) as [number, string, string, [string, string][]];
+    expect(summary[0]).toBe(2);
+    expect(Object.fromEntries(summary[3])).toEqual({ 'audit-1': '1', ops: '1' });
+    // A consumer that holds pending entries stays: deleting it would drop them.
+    expect((await post(`${app.page}/api/consumers/delete`, { stream: 'work', group: AUDIT_GROUP, consumer: 'ops' }, headers)).body).toMatchObject({ deleted: [] });
+    await redis.client.xack('work', AUDIT_GROUP, second!);
+    expect((await post(`${app.page}/api/consumers/delete`, { stream: 'work', group: AUDIT_GROUP, consumer: 'ops' }, headers)).body).toMatchObject({ deleted: ['ops'] });
+
+    const bad = await post(`${app.page}/api/pending/ack`, { stream: 'work', group: AUDIT_GROUP, ids: ['not-an-id'] }, headers);
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toMatch(/ids/);
+
+    const actions = app.logger.lines.filter((line) => /^(ack|claim|delete)/.test(line));
+    expect(actions).toEqual([
+      `ack pending entries: stream "work", group "audit", ids ["${first}"]: 1 acked`,
+      `claim pending entries: stream "work", group "audit", owner "someone-else", consumer "ops", ids ["${second}"]: 0 claimed, 1 not held by the owner any more`,
+      `claim pending entries: stream "work", group "audit", owner "audit-1", consumer "ops", ids ["${second}"]: 1 claimed, 0 not held by the owner any more`,
+      'delete consumer: stream "work", group "audit", consumer "ops": has_pending',
+      'delete consumer: stream "work", group "audit", consumer "ops": deleted',
+    ]);
+    expect(app.logger.lines.join('\n')).not.toContain('secret-payload');
+  });
+});
+
+describe('dashboard on a password-protected Redis', () => {
+  const PASSWORD = 'dashboard-s3cret-pass';
+  let server: RedisServerProcess | undefined;
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    await server?.stop();
+  });
+
+  it('shows no password or connection URL on any page or API answer, errors included', async () => {
+    server = await RedisServerProcess.start({ password: PASSWORD });
+    const admin = server.client();
+    try {
+      await seedStream(admin, HANDLED_STREAM, { entries: 2, pending: 1, deadLetters: 1 });
+      await admin.set('not-a-stream', 'x');
+      const url = `redis://:${PASSWORD}@127.0.0.1:${server.port}`;
+      app = await startDashboardApp(url, { guard: OperatorGuard, streams: ['not-a-stream'] });
+      const answers = await Promise.all(
+        ['', '/assets/dashboard.js', '/api/session', '/api/overview?stream=missing', `/api/dead-letters?stream=${HANDLED_STREAM}`, `/api/pending?stream=${HANDLED_STREAM}&group=${AUDIT_GROUP}`, '/api/entry?stream=not-a-stream&id=1-1', '/api/pending?stream=not-a-stream&group=g'].map((path) => get(`${app!.page}${path}`)),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200, 200, 400, 400]);
+      for (const answer of answers) {
+        expect(answer.text).not.toContain(PASSWORD);
+        expect(answer.text).not.toContain(`127.0.0.1:${server.port}`);
+      }
+      expect(streamOf(JSON.parse(answers[3]!.text) as OverviewView, 'not-a-stream').error).toMatch(/does not hold a stream/);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
+
+/** What Redis itself says of `stream`'s delayed schedule: ZCARD, and ZCOUNT up to Redis' TIME now. */
+async function delayedInRedis(redis: Redis, stream: string): Promise<{ held: number; due: number }> {
+  const key = `{${stream}}:delayed`;
+  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
+  const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  return { held: await redis.zcard(key), due: await redis.zcount(key, '-inf', now) };
+}
+
+function chunk(row: unknown[]): [string, unknown][] {
+  const pairs: [string, unknown][] = [];
+  for (let i = 0; i + 1 < row.length; i += 2) pairs.push([String(row[i]), row[i + 1]]);
+  return pairs;
+}

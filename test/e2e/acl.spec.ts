@@ -1,0 +1,281 @@
+import { Controller, Logger } from '@nestjs/common';
+import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { Redis } from 'ioredis';
+import { lastValueFrom } from 'rxjs';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { probeCapabilities } from '../../src/redis/capabilities.js';
+import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
+import type { RedisStreamsContext } from '../../src/server/context.js';
+import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { ensureCompiled } from '../helpers/compiled.js';
+import { runCli } from '../helpers/run-cli.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * The least-privilege ACL rules of docs/security.md, exactly as documented there (keep in step).
+ * Streams of the sample: `orders` (events), `quotes` (requests), their dead-letter keys
+ * `{orders}:dead` / `{quotes}:dead`, their handler-error and retry records (`{orders}:error:*`,
+ * `{orders}:retry:*`), their partition metadata keys `{orders}:partitions` / `{quotes}:partitions`
+ * (read only: neither is partitioned), and the clients' reply streams `nestjs-redis-streams:*`.
+ */
+const CONNECT = '+hello +auth +ping +info +client|setname';
+const RULES = {
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +zrem +hdel ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +zadd +zrangebyscore +zrem +hdel +multi +exec ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed*`,
+};
+const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
+
+const handled: { data: unknown; id: string; deliveryCount: number }[] = [];
+
+@Controller()
+class AclController {
+  @EventPattern<string>('orders')
+  onOrder(@Payload() data: { poison?: boolean }, @Ctx() ctx: RedisStreamsContext): void {
+    handled.push({ data, id: ctx.getId(), deliveryCount: ctx.getDeliveryCount() });
+    if (data.poison) throw new Error('poison');
+  }
+
+  @MessagePattern('quotes')
+  quote(@Payload() numbers: number[]): number {
+    return numbers.reduce((a, b) => a + b, 0);
+  }
+}
+
+describe('ACL least privilege: the documented worker, producer and operator rules are enough', () => {
+  const redis = useRedisServer();
+  let running: (RunningServer & { errors: Error[]; deadLetters: DeadLetterNotice[] }) | undefined;
+  let client: RedisStreamsClient | undefined;
+
+  const url = (user: keyof typeof PASSWORDS) => `redis://${user}:${PASSWORDS[user]}@127.0.0.1:${redis.server.port}`;
+
+  beforeAll(async () => {
+    for (const user of Object.keys(RULES) as (keyof typeof RULES)[]) {
+      await redis.client.call('ACL', 'SETUSER', user, 'reset', 'on', `>${PASSWORDS[user]}`, ...RULES[user].split(' '));
+      // ioredis names its library on connect (CLIENT SETINFO, Redis 7.2+): allowed where the server
+      // knows it (7.0 refuses the rule; 6.2 ignores the unknown subcommand).
+      await redis.client.call('ACL', 'SETUSER', user, '+client|setinfo').catch(() => undefined);
+    }
+  });
+  beforeEach(async () => {
+    handled.length = 0;
+    await redis.client.call('ACL', 'LOG', 'RESET');
+    for (const key of ['orders', 'quotes', '{orders}:dead', '{quotes}:dead', '{orders}:delayed', '{orders}:delayed-bodies']) await redis.client.del(key);
+    for (const key of await redis.client.keys('{orders}:*:g:*')) await redis.client.del(key);
+  });
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+    await running?.app.close();
+    running = undefined;
+    await redis.client.call('ACL', 'SETUSER', 'worker', '+xack'); // restored for the next test
+  });
+
+  /** Every ACL denial Redis logged (none in a flow the rules are enough for). */
+  async function denials(): Promise<string[]> {
+    const log = (await redis.client.call('ACL', 'LOG')) as unknown[][];
+    return log.map((entry) => {
+      const fields = Object.fromEntries(Array.from({ length: entry.length / 2 }, (_, i) => [String(entry[2 * i]), String(entry[2 * i + 1])]));
+      return `${fields.username}: ${fields.reason} ${fields.object}`;
+    });
+  }
+
+  async function startWorker(options: object = {}): Promise<void> {
+    const errors: Error[] = [];
+    const deadLetters: DeadLetterNotice[] = [];
+    const started = await startServer(
+      {
+        connection: url('worker'),
+        group: 'g',
+        consumer: 'w1',
+        blockMs: 100,
+        recovery: { minIdleTime: 500, interval: 100, maxDeliveries: 2 },
+        ...options,
+      },
+      [AclController],
+      [],
+      (server) => {
+        server.on('error', (error: Error) => errors.push(error));
+        (server.on.bind(server) as (event: string, listener: (notice: DeadLetterNotice) => void) => void)('deadLetter', (notice) =>
+          deadLetters.push(notice),
+        );
+      },
+    );
+    running = { ...started, errors, deadLetters };
+  }
+
+  it('worker + producer: emit → handler, send → reply, a poison event recovered then dead-lettered', async () => {
+    Logger.overrideLogger(false);
+    await startWorker();
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000, trim: { maxAge: 'PT1H' } });
+    const ids = [await lastValueFrom(client.emit('orders', { n: 1 })), await lastValueFrom(client.emit('orders', { poison: true }))];
+    expect(await lastValueFrom(client.send('quotes', [1, 2, 3]))).toBe(6);
+    // A delayed emit: held by the producer, promoted by the worker (docs/scheduling.md).
+    await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'later' }, { delay: 50 })));
+    await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'later'), 'the delayed event handled');
+    await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered by recovery', { timeout: 15_000 });
+    expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', group: 'g', id: ids[1], reason: 'max_deliveries', error: 'Error: poison' });
+    expect(handled.filter((h) => h.id === ids[1]).map((h) => h.deliveryCount)).toEqual([1, 2]);
+    expect(await redis.client.exists(`{orders}:error:g:${ids[1]}`)).toBe(0); // its error record, read and deleted by the worker
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'nothing pending');
+    expect(await redis.client.xlen('{orders}:dead')).toBe(1);
+    expect(running!.errors).toEqual([]);
+    expect(await denials()).toEqual([]);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('worker with a retry policy: failed entries released with their retry record, retried, then dead-lettered with the error', async () => {
+    Logger.overrideLogger(false);
+    await startWorker({ recovery: { minIdleTime: 500, interval: 100, maxDeliveries: 2, retry: { type: 'fixed', delay: 50 } } });
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+    const id = (await lastValueFrom(client.emit('orders', { poison: true }))) as string;
+    await waitFor(() => running!.deadLetters.length === 1, 'the poison event dead-lettered after its retry', { timeout: 15_000 });
+    expect(running!.deadLetters[0]).toMatchObject({ stream: 'orders', id, reason: 'max_deliveries', error: 'Error: poison' });
+    expect(handled.map((h) => h.deliveryCount)).toEqual([1, 2]);
+    expect(running!.errors).toEqual([]);
+    expect(await denials()).toEqual([]);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('a producer emitting to a key outside its rules gets NOPERM naming the stream', async () => {
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+    const error = await lastValueFrom(client.emit('invoices', { n: 1 })).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(/stream "invoices".*NOPERM/);
+    expect(await redis.client.exists('invoices')).toBe(0);
+  });
+
+  it('a worker whose rules predate delayed entries keeps running: no error event, its refused promotions leave held entries held', async () => {
+    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+zrem', '+hdel', '~{orders}:delayed*', '~{quotes}:delayed*'];
+    const legacy = RULES.worker.split(' ').filter((rule) => !delayedRules.includes(rule));
+    await redis.client.call('ACL', 'SETUSER', 'legacy-worker', 'reset', 'on', '>legacy-pw', ...legacy);
+    await redis.client.call('ACL', 'SETUSER', 'legacy-worker', '+client|setinfo').catch(() => undefined);
+    Logger.overrideLogger(false);
+    await startWorker({ connection: `redis://legacy-worker:legacy-pw@127.0.0.1:${redis.server.port}`, delayed: { interval: 50 } });
+    client = new RedisStreamsClient({ connection: url('producer') });
+    const hold = (await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'held' }, { deliverAt: 0 })))) as string;
+    await lastValueFrom(client.emit('orders', { n: 'now' }));
+    await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'now'), 'an ordinary event handled');
+    // Refused rounds go on (Redis logs each denial) without an error event.
+    await waitFor(async () => (await denials()).filter((denial) => denial.startsWith('legacy-worker:')).length >= 2, 'two refused promotion rounds');
+    expect(running!.errors).toEqual([]);
+    expect(await redis.client.zscore('{orders}:delayed', hold)).not.toBeNull();
+    expect(handled.some((h) => (h.data as { n?: unknown }).n === 'held')).toBe(false);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('a worker without XACK keeps running and loses nothing: error events name xack and the stream, entries stay pending, all handled once restored', async () => {
+    Logger.overrideLogger(false);
+    await startWorker({ recovery: { minIdleTime: 500, interval: 100 } });
+    await redis.client.call('ACL', 'SETUSER', 'worker', '-xack');
+    client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+    const ids: string[] = [];
+    for (let n = 0; n < 5; n++) ids.push((await lastValueFrom(client.emit('orders', { n }))) as string);
+
+    await waitFor(() => new Set(handled.map((h) => h.id)).size === 5, 'every entry handled once');
+    await waitFor(() => running!.errors.length > 0, 'the error event');
+    expect(running!.errors[0]!.message).toMatch(/XACK of \d+ entries on "orders" \(group "g"\) failed; they stay pending: NOPERM .*'xack'/);
+    expect(await pendingCount(redis.client, 'orders', 'g')).toBe(5);
+
+    await redis.client.call('ACL', 'SETUSER', 'worker', '+xack');
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'all acked once XACK is allowed again', { timeout: 15_000 });
+    expect([...new Set(handled.map((h) => h.id))].sort()).toEqual([...ids].sort());
+    const more = (await lastValueFrom(client.emit('orders', { n: 5 }))) as string;
+    await waitFor(() => handled.some((h) => h.id === more), 'a new entry after the restore');
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'and acked');
+    expect(await redis.client.xlen('{orders}:dead')).toBe(0);
+    Logger.overrideLogger(true as never);
+  });
+
+  it('a worker that may not create its groups fails listen() with NOPERM naming the command', async (context) => {
+    Logger.overrideLogger(false);
+    // Removing one subcommand (`-xgroup|create`) is an ACL rule of Redis 7.0+; 6.2 refuses it.
+    const refused = await redis.client.call('ACL', 'SETUSER', 'worker', '-xgroup|create').then(() => false, () => true);
+    if (refused) context.skip('this server has no ACL subcommand removal (-xgroup|create; Redis 7.0+)');
+    try {
+      const failure = await startWorker({ startupTimeout: 5_000 }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(String(failure)).toMatch(/NOPERM.*'xgroup\|create'/);
+    } finally {
+      await redis.client.call('ACL', 'SETUSER', 'worker', '+xgroup|create');
+      Logger.overrideLogger(true as never);
+    }
+  });
+
+  it('a worker whose ACL forbids COMMAND learns the same capabilities (commands called bare) and writes nothing', async () => {
+    const rules = RULES.worker.split(' ').filter((rule) => rule !== '+command|info');
+    await redis.client.call('ACL', 'SETUSER', 'nocommand', 'reset', 'on', '>nocommand-pw', ...rules);
+    await redis.client.call('ACL', 'SETUSER', 'nocommand', '+client|setinfo').catch(() => undefined);
+    const limited = new Redis(`redis://nocommand:nocommand-pw@127.0.0.1:${redis.server.port}`);
+    try {
+      await expect(limited.call('COMMAND', 'INFO', 'XADD')).rejects.toThrow(/NOPERM/);
+      const keysBefore = (await redis.client.keys('*')).sort();
+      const learned = await probeCapabilities(limited);
+      expect(learned).toEqual(await probeCapabilities(redis.client));
+      expect(learned.unprobed).toEqual([]);
+      expect(learned.xautoclaim).toBe(true);
+      expect((await redis.client.keys('*')).sort()).toEqual(keysBefore);
+    } finally {
+      limited.disconnect();
+      await redis.client.call('ACL', 'DELUSER', 'nocommand');
+    }
+  });
+
+  describe('operator: the CLI', () => {
+    beforeAll(ensureCompiled, 300_000);
+
+    it('info, pending, claim, ack, dlq list / redrive / purge and delayed count / list / promote / remove run as the operator', async () => {
+      const cli = async (...args: string[]) => {
+        const run = await runCli([...args, '--url', url('operator')]);
+        expect(run.stderr).toBe('');
+        expect(run.code).toBe(0);
+        return JSON.parse(run.stdout) as Record<string, unknown>;
+      };
+      await redis.client.xgroup('CREATE', 'orders', 'g', '0', 'MKSTREAM');
+      const ids = [await redis.client.xadd('orders', '*', 'data', '1'), await redis.client.xadd('orders', '*', 'data', '2')];
+      await redis.client.xreadgroup('GROUP', 'g', 'gone', 'STREAMS', 'orders', '>');
+
+      expect(await cli('info', 'orders', '--group', 'g')).toMatchObject({ key: 'orders' });
+      expect(await cli('pending', 'orders', 'g', '--entries')).toMatchObject({ entries: [{ id: ids[0] }, { id: ids[1] }] });
+      // An entry waiting for its retry (held by the retry consumer, with its retry record): shown with the record.
+      await redis.client.xgroup('CREATE', 'orders', 'r', '0');
+      await redis.client.xreadgroup('GROUP', 'r', 'retry', 'COUNT', 1, 'STREAMS', 'orders', '>');
+      await redis.client.set(`{orders}:retry:r:${ids[0]}`, JSON.stringify([1, 60_000, 'w1', 'Error: boom']));
+      expect(await cli('pending', 'orders', 'r', '--entries')).toMatchObject({ entries: [{ id: ids[0], retry: { lastError: 'Error: boom' } }] });
+      expect(await cli('claim', 'orders', 'g', 'operator', '--min-idle-time', '1')).toMatchObject({ ids });
+      expect(await cli('ack', 'orders', 'g', ids[0]!)).toMatchObject({ acknowledged: 1 });
+
+      // A dead letter (written as the worker's recovery would), then the dlq commands.
+      await redis.client.xadd('{orders}:dead', '*', 'dlq:stream', 'orders', 'dlq:id', ids[1]!, 'dlq:group', 'g', 'dlq:consumer', 'operator',
+        'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '1', 'data', '2');
+      const list = await cli('dlq', 'list', 'orders');
+      expect(list.deadLetters).toHaveLength(1);
+      expect(await cli('dlq', 'redrive', 'orders', '--all')).toMatchObject({ redriven: [{}] });
+      expect(await redis.client.xlen('orders')).toBe(3);
+      await redis.client.xadd('{orders}:dead', '*', 'dlq:stream', 'orders', 'dlq:id', ids[1]!, 'dlq:group', 'g', 'dlq:consumer', 'operator',
+        'dlq:deliveries', '2', 'dlq:reason', 'manual', 'dlq:error', '', 'dlq:at', '1', 'dlq:fields', '0');
+      expect(await cli('dlq', 'purge', 'orders', '--all')).toMatchObject({ purged: 1 });
+
+      // Delayed entries (held as a producer would hold them), then the delayed commands and info.
+      const producer = new RedisStreamsClient({ connection: url('producer') });
+      const [later, soon] = [
+        await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ n: 'later' }, { delay: 'PT1H' }))),
+        await lastValueFrom(producer.emit('orders', new RedisStreamsRecord({ n: 'soon' }, { delay: 'PT1H' }))),
+      ];
+      await producer.close();
+      expect(await cli('info', 'orders')).toMatchObject({ delayed: { held: 2, due: 0 } });
+      expect(await cli('delayed', 'count', 'orders')).toMatchObject({ held: 2, due: 0 });
+      expect(await cli('delayed', 'list', 'orders')).toMatchObject({ held: 2 });
+      expect(await cli('delayed', 'promote', 'orders', soon as string)).toMatchObject({ promoted: [{ hold: soon }] });
+      expect(await cli('delayed', 'remove', 'orders', later as string)).toMatchObject({ removed: 1 });
+      expect(await denials()).toEqual([]);
+    }, 180_000); // fourteen CLI processes, each starting Node: slow on a loaded machine
+  });
+});
