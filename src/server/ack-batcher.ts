@@ -3,8 +3,7 @@ import { batchThisTick } from '../redis/tick-batching.js';
 import { ackAndDelete, xackdelMissedGroup } from './ack-delete.js';
 import type { IdempotencyRecords } from './idempotency.js';
 import type { AckDeletePolicy } from './ack-policy.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 
 interface AckBatch {
   readonly binding: StreamBinding;

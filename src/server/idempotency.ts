@@ -3,8 +3,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { companionKey } from '../redis/keys.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import type { RedisStreamsContext } from './context.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 
 /** The key under which a processed entry of `stream` is recorded for `group`: in the stream's hash slot. */
 export function idempotencyRecordKey(stream: string, group: string, key: string): string {

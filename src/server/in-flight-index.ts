@@ -1,6 +1,5 @@
 import { compareStreamIds } from '../stream-ids.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 
 /**
  * The entries a dispatcher holds, for the twin check of every admission (the same binding and id

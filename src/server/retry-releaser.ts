@@ -5,8 +5,7 @@ import { handlerErrorText } from '../recovery/handler-error-memory.js';
 import type { ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { releaseForRetry, type FailedEntry } from '../recovery/retry-release.js';
 import type { ResolvedRetryPolicy } from '../recovery/retry-policy.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 
 /** What the releaser needs from the server's slot accounting. */
 export interface RetrySlots {

@@ -1,13 +1,12 @@
 import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey } from '../redis/keys.js';
 import type { DeadLetterNotice, EntriesLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
-import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import { GroupGauges } from '../telemetry/group-gauges.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
-import { livenessOf, type RedisStreamsLiveness } from './liveness.js';
+import { livenessOf, type RedisStreamsLiveness, type ServerState } from './liveness.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { ServerEventEmitter } from './server-events.js';
-import type { ServerParts, ServerState } from './server-parts.js';
+import type { ServerParts } from './server-parts.js';
 
 /** What observation reads of a server (live values, read when asked). */
 export interface ObservedServer {
@@ -18,8 +17,6 @@ export interface ObservedServer {
   commands(): RedisClient | undefined;
   /** Built at `listen()`. */
   parts(): ServerParts | undefined;
-  /** Started at `listen()`. */
-  recovery(): RecoveryScheduler | undefined;
 }
 
 /**
@@ -35,14 +32,14 @@ export class ServerObservation {
   liveness(): RedisStreamsLiveness {
     const { options } = this.server;
     const parts = this.server.parts();
-    const recovery = this.server.recovery();
+    const recovery = parts?.recovery.started === true ? parts.recovery : undefined;
     const stats = recovery?.stats();
-    const dispatcher = parts?.dispatcher;
+    const slots = parts?.slots;
     return livenessOf({
       consumer: options.consumer,
       state: this.server.state(),
       blockMs: options.blockMs,
-      prefetch: dispatcher?.prefetchSize ?? options.prefetch,
+      prefetch: slots?.prefetchSize ?? options.prefetch,
       commands: this.server.commands(),
       readers: parts?.readers ?? [],
       streams: (parts?.bindings ?? []).map(({ stream, group, partitionOf }) => ({
@@ -51,8 +48,8 @@ export class ServerObservation {
         ...(partitionOf === undefined ? {} : { partitionOf }),
         deadLetterKey: recovery?.deadLetterKeyFor(stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(stream),
       })),
-      freeSlots: dispatcher?.freeSlots() ?? 0,
-      inFlight: dispatcher?.inFlightCount() ?? 0,
+      freeSlots: slots?.freeSlots() ?? 0,
+      inFlight: slots?.inFlightCount() ?? 0,
       recovery: stats === undefined ? null : { scheduled: options.recovery.enabled, ticks: stats.ticks, failedTicksInARow: stats.failedTicksInARow, lastTickAt: stats.lastTickAt, lastError: stats.lastError },
     });
   }
