@@ -155,7 +155,7 @@ export class PrefetchSlots {
     return this.inFlight.has(binding, id);
   }
 
-  /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
+  /** Resolves when `wanted` slots may be free (or the slots stop accepting); callers re-check. */
   waitForSlot(wanted = 1): Promise<void> {
     if (!this.accepting || this.freeSlotsForReads() >= wanted) return Promise.resolve();
     return new Promise((resolve) => this.slotWaiters.push(resolve));
