@@ -17,7 +17,7 @@ export interface NestRawLoopOptions {
  * interceptors, filters and async chain), called once per entry with the decoded payload and a
  * plain `BaseRpcContext`. The loop reads COUNT 100, starts every entry's handler, waits for all of
  * them (an observable result is consumed to its end), then XACKs the batch and reads again. None of
- * our transport's logic (prefetch, dispatcher, ack batcher, context, decoder) is involved, so the
+ * our transport's logic (prefetch slots, handler lanes, ack batcher, context, decoder) is involved, so the
  * distance from the raw loop to this contender is Nest's pipeline, and from this one to ours is ours.
  */
 export class NestRawLoopServer extends Server implements CustomTransportStrategy {

@@ -25,8 +25,8 @@ export const ACK_BATCH_SIZE = 1000;
 
 /**
  * Takes over entries of a consumer group that were delivered and never acknowledged (XAUTOCLAIM),
- * following the contract of the "Redis Stream Claim" task: bounded by page size, records and
- * pages, resumable through `cursor`, reporting entries deleted while pending.
+ * as docs/claim.md specifies: bounded by page size, records and pages, resumable through
+ * `cursor`, reporting entries deleted while pending.
  *
  * Plain class without Nest imports, so the CLI starts fast; `StreamClaimService` is its injectable form.
  */
@@ -129,7 +129,7 @@ interface ScanState {
   deletedCount: number;
 }
 
-/** The result in the seed's field order (it is also the CLI's JSON output). */
+/** The result in docs/claim.md's field order (it is also the CLI's JSON output). */
 function assemble(options: ResolvedClaimOptions, scan: ScanState, bodies: Record<string, unknown>): ClaimResultBase {
   return {
     key: options.key,

@@ -8,8 +8,8 @@ import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../token
 // The Nest providers over claim/'s plain classes live here, so claim/ knows nothing of DI or the module.
 
 /**
- * The claim operation as a Nest provider: `claim(options)` (XAUTOCLAIM pages under the seed's
- * contract) and `ack(key, group, ids)`. Reads `claim.storeDirectory` from the module options;
+ * The claim operation as a Nest provider: `claim(options)` (XAUTOCLAIM pages, docs/claim.md)
+ * and `ack(key, group, ids)`. Reads `claim.storeDirectory` from the module options;
  * by hand: `new StreamClaimService(redis, { storeDirectory })`.
  */
 @Injectable()

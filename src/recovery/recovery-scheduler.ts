@@ -20,8 +20,8 @@ import { MAX_TIMER_MS } from '../validation.js';
 /**
  * Recovery of one running server: a timer of ticks (each: reclaim idle entries, dead-letter
  * poison ones, report trim loss, now and then remove dead consumers), lease renewal of the
- * server's in-flight entries, and dead-lettering of undecodable entries. Created by the server at
- * `listen()` and stopped at `close()`; ticks never overlap.
+ * server's in-flight entries, and dead-lettering of undecodable entries. Built with the server's
+ * parts at `listen()`, started once it listens and stopped at `close()`; ticks never overlap.
  */
 export class RecoveryScheduler {
   private readonly errors = new HandlerErrorMemory();
@@ -58,6 +58,11 @@ export class RecoveryScheduler {
   /** Time between ticks, in ms (known once started: a handler's smaller `extras.minIdleTime` shortens it). */
   get interval(): number {
     return this.tickInterval;
+  }
+
+  /** `start()` ran (its stats describe a server that listened). */
+  get started(): boolean {
+    return this.inspector !== undefined;
   }
 
   /** Streams + groups this scheduler recovers, with their effective `minIdleTime` / `maxDeliveries`. */

@@ -3,11 +3,10 @@ import { batchThisTick } from '../redis/tick-batching.js';
 import { ackAndDelete, xackdelMissedGroup } from './ack-delete.js';
 import type { IdempotencyRecords } from './idempotency.js';
 import type { AckDeletePolicy } from './ack-policy.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
+import { TickBatches } from './tick-batches.js';
 
 interface AckBatch {
-  readonly binding: StreamBinding;
   readonly entries: InFlightEntry[];
   /** Their ids, collected as they are added (the XACK's arguments). */
   readonly ids: string[];
@@ -18,7 +17,7 @@ interface AckBatch {
 }
 
 /**
- * Collects acks and sends one XACK per stream + group at the end of the tick (`process.nextTick`:
+ * Collects acks and sends one XACK per stream + group at the end of the tick (tick-batches.ts:
  * the handlers that finish together are acked together), so a busy consumer pays one round trip
  * per batch, not per entry. The XACKs of a tick share one socket write (batchThisTick); a
  * request's XACK comes after its reply was answered, so it is not in the reply's write.
@@ -29,9 +28,7 @@ interface AckBatch {
  * the entries too; a group found missing is recreated (`recreateGroup`) and the batch reported.
  */
 export class AckBatcher {
-  private readonly batches = new Map<StreamBinding, AckBatch>();
-  private scheduled = false;
-  private flushes = new Set<Promise<void>>();
+  private readonly batches = new TickBatches<StreamBinding, AckBatch>(newBatch, (binding, batch) => this.send(binding, batch));
 
   constructor(
     private readonly client: RedisClient,
@@ -51,7 +48,7 @@ export class AckBatcher {
    * is no unhandled rejection).
    */
   add(entry: InFlightEntry): Promise<void> {
-    const batch = this.batchOf(entry.binding);
+    const batch = this.batches.of(entry.binding);
     batch.entries.push(entry);
     batch.ids.push(entry.id);
     return this.queued(batch);
@@ -62,7 +59,7 @@ export class AckBatcher {
    * XACK, which may exceed `maxBatch` by at most their number.
    */
   addAll(binding: StreamBinding, entries: readonly InFlightEntry[]): Promise<void> {
-    const batch = this.batchOf(binding);
+    const batch = this.batches.of(binding);
     for (const entry of entries) {
       batch.entries.push(entry);
       batch.ids.push(entry.id);
@@ -70,51 +67,18 @@ export class AckBatcher {
     return this.queued(batch);
   }
 
-  private batchOf(binding: StreamBinding): AckBatch {
-    let batch = this.batches.get(binding);
-    if (batch === undefined) {
-      batch = newBatch(binding);
-      this.batches.set(binding, batch);
-    }
-    return batch;
-  }
-
   private queued(batch: AckBatch): Promise<void> {
-    if (batch.entries.length >= this.maxBatch) this.flushNow();
-    else if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.flushScheduled);
-    }
+    if (batch.entries.length >= this.maxBatch) this.batches.flushNow();
     return batch.done;
   }
 
   /** Sends what is queued and waits for every flush in progress. */
-  async drain(): Promise<void> {
-    this.flushNow();
-    while (this.flushes.size > 0) await Promise.all(this.flushes);
+  drain(): Promise<void> {
+    return this.batches.drain();
   }
 
-  private readonly flushScheduled = (): void => {
-    if (this.scheduled) this.flushNow();
-  };
-
-  private flushNow(): void {
-    this.scheduled = false;
-    if (this.batches.size === 0) return;
-    // One map for the server's life: the batches leave it (before any is sent), the map stays.
-    // Each leaves by delete, never by clear(): clear() gives the map a new table in the old
-    // generation and leaves the last one holding its batches, so every entry acked stayed alive
-    // through young-generation GCs until the next full one (docs/benchmarks.md, "GC survivors").
-    const batches = [...this.batches.values()];
-    for (const batch of batches) this.batches.delete(batch.binding);
-    const flush = Promise.all(batches.map((batch) => this.send(batch))).then(() => {
-      this.flushes.delete(flush);
-    });
-    this.flushes.add(flush);
-  }
-
-  private async send(batch: AckBatch): Promise<void> {
-    const { binding, entries, ids } = batch;
+  private async send(binding: StreamBinding, batch: AckBatch): Promise<void> {
+    const { entries, ids } = batch;
     let failure: Error | undefined;
     const policy = this.deletePolicy(binding);
     try {
@@ -146,7 +110,7 @@ export class AckBatcher {
   }
 }
 
-function newBatch(binding: StreamBinding): AckBatch {
+function newBatch(): AckBatch {
   let resolve!: () => void;
   let reject!: (error: Error) => void;
   const done = new Promise<void>((res, rej) => {
@@ -154,5 +118,5 @@ function newBatch(binding: StreamBinding): AckBatch {
     reject = rej;
   });
   done.catch(() => undefined);
-  return { binding, entries: [], ids: [], done, resolve, reject };
+  return { entries: [], ids: [], done, resolve, reject };
 }

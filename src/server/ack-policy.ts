@@ -1,5 +1,5 @@
 import type { CapabilityRequirement } from '../redis/capability-requirements.js';
-import type { StreamBinding } from './handler-binding.js';
+import type { StreamBinding } from './in-flight.js';
 import type { ResolvedServerOptions } from './options.js';
 
 /** The XACKDEL policy word of a binding in work-queue mode. */

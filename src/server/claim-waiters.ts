@@ -39,7 +39,7 @@ export class ClaimWaiters {
     }
   }
 
-  /** Every waiting claim gets nothing (the dispatcher stops). */
+  /** Every waiting claim gets nothing (the prefetch slots stop accepting: closing). */
   cancelAll(): void {
     for (const waiter of this.waiters.splice(0)) waiter.resolve(0);
     this.demand = 0;

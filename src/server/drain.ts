@@ -2,13 +2,14 @@ import type { Logger } from '@nestjs/common';
 import type { RedisClient } from '../redis/connection.js';
 import { withTimeout } from '../timeout.js';
 import type { AckBatcher } from './ack-batcher.js';
-import type { StreamReader } from './consumer-loop.js';
-import type { Dispatcher } from './dispatcher.js';
 import { errorMessage } from '../error-message.js';
 import { handOffEntries } from './handoff.js';
+import type { HandlerLanes } from './handler-lanes.js';
+import type { PrefetchSlots } from './prefetch-slots.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import type { RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
+import type { StreamReader } from './stream-reader.js';
 
 const READER_STOP_GRACE_MS = 2_000;
 /** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
@@ -16,7 +17,8 @@ const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
 /** What `close()` drains: the running server's parts. */
 export interface DrainTarget {
-  readonly dispatcher: Dispatcher;
+  readonly slots: PrefetchSlots;
+  readonly lanes: HandlerLanes;
   readonly commands: RedisClient;
   readonly consumer: string;
   readonly handoffConsumer: string;
@@ -29,8 +31,9 @@ export interface DrainTarget {
 }
 
 /** No handler starts any more; the readers stop (a blocked read is given a grace period). */
-export async function stopReading(dispatcher: Dispatcher, readers: readonly StreamReader[]): Promise<void> {
-  dispatcher.stopAccepting();
+export async function stopReading({ slots, lanes, readers }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[] }): Promise<void> {
+  lanes.stop();
+  slots.stopAccepting();
   await Promise.all(readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
 }
 
@@ -40,8 +43,8 @@ export async function stopReading(dispatcher: Dispatcher, readers: readonly Stre
  * Every Redis step is bounded; what fails stays pending (a duplicate later, never a loss).
  */
 export async function drain(target: DrainTarget): Promise<void> {
-  const { dispatcher, events } = target;
-  const queued = dispatcher.takeQueued();
+  const { slots, lanes, events } = target;
+  const queued = lanes.takeQueued();
   // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
   // find them owned by the handoff consumer and report a lost lease).
   for (const entry of queued) entry.settled = true;
@@ -57,7 +60,7 @@ export async function drain(target: DrainTarget): Promise<void> {
     } catch (error) {
       events.error(new Error(`handoff of ${queued.length} entries failed; they stay pending here: ${errorMessage(error)}`));
     } finally {
-      dispatcher.releaseAll(queued);
+      slots.releaseAll(queued);
     }
   }
   if (await waitForRunningHandlers(target)) await abandonStreams(target);
@@ -70,15 +73,15 @@ export async function drain(target: DrainTarget): Promise<void> {
 }
 
 /** True when handlers still ran at the end of `shutdownTimeout`. */
-async function waitForRunningHandlers({ dispatcher, shutdownTimeout, logger }: DrainTarget): Promise<boolean> {
+async function waitForRunningHandlers({ lanes, shutdownTimeout, logger }: DrainTarget): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(true), shutdownTimeout);
   });
-  const late = await Promise.race([dispatcher.whenIdle().then(() => false), timedOut]);
+  const late = await Promise.race([lanes.whenIdle().then(() => false), timedOut]);
   clearTimeout(timer);
   if (late) {
-    logger.warn(`${dispatcher.runningCount()} handlers still ran after shutdownTimeout (${shutdownTimeout} ms); their entries stay pending`);
+    logger.warn(`${lanes.runningCount()} handlers still ran after shutdownTimeout (${shutdownTimeout} ms); their entries stay pending`);
   }
   return late;
 }

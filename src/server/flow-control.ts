@@ -1,5 +1,5 @@
 import { RedisStreamsOptionError } from '../errors.js';
-import type { StreamBinding } from './handler-binding.js';
+import type { StreamBinding } from './in-flight.js';
 import type { ResolvedServerOptions } from './options.js';
 
 /**

@@ -5,10 +5,9 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { checkPartitionable, partitionStreamKeys } from '../partitions/partition-keys.js';
 import { resolveHandlerExtras, type ResolvedHandlerExtras } from './handler-extras.js';
 import type { ResolvedServerOptions } from './options.js';
-import type { HandledStream } from './stream-binding.js';
+import type { HandledStream } from './handled-stream.js';
 
-export type { HandledStream } from './stream-binding.js';
-export type { StreamBinding } from './in-flight.js';
+export type { HandledStream } from './handled-stream.js';
 
 export function bindingKey(stream: string, group: string): string {
   return `${stream}\u0000${group}`;

@@ -1,11 +1,19 @@
 import { BatchGate } from './batch/batch-gate.js';
-import type { StreamBinding } from './handler-binding.js';
-import { EntryState, type InFlightEntry } from './in-flight.js';
+import { EntryState, type InFlightEntry, type StreamBinding } from './in-flight.js';
+
+/** What runs the entries the lanes start: `EntryHandling` (entry-handling.ts), the only implementation. */
+export interface EntryRunner {
+  /** Runs one entry's handler; the runner calls `finished(entry)` when it returned or failed. */
+  start(entry: InFlightEntry): void;
+  /** Runs a batch binding's batch; the runner calls `batchFinished(entries)` when its handler returned or failed. */
+  startBatch(entries: InFlightEntry[]): void;
+}
 
 /**
- * Handler slots: at most `concurrency` handlers (a batch counts as one) run at once, each binding
- * within its own concurrency, its queued entries started lane by lane in turn so no stream
- * starves. A batch binding's lane (`extras.batch`) starts a batch once its gate says it is full or due.
+ * The dispatch of admitted entries to their handlers (entry-handling.ts): at most `concurrency`
+ * handlers (a batch counts as one) run at once, each binding within its own concurrency, its
+ * queued entries started lane by lane in turn so no stream starves. A batch binding's lane
+ * (`extras.batch`) starts a batch once its gate says it is full or due.
  */
 export class HandlerLanes {
   private running = 0;
@@ -15,15 +23,22 @@ export class HandlerLanes {
   private idleWaiters: Array<() => void> = [];
   /** Per lane (index of `bindings`): the collector of a batch binding (`extras.batch`), else undefined. */
   private readonly gates: (BatchGate<InFlightEntry> | undefined)[];
+  /** What runs the entries: set once by `handledBy`, before any entry is admitted. */
+  private handling!: EntryRunner;
 
   constructor(
     private readonly concurrency: number,
     private readonly bindings: readonly StreamBinding[],
-    private readonly start: (entry: InFlightEntry) => void,
-    /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
-    private readonly startBatch: (entries: InFlightEntry[]) => void,
   ) {
     this.gates = bindings.map((binding) => (binding.batch === undefined ? undefined : new BatchGate(binding.batch, () => this.pump())));
+  }
+
+  /**
+   * The server's one late binding (server-parts.ts): entry handling needs recovery, which needs the
+   * lanes (claimed entries are dispatched here), so the lanes learn who runs their entries once it exists.
+   */
+  handledBy(handling: EntryRunner): void {
+    this.handling = handling;
   }
 
   runningCount(): number {
@@ -120,7 +135,7 @@ export class HandlerLanes {
       entry.state = EntryState.Running;
       this.running++;
       entry.binding.running++;
-      this.start(entry);
+      this.handling.start(entry);
     }
   }
 
@@ -128,6 +143,6 @@ export class HandlerLanes {
     for (const entry of entries) entry.state = EntryState.Running;
     this.running++;
     (entries[0] as InFlightEntry).binding.running++;
-    this.startBatch(entries);
+    this.handling.startBatch(entries);
   }
 }

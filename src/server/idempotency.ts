@@ -1,23 +1,14 @@
-import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../redis/connection.js';
 import { companionKey } from '../redis/keys.js';
 import { batchThisTick } from '../redis/tick-batching.js';
+import { serverScripts } from './scripts/loader.js';
 import type { RedisStreamsContext } from './context.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 
 /** The key under which a processed entry of `stream` is recorded for `group`: in the stream's hash slot. */
 export function idempotencyRecordKey(stream: string, group: string, key: string): string {
   return companionKey(stream, `done:${group}:${key}`);
 }
-
-interface AckAndRecord {
-  nrsAckAndRecord(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<unknown>;
-}
-
-const SCRIPT = 'nrsAckAndRecord';
-let source: string | undefined;
-const registered = new WeakSet<object>();
 
 /**
  * Consumer-side idempotency (`extras.idempotency`): before a handler runs, its entry's key is
@@ -55,14 +46,9 @@ export class IdempotencyRecords {
 
   /** XACK (or XACKDEL with `policy`) of `ids` and SET … PX of their record keys, in one script call. */
   ackAndRecord(binding: StreamBinding, ids: readonly string[], recordKeys: readonly string[], policy: string): Promise<unknown> {
-    const client = this.client as RedisClient & Partial<AckAndRecord>;
-    if (!registered.has(client)) {
-      source ??= readFileSync(new URL('./scripts/ack-and-record.lua', import.meta.url), 'utf8');
-      client.defineCommand(SCRIPT, { lua: source });
-      registered.add(client);
-    }
+    const scripts = serverScripts(this.client);
     batchThisTick(this.client);
     const ttl = binding.idempotency?.ttlMs ?? 1;
-    return (client as unknown as AckAndRecord).nrsAckAndRecord(1 + recordKeys.length, binding.stream, ...recordKeys, binding.group, ttl, policy, ...ids);
+    return scripts.nrsAckAndRecord(1 + recordKeys.length, binding.stream, ...recordKeys, binding.group, ttl, policy, ...ids);
   }
 }

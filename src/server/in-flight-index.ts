@@ -1,9 +1,8 @@
 import { compareStreamIds } from '../stream-ids.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 
 /**
- * The entries a dispatcher holds, for the twin check of every admission (the same binding and id
+ * The entries the prefetch slots hold, for the twin check of every admission (the same binding and id
  * held already) and for the rare questions of recovery (is this id held? which ids are?).
  *
  * No map keyed by id: a long-lived Map that sees a set and a delete per entry replaces its hash

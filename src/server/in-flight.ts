@@ -1,11 +1,31 @@
+import type { MessageHandler } from '@nestjs/microservices';
+import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../codec/stream-deserializer.js';
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
-import type { StreamBindingOf } from './stream-binding.js';
-
-/** A handler's binding to its stream + group, whose dispatcher lane queues `InFlightEntry`s. */
-export type StreamBinding = StreamBindingOf<InFlightEntry>;
+import type { HandledStream } from './handled-stream.js';
 
 /**
- * An entry as read or claimed, before it enters the dispatcher: its field map, or `flat`, the
+ * One handler bound to one stream and consumer group, with its options resolved once (never per
+ * entry; handler-binding.ts builds them). It also carries its handler lane (handler-lanes.ts):
+ * entries waiting for a free handler slot, and how many of its handlers run.
+ */
+export interface StreamBinding extends HandledStream {
+  /** `stream` + NUL + `group`: the key of this binding and the prefix of its in-flight keys. */
+  readonly key: string;
+  readonly handler: MessageHandler;
+  /** Handler lane: fetched entries not started yet, in arrival order. */
+  readonly queue: InFlightEntry[];
+  /** Handler lane: handlers of this binding running now. */
+  running: number;
+}
+
+/** The server's decoder, and the same one when it is exactly the default (it decodes straight from the reply). */
+export interface EntryDecoders {
+  readonly decoder: StreamDeserializer;
+  readonly defaultDecoder: JsonStreamDeserializer | undefined;
+}
+
+/**
+ * An entry as read or claimed, before it is admitted (prefetch-slots.ts): its field map, or `flat`, the
  * `[f1, v1, f2, v2]` array as read (the map is then built only if someone asks for it).
  */
 export interface IncomingEntry {
@@ -28,8 +48,8 @@ const NO_FIELDS: readonly string[] = [];
 export type RawFields = StreamFields | [name: string, value: string][] | [name: Buffer, value: Buffer][];
 
 /**
- * An entry this consumer fetched and has not yet acked, nacked or handed back. The dispatcher
- * keeps them per stream + group, by id, whatever source (read, own-PEL re-read, claim) fetched them.
+ * An entry this consumer fetched and has not yet acked, nacked or handed back. The prefetch slots
+ * keep them per stream + group, by id, whatever source (read, own-PEL re-read, claim) fetched them.
  */
 export class InFlightEntry {
   state: EntryState = EntryState.Queued;
@@ -37,15 +57,15 @@ export class InFlightEntry {
   settled = false;
   /** The outcome of its ack, once one was requested (a second `ack()` returns it). */
   acked: Promise<void> | undefined;
-  /** Its ack is queued or in flight (counted by the dispatcher until the slot is released). */
+  /** Its ack is queued or in flight (counted by the prefetch slots until the slot is released). */
   returning = false;
-  /** It holds a prefetch slot and its bytes: set by `Dispatcher.admit`, cleared by the one release that frees them. */
+  /** It holds a prefetch slot and its bytes: set by `PrefetchSlots.admit`, cleared by the one release that frees them. */
   held = false;
-  /** Its place in the dispatcher's index while held (in-flight-index.ts), -1 otherwise. */
+  /** Its place in the prefetch slots' index while held (in-flight-index.ts), -1 otherwise. */
   indexSlot = -1;
   /**
    * The same id read again while its ack was under way (a group recreated at 0 delivers it anew):
-   * the ack may not cover that delivery, so it is checked once the ack is done (`Dispatcher.release`).
+   * the ack may not cover that delivery, so it is checked once the ack is done (`PrefetchSlots.release`).
    */
   redelivery: IncomingEntry | undefined = undefined;
   /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
@@ -96,6 +116,18 @@ export class InFlightEntry {
       pairs.push(raw === 'buffers' ? [asBuffer(name), asBuffer(value)] : [String(name), String(value)]);
     }
     return pairs as RawFields;
+  }
+
+  /**
+   * What its handler gets: the raw fields (`extras.raw`), else the decoder's result. The default
+   * format reads its few fields straight from the reply (no field map per entry); a custom decoder
+   * gets the map and may return a promise. Throws what a synchronous decode threw.
+   */
+  decode({ decoder, defaultDecoder }: EntryDecoders): DecodedEntry | Promise<DecodedEntry> {
+    if (this.binding.raw) return { data: this.rawFields() };
+    if (defaultDecoder === undefined) return decoder.deserialize(this.fields, { stream: this.binding.stream, id: this.id });
+    const flat = this.flatFields();
+    return flat !== undefined ? defaultDecoder.decodeFlat(flat) : defaultDecoder.decodeFields(this);
   }
 
   /** The `[f1, v1, …]` array as read, while no field map was built or given (undefined then). */

@@ -1,5 +1,8 @@
 import type { RedisClient } from '../redis/connection.js';
 
+/** Life of a server: `listen()` goes from idle to listening, `close()` to closed. */
+export type ServerState = 'idle' | 'starting' | 'listening' | 'closing' | 'closed';
+
 /**
  * What one reader's loop last did, for health checks: when its read in flight started (a blocked
  * XREADGROUP is alive), and when a read last came back with a reply. Per read, never per entry.
@@ -75,7 +78,7 @@ export interface RecoveryLiveness {
  */
 export interface RedisStreamsLiveness {
   readonly consumer: string;
-  readonly state: 'idle' | 'starting' | 'listening' | 'closing' | 'closed';
+  readonly state: ServerState;
   /** Epoch ms the snapshot was taken. */
   readonly at: number;
   /** The server's `blockMs`: how long a blocked read may wait before Redis answers. */

@@ -9,30 +9,26 @@ import {
 import { JsonStreamDeserializer, type StreamDeserializer } from '../codec/stream-deserializer.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import type { RedisClient } from '../redis/connection.js';
-import type { LeaseExtender } from '../recovery/recovery-host.js';
-import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
 import { Telemetry } from '../telemetry/telemetry.js';
-import type { AckDeletePolicy } from './ack-policy.js';
 import type { RedisStreamsStatus } from './connection-status.js';
-import type { EntrySettler } from './context.js';
 import { DelayedPromoter } from './delayed-promoter.js';
 import { drain, stopReading } from './drain.js';
-import { EntryHandling } from './entry-handling.js';
-import { keepEarlierEventHandlers, type HandledStream } from './handler-binding.js';
+import type { HandlingHooks } from './entry-handling.js';
+import { keepEarlierEventHandlers } from './handler-binding.js';
 import { captureHandlerErrors } from './handler-error-capture.js';
-import type { InFlightEntry, IncomingEntry } from './in-flight.js';
-import { listeningServers, type RedisStreamsLiveness } from './liveness.js';
+import type { EntryDecoders } from './in-flight.js';
+import { listeningServers, type RedisStreamsLiveness, type ServerState } from './liveness.js';
 import { ProcessingHooks, type ProcessingEndHook, type ProcessingStartHook } from './processing-hooks.js';
 import { resolveServerOptions, type RedisStreamsServerOptions, type ResolvedServerOptions } from './options.js';
-import { RecoveryHooks } from './recovery-hooks.js';
 import { ReplyWriter } from './reply-writer.js';
 import { serializeWith } from './request-replies.js';
 import { ServerConnections, type RedisStreamsConnections } from './server-connections.js';
 import { ServerEventEmitter, type RedisStreamsServerEvents } from './server-events.js';
 import { ServerObservation } from './server-observation.js';
-import { buildServerParts, type ServerParts, type ServerState } from './server-parts.js';
+import { buildServerParts, type ServerParts } from './server-parts.js';
+import type { ServerRecoveryHost } from './server-recovery-host.js';
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -45,15 +41,13 @@ export type { RedisStreamsConnections } from './server-connections.js';
  * reads its own stream (`streamPrefix + pattern`) through a consumer group; entries are acked only after
  * the handler succeeded. See docs/server.md.
  *
- * The class Nest sees: its life cycle (listen, close) and the wiring of the parts, which do the
- * work: server-connections.ts (connections, capabilities), consumer-loop.ts (reads),
- * entry-handling.ts (one entry, decode to ack), request-handling.ts (replies), recovery-hooks.ts
- * (what recovery uses), drain.ts (shutdown), server-observation.ts (liveness, telemetry).
+ * The class Nest sees: its life cycle (listen, close). server-parts.ts builds the parts that do
+ * the work, and names one entry's way through them: server-connections.ts (connections,
+ * capabilities), stream-reader.ts (reads), entry-handling.ts (one entry, decode to ack),
+ * request-handling.ts (replies), server-recovery-host.ts (what recovery uses), drain.ts
+ * (shutdown), server-observation.ts (liveness, telemetry).
  */
-export class RedisStreamsServer
-  extends Server<RedisStreamsServerEvents, RedisStreamsStatus>
-  implements CustomTransportStrategy, EntrySettler
-{
+export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisStreamsStatus> implements CustomTransportStrategy {
   override readonly transportId = REDIS_STREAMS_TRANSPORT;
   /** Handler failures must reach us (we await handlers ourselves) so that a failed entry is not acked. */
   override readonly propagatesEventHandlerErrors = true;
@@ -65,16 +59,14 @@ export class RedisStreamsServer
   private readonly events: ServerEventEmitter;
   private state: ServerState = 'idle';
   private readonly connections: ServerConnections;
-  private readonly handling: EntryHandling;
-  private readonly hooks: RecoveryHooks;
+  private readonly decoders: EntryDecoders;
+  /** Set at any time; entry handling reads them. `processing` is built when a hook is set: until then the per-entry path has no hook step at all. */
+  private readonly hooks: HandlingHooks = { processing: undefined, leaseExtender: undefined };
   /** Built at listen(). */
   private parts: ServerParts | undefined;
-  private recovery: RecoveryScheduler | undefined;
   private promoter: DelayedPromoter | undefined;
   private readonly observation: ServerObservation;
   private readonly replies: ReplyWriter;
-  /** Built when a processing hook is set: until then the per-entry path has no hook step at all. */
-  private processingHooks: ProcessingHooks | undefined;
 
   constructor(options: RedisStreamsServerOptions) {
     super();
@@ -87,14 +79,7 @@ export class RedisStreamsServer
       ttlMs: this.options.replyTtl,
     });
     const decoder: StreamDeserializer = options.deserializer ?? new JsonStreamDeserializer();
-    this.handling = new EntryHandling({
-      consumer: this.options.consumer,
-      decoder,
-      defaultDecoder: decoder.constructor === JsonStreamDeserializer ? (decoder as JsonStreamDeserializer) : undefined,
-      logger: this.logger,
-      events: this.events,
-      isClosed: () => this.state === 'closed',
-    });
+    this.decoders = { decoder, defaultDecoder: decoder.constructor === JsonStreamDeserializer ? (decoder as JsonStreamDeserializer) : undefined };
     this.connections = new ServerConnections({
       options: this.options,
       logger: this.logger,
@@ -102,14 +87,12 @@ export class RedisStreamsServer
       isListening: () => this.state === 'listening',
       emitError: (error) => this.events.error(error),
     });
-    this.hooks = new RecoveryHooks(this.options, () => this.state, () => this.parts);
     this.observation = new ServerObservation({
       options: this.options,
       events: this.events,
       state: () => this.state,
       commands: () => this.connections.commands,
       parts: () => this.parts,
-      recovery: () => this.recovery,
     });
     this.initializeSerializer(options);
     this.initializeDeserializer({ deserializer: decoder as unknown as ConsumerDeserializer });
@@ -145,12 +128,12 @@ export class RedisStreamsServer
       // Stop taking work: no handler starts, the readers stop, then recovery's ticks (entries of a
       // claim in flight are queued, so the handoff below gets them). Leases keep the running
       // handlers' entries until drained.
-      if (wasRunning) await stopReading((this.parts as ServerParts).dispatcher, (this.parts as ServerParts).readers);
-      await this.recovery?.stopTicks();
+      if (wasRunning) await stopReading(this.parts as ServerParts);
+      await this.parts?.recovery.stopTicks();
       this.promoter?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
-      await this.recovery?.stop();
+      await this.parts?.recovery.stop();
       this.observation.stop();
       await this.connections.close();
       this.state = 'closed';
@@ -204,78 +187,23 @@ export class RedisStreamsServer
     return this.observation.liveness();
   }
 
-  // ---- @internal API for recovery (claim, leases, dead letters); not exported from index.ts. Documented in recovery-hooks.ts. ----
-
-  /** @internal */
-  prefetchUsage(): { heldBytes: number; peakHeldBytes: number; prefetch: number; maxPrefetchBytes: number } {
-    return this.hooks.prefetchUsage();
-  }
-  /** @internal */
-  freePrefetchSlots(): number {
-    return this.hooks.freePrefetchSlots();
-  }
-  /** @internal */
-  reservePrefetchSlots(max: number, waitMs?: number): Promise<number> {
-    return this.hooks.reservePrefetchSlots(max, waitMs);
-  }
-  /** @internal */
-  releasePrefetchSlots(count: number): void {
-    this.hooks.releasePrefetchSlots(count);
-  }
-  /** @internal */
-  isInFlight(stream: string, group: string, id: string): boolean {
-    return this.hooks.isInFlight(stream, group, id);
-  }
-  /** @internal */
-  dispatchEntries(stream: string, group: string, entries: readonly IncomingEntry[], reserved?: number): number {
-    return this.hooks.dispatchEntries(stream, group, entries, reserved);
-  }
-  /** @internal */
-  handledStreams(): HandledStream[] {
-    return this.hooks.handledStreams();
-  }
-  /** @internal */
-  inFlightIds(stream: string, group: string): string[] {
-    return this.hooks.inFlightIds(stream, group);
-  }
-  /** @internal */
-  deletePolicyFor(stream: string, group: string): AckDeletePolicy | undefined {
-    return this.hooks.deletePolicyFor(stream, group);
-  }
-  /** @internal The consumer `close()` hands unstarted entries to. */
-  handoffConsumerName(): string {
-    return this.options.handoffConsumer;
-  }
   /** @internal The command connection (after `listen()`). */
   commandConnection(): RedisClient {
     return this.unwrap<RedisStreamsConnections>().commands;
   }
-  /** @internal Installed by a recovery provider to make `ctx.extendLease()` renew idle times. */
-  setLeaseExtender(extender: LeaseExtender | undefined): void {
-    this.handling.setLeaseExtender(extender);
-  }
 
-  // ---- EntrySettler: entry-handling.ts settles for the contexts ----
-
-  ack(entry: InFlightEntry): Promise<void> {
-    return this.handling.ack(entry);
-  }
-  nack(entry: InFlightEntry, delayMs?: number): void {
-    this.handling.nack(entry, delayMs);
-  }
-  extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
-    return this.handling.extendLease(entry, ms);
+  /** @internal Recovery's view of this server (prefetch slots, in-flight entries); tests read it too. Only after `listen()`. */
+  recoveryHost(): ServerRecoveryHost {
+    if (this.parts === undefined) throw new Error('RedisStreamsServer has not listened yet: no recovery host');
+    return this.parts.host;
   }
 
   private useProcessingHooks(): ProcessingHooks {
-    if (this.processingHooks === undefined) {
-      this.processingHooks = new ProcessingHooks(
-        () => this.transportId,
-        (error) => this.events.error(error),
-      );
-      this.handling.useProcessingHooks(this.processingHooks);
-    }
-    return this.processingHooks;
+    this.hooks.processing ??= new ProcessingHooks(
+      () => this.transportId,
+      (error) => this.events.error(error),
+    );
+    return this.hooks.processing;
   }
 
   // ---- startup ----
@@ -296,11 +224,9 @@ export class RedisStreamsServer
     // close() ran while the groups were being created: it closed the connections; start nothing.
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     this.state = 'listening';
-    const { readers, telemetry } = this.parts as ServerParts;
+    const { readers, telemetry, recovery } = this.parts as ServerParts;
     for (const reader of readers) reader.start();
-    this.recovery = new RecoveryScheduler(this, this.options.recovery, (event, payload) => this.events.emit(event, payload));
-    this.handling.useRecovery(this.recovery);
-    this.recovery.start();
+    recovery.start();
     this.startPromotion();
     if (telemetry !== undefined) this.observation.observe(telemetry, this.commandConnection());
     listeningServers.add(this);
@@ -321,23 +247,25 @@ export class RedisStreamsServer
       options: this.options,
       logger: this.logger,
       events: this.events,
+      decoders: this.decoders,
       handlers: this.getHandlers(),
       connections: this.connections,
-      handling: this.handling,
+      hooks: this.hooks,
       telemetry,
       requests: { replies: this.replies, handlerFor: (pattern: string) => this.getHandlerByPattern(pattern), serialize: serializeWith(this.serializer) },
+      emitRecovery: (event, payload) => this.events.emit(event, payload),
+      state: () => this.state,
       capabilities: () => this.capabilities,
-      recovery: () => this.recovery,
     });
     const { bindings } = this.parts;
     await this.connections.ready(bindings);
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
   }
 
-  private async drain({ dispatcher, acker, retries }: ServerParts): Promise<void> {
+  private async drain({ slots, lanes, acker, retries, handling }: ServerParts): Promise<void> {
     const { consumer, handoffConsumer, shutdownTimeout } = this.options;
     const commands = this.commandConnection();
-    const { logger, events, handling } = this;
-    await drain({ dispatcher, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams });
+    const { logger, events } = this;
+    await drain({ slots, lanes, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams });
   }
 }

@@ -1,5 +1,5 @@
 import { errorMessage } from '../error-message.js';
-import type { StreamBinding } from './handler-binding.js';
+import type { StreamBinding } from './in-flight.js';
 import type { ReadEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 
@@ -29,8 +29,8 @@ export async function deliverReRead(host: ReaderHost, binding: StreamBinding, en
   // pending list, the handler ran and acked it before this re-read's reply was processed). One
   // this process holds (recovery claimed it while the re-read waited for slots) is running or
   // queued already: this re-read raised its count but is no new delivery — never dead-letter it.
-  const { dispatcher } = host;
-  const stillOurs = live.filter((entry) => (counts === undefined || counts.has(entry.id)) && !dispatcher.has(binding, entry.id));
+  const { slots } = host;
+  const stillOurs = live.filter((entry) => (counts === undefined || counts.has(entry.id)) && !slots.has(binding, entry.id));
   host.deliver(
     binding,
     stillOurs.map((entry) => ({ id: entry.id, flat: entry.flat as (string | Buffer)[], deliveryCount: counts?.get(entry.id) ?? 2 })),

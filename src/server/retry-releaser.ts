@@ -5,8 +5,8 @@ import { handlerErrorText } from '../recovery/handler-error-memory.js';
 import type { ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { releaseForRetry, type FailedEntry } from '../recovery/retry-release.js';
 import type { ResolvedRetryPolicy } from '../recovery/retry-policy.js';
-import type { StreamBinding } from './handler-binding.js';
-import type { InFlightEntry } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
+import { TickBatches } from './tick-batches.js';
 
 /** What the releaser needs from the server's slot accounting. */
 export interface RetrySlots {
@@ -30,9 +30,7 @@ interface Failure {
  * a failed release is reported and leaves it here (it comes back after `minIdleTime`).
  */
 export class RetryReleaser {
-  private batches = new Map<StreamBinding, Failure[]>();
-  private scheduled = false;
-  private readonly flushes = new Set<Promise<void>>();
+  private readonly batches = new TickBatches<StreamBinding, Failure[]>(() => [], (binding, failures) => this.send(binding, failures));
 
   constructor(
     private readonly client: RedisClient,
@@ -84,31 +82,13 @@ export class RetryReleaser {
   private queue(entry: InFlightEntry, delayMs: number, error: string): void {
     entry.settled = true;
     this.slots.markReturning(entry);
-    let batch = this.batches.get(entry.binding);
-    if (batch === undefined) this.batches.set(entry.binding, (batch = []));
-    batch.push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error } });
-    if (!this.scheduled) {
-      this.scheduled = true;
-      process.nextTick(this.flush);
-    }
+    this.batches.of(entry.binding).push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error } });
   }
 
   /** Sends what is queued and waits for every release in progress (close()). */
-  async drain(): Promise<void> {
-    this.flush();
-    while (this.flushes.size > 0) await Promise.all(this.flushes);
+  drain(): Promise<void> {
+    return this.batches.drain();
   }
-
-  private readonly flush = (): void => {
-    this.scheduled = false;
-    if (this.batches.size === 0) return;
-    const batches = [...this.batches];
-    this.batches = new Map();
-    const flush = Promise.all(batches.map(([binding, failures]) => this.send(binding, failures))).then(() => {
-      this.flushes.delete(flush);
-    });
-    this.flushes.add(flush);
-  };
 
   private async send(binding: StreamBinding, failures: Failure[]): Promise<void> {
     try {

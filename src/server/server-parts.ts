@@ -5,38 +5,42 @@ import { isClusterConnectionOption } from '../redis/connection.js';
 import { deadLetterKey } from '../redis/keys.js';
 import { checkSameSlot, deadLetterKeysOf } from '../redis/slot-check.js';
 import { partitionedStreamsOf, sharedSlotsOf } from '../partitions/partition-keys.js';
-import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
+import type { RecoveryEmit } from '../recovery/recovery-events.js';
+import { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import { AckBatcher } from './ack-batcher.js';
 import { ackDeletePolicies, type AckDeletePolicy } from './ack-policy.js';
-import { StreamReader } from './consumer-loop.js';
-import { Dispatcher } from './dispatcher.js';
-import type { EntryHandling, EntryHandlingParts } from './entry-handling.js';
+import { EntryHandling, type EntryHandlingParts, type HandlingHooks } from './entry-handling.js';
 import { planPrefetch } from './flow-control.js';
 import { bindHandlers, groupBindingsForReaders } from './handler-binding.js';
+import { HandlerLanes } from './handler-lanes.js';
 import { IdempotencyRecords } from './idempotency.js';
-import type { InFlightEntry, StreamBinding } from './in-flight.js';
+import type { EntryDecoders, StreamBinding } from './in-flight.js';
+import type { ServerState } from './liveness.js';
 import type { ResolvedServerOptions } from './options.js';
-import { readerHostOf, readmitIfPending, recreateGroups } from './reader-host.js';
+import { PrefetchSlots } from './prefetch-slots.js';
+import { ReaderHost, recreateGroups } from './reader-host.js';
 import { RetryReleaser } from './retry-releaser.js';
 import type { ServerConnections } from './server-connections.js';
 import type { ServerEventEmitter } from './server-events.js';
-
-/** Life of a server: `listen()` goes from idle to listening, `close()` to closed. */
-export type ServerState = 'idle' | 'starting' | 'listening' | 'closing' | 'closed';
+import { ServerRecoveryHost } from './server-recovery-host.js';
+import { StreamReader } from './stream-reader.js';
 
 /** What `listen()` builds from the handlers: their bindings and the machinery that moves their entries. */
 export interface ServerParts {
   readonly bindings: readonly StreamBinding[];
-  readonly bindingsByKey: ReadonlyMap<string, StreamBinding>;
-  readonly dispatcher: Dispatcher;
+  readonly slots: PrefetchSlots;
+  readonly lanes: HandlerLanes;
   readonly readers: readonly StreamReader[];
   readonly acker: AckBatcher;
   readonly retries: RetryReleaser;
+  readonly handling: EntryHandling;
+  /** Recovery's view of this server (prefetch for claims, what is in flight). */
+  readonly host: ServerRecoveryHost;
+  /** Started once the server listens. */
+  readonly recovery: RecoveryScheduler;
   /** Set only when OpenTelemetry is there and on. */
   readonly telemetry: Telemetry | undefined;
-  /** Work-queue mode: the XACKDEL policy of a binding while the server has XACKDEL. */
-  readonly deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined;
 }
 
 /** What building the parts takes from the server. */
@@ -44,25 +48,32 @@ export interface ServerPartsSources {
   readonly options: ResolvedServerOptions;
   readonly logger: Logger;
   readonly events: ServerEventEmitter;
+  readonly decoders: EntryDecoders;
   /** Nest's handlers by pattern (`getHandlers()`). */
   readonly handlers: Map<string, MessageHandler>;
   readonly connections: ServerConnections;
-  readonly handling: EntryHandling;
+  readonly hooks: HandlingHooks;
   readonly telemetry: Telemetry | undefined;
   /** What answering a request needs (reply writer, Nest's handler lookup and serializer). */
   readonly requests: EntryHandlingParts['requests'];
+  readonly emitRecovery: RecoveryEmit;
+  readonly state: () => ServerState;
   capabilities(): RedisStreamsCapabilities | undefined;
-  /** Recovery starts after the parts are built. */
-  recovery(): RecoveryScheduler | undefined;
 }
 
 /**
- * Validates the handlers' extras (before the first command), then builds the parts and opens the
- * connections (command connection and one reader each; they connect in the background). Entry
- * handling is wired to the parts.
+ * Validates the handlers' extras (before the first command), then builds every part at once and
+ * opens the connections (command connection and one reader each; they connect in the background).
+ *
+ * One entry's way, each step a method go-to-definition follows: `StreamReader` (stream-reader.ts)
+ * reads and parses the reply (read-reply.ts), takes prefetch slots (`PrefetchSlots.admitFresh`,
+ * prefetch-slots.ts) and hands the entries to `HandlerLanes` (handler-lanes.ts), which starts
+ * `EntryHandling.start` (entry-handling.ts): decode (`InFlightEntry.decode`, in-flight.ts), the
+ * handler with its `RedisStreamsContext` (context.ts), then `ack`, queued in `AckBatcher`
+ * (ack-batcher.ts), which sends the XACK.
  */
 export function buildServerParts(sources: ServerPartsSources): ServerParts {
-  const { options, logger, events, connections, handling } = sources;
+  const { options, logger, events, connections, hooks, telemetry } = sources;
   const bindings = bindHandlers(sources.handlers, options);
   // Streams of one read must share a slot on a Cluster: one reader per group + hash slot there.
   const perSlot = isClusterConnectionOption(options.connection);
@@ -74,38 +85,59 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   if (perSlot) warnSharedPartitionSlots(bindings, logger);
 
   const commands = connections.openCommands();
-  const dispatcher = new Dispatcher(
-    plan.prefetch,
-    options.concurrency,
-    bindings,
-    handling.start,
-    options.maxPrefetchBytes,
-    (binding, incoming) => readmitIfPending(hostSources, binding, incoming),
-    handling.startBatch,
-  );
+  const emitError = (error: Error): void => events.error(error);
   const deletePolicies = ackDeletePolicies(bindings, options.workQueue);
   // Work-queue mode only while the server has XACKDEL (a failover may land on an older one: plain XACK then).
   const deletePolicyOf = (binding: StreamBinding): AckDeletePolicy | undefined =>
     sources.capabilities()?.xackdel === true ? deletePolicies.get(binding) : undefined;
+
+  const lanes = new HandlerLanes(options.concurrency, bindings);
+  // A redelivery kept aside during its twin's ack is checked by the reader host (declared below; called only at run time).
+  const slots = new PrefetchSlots(plan.prefetch, options.maxPrefetchBytes, (binding, incoming) => readerHost.readmitIfPending(binding, incoming));
+  const readers: StreamReader[] = [];
+  const host = new ServerRecoveryHost({
+    consumer: options.consumer,
+    handoffConsumer: options.handoffConsumer,
+    state: sources.state,
+    bindings,
+    slots,
+    lanes,
+    readers,
+    commands,
+    hooks,
+    deletePolicyOf,
+    telemetry,
+  });
+  const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery);
   const records = new IdempotencyRecords(commands);
-  const emitError = (error: Error): void => events.error(error);
-  const acker = new AckBatcher(commands, handling.releaseAll, emitError, undefined, deletePolicyOf, (binding) =>
+  const acker = new AckBatcher(commands, (entries) => slots.releaseAll(entries), emitError, undefined, deletePolicyOf, (binding) =>
     recreateGroups(commands, [binding], logger, events), records,
   );
-  const slots = { markReturning: (entry: InFlightEntry) => dispatcher.markReturning(entry), release: handling.release };
   const retries = new RetryReleaser(commands, options.consumer, options.recovery, slots, emitError, logger);
-  const { telemetry } = sources;
-  handling.wire({ dispatcher, acker, retries, records, telemetry, requests: sources.requests });
-
-  const hostSources = { options, logger, events, dispatcher, commands, telemetry, recovery: sources.recovery };
-  const host = readerHostOf(hostSources);
-  const readers = readerGroups.map((group, index) => {
-    const first = group[0] as StreamBinding;
-    const client = connections.openReader(first.group, perSlot);
-    return new StreamReader(first.group, group, client, host, plan.shares[index] as number);
+  const handling = new EntryHandling({
+    consumer: options.consumer,
+    decoders: sources.decoders,
+    logger,
+    events,
+    isClosed: () => sources.state() === 'closed',
+    hooks,
+    slots,
+    lanes,
+    acker,
+    retries,
+    records,
+    recovery,
+    telemetry,
+    requests: sources.requests,
   });
-  const bindingsByKey = new Map(bindings.map((binding) => [binding.key, binding]));
-  return { bindings, bindingsByKey, dispatcher, readers, acker, retries, telemetry, deletePolicyOf };
+  lanes.handledBy(handling);
+
+  const readerHost = new ReaderHost({ options, logger, events, slots, lanes, commands, telemetry, recovery });
+  for (const group of readerGroups) {
+    const first = group[0] as StreamBinding;
+    readers.push(new StreamReader(first.group, group, connections.openReader(first.group, perSlot), readerHost, plan.shares[readers.length] as number));
+  }
+  return { bindings, slots, lanes, readers, acker, retries, handling, host, recovery, telemetry };
 }
 
 /** Partitions of one stream hashed to one slot live on one master (and share a reader): correct, but not spread. */

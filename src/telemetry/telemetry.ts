@@ -1,11 +1,32 @@
 import type { Attributes, Context, Counter, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
 import type { Headers } from '../codec/wire-format.js';
-import { parseDeadLetter } from '../recovery/dead-letter-format.js';
-import type { DeadLetterNotice, EntriesLostNotice, RecoveredNotice } from '../recovery/recovery-events.js';
-import type { RedisClient } from '../redis/connection.js';
 import { Attr, DestinationAttributes, Variants, type GroupAttributes, type SendAttributes } from './destination-attributes.js';
 import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
 import type { ResolvedTelemetryOptions } from './telemetry-options.js';
+
+/** What telemetry reads of recovery's notices (recovery-events.ts), by shape: telemetry knows no recovery. */
+export interface DeadLetteredEntry {
+  readonly stream: string;
+  readonly group: string;
+  readonly id: string;
+  readonly reason: string;
+  readonly error: string;
+  readonly deliveryCount: number;
+  readonly deadLetterKey: string;
+  /** `''` when the dead letter has no id (nothing to draw on a trace). */
+  readonly deadLetterId: string;
+}
+export interface RecoveredEntries {
+  readonly stream: string;
+  readonly group: string;
+  readonly ids: readonly string[];
+}
+export interface LostEntries {
+  readonly stream: string;
+  readonly group: string;
+  readonly reason: string;
+  readonly count: number;
+}
 
 const SCOPE = 'nestjs-redis-streams';
 
@@ -183,25 +204,32 @@ export class Telemetry {
   }
 
   /** Recovery claimed entries from idle consumers. */
-  recovered(notice: RecoveredNotice): void {
+  recovered(notice: RecoveredEntries): void {
     this.instruments?.recovered.add(notice.ids.length, this.destinations.group(notice.stream, notice.group).group);
   }
 
   /** Entries trimmed or deleted before they were handled. */
-  lost(notice: EntriesLostNotice): void {
+  lost(notice: LostEntries): void {
     this.instruments?.lost.add(notice.count, this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason));
   }
 
+  /** An entry was dead-lettered: counted by reason. */
+  deadLettered(notice: DeadLetteredEntry): void {
+    this.instruments?.deadLettered.add(1, this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason));
+  }
+
+  /** Whether `traceDeadLetter` would draw this dead letter: the caller reads the letter's headers for it then. */
+  tracesDeadLetter(notice: DeadLetteredEntry): boolean {
+    return this.tracer !== undefined && notice.deadLetterId !== '';
+  }
+
   /**
-   * An entry was dead-lettered: counted, and (tracing on) a span `dead_letter <stream>` with a
-   * `dead_letter` event on the entry's own trace, from the headers kept in the dead-letter record.
+   * Tracing on: a span `dead_letter <stream>` with a `dead_letter` event on the entry's own trace,
+   * whose context is in `headers` (read from the dead-letter record).
    */
-  async deadLettered(notice: DeadLetterNotice, redis: RedisClient): Promise<void> {
+  traceDeadLetter(notice: DeadLetteredEntry, headers: Headers | undefined): void {
+    if (this.tracer === undefined || notice.deadLetterId === '' || headers === undefined) return;
     const attributes = this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason);
-    this.instruments?.deadLettered.add(1, attributes);
-    if (this.tracer === undefined || notice.deadLetterId === '') return;
-    const headers = await deadLetterHeaders(redis, notice.deadLetterKey, notice.deadLetterId);
-    if (headers === undefined) return;
     const { api } = this;
     const parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
     if (api.trace.getSpanContext(parent) === undefined) return;
@@ -267,17 +295,3 @@ function errorMessage(error: unknown): string {
 }
 
 /** The trace headers of a dead letter's original entry (its `headers` field), if any. */
-async function deadLetterHeaders(redis: RedisClient, key: string, id: string): Promise<Headers | undefined> {
-  try {
-    const rows = (await redis.xrange(key, id, id)) as Array<[string, string[]]>;
-    const row = rows[0];
-    const letter = row === undefined ? undefined : parseDeadLetter(row[0], row[1]);
-    const fields = letter?.fields;
-    const json = fields === undefined || Array.isArray(fields) ? undefined : fields.headers;
-    if (json === undefined) return undefined;
-    const headers = JSON.parse(json) as unknown;
-    return headers !== null && typeof headers === 'object' ? (headers as Headers) : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -110,7 +110,7 @@ describe('restart re-read and recovery of the same consumer', () => {
   async function waitUntilReReadStalls(): Promise<void> {
     await waitFor(() => started.length === 2, 'the two held entries started');
     await waitFor(quietReaderBlocked, 'the reader of group h blocked');
-    expect(running!.server.freePrefetchSlots()).toBe(0);
+    expect(running!.server.recoveryHost().freePrefetchSlots()).toBe(0);
   }
 
   it('an entry recovery claimed while the re-read waited for slots is not dead-lettered when the re-read reaches it', async () => {

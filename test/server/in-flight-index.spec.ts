@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Dispatcher } from '../../src/server/dispatcher.js';
+import { PrefetchSlots } from '../../src/server/prefetch-slots.js';
+import { slotsWithLanes } from '../helpers/slots-with-lanes.js';
 import type { InFlightEntry, StreamBinding } from '../../src/server/in-flight.js';
 import type { ReplyEntry } from '../../src/server/read-reply.js';
 
@@ -17,7 +18,7 @@ function setUp() {
   const a = binding('a');
   const b = binding('b');
   const started: InFlightEntry[] = [];
-  const dispatcher = new Dispatcher(100, 100, [a, b], (entry) => started.push(entry));
+  const dispatcher = slotsWithLanes(new PrefetchSlots(100), [a, b], started);
   return { a, b, started, dispatcher };
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Dispatcher } from '../../src/server/dispatcher.js';
+import { PrefetchSlots } from '../../src/server/prefetch-slots.js';
+import { slotsWithLanes } from '../helpers/slots-with-lanes.js';
 import type { IncomingEntry, InFlightEntry, StreamBinding } from '../../src/server/in-flight.js';
 import { pendingDeliveriesOf } from '../../src/server/redelivery-check.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -16,7 +17,8 @@ function setUp() {
   const lane = binding();
   const started: InFlightEntry[] = [];
   const redelivered: IncomingEntry[] = [];
-  const dispatcher = new Dispatcher(10, 10, [lane], (entry) => started.push(entry), undefined, (_binding, incoming) => redelivered.push(incoming));
+  const slots = new PrefetchSlots(10, undefined, (_binding, incoming) => redelivered.push(incoming));
+  const dispatcher = slotsWithLanes(slots, [lane], started);
   return { lane, started, redelivered, dispatcher };
 }
 

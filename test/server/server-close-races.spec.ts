@@ -67,7 +67,7 @@ describe('RedisStreamsServer: what runs concurrently with close()', () => {
       },
     );
     const { server, app } = running;
-    await waitFor(() => server.inFlightIds('closing', 'g').length === total, 'every entry fetched', { timeout: 20_000 });
+    await waitFor(() => server.recoveryHost().inFlightIds('closing', 'g').length === total, 'every entry fetched', { timeout: 20_000 });
     running = undefined;
     await app.close();
     expect(gate.started).toBe(1);

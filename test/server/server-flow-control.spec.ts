@@ -65,8 +65,8 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
     expect(seen.big.every((entry) => entry.length === MB)).toBe(true);
     // Redis answered the last XACK before our XPENDING; the server frees the slots when it reads that answer.
     const server = running.server;
-    await waitFor(() => server.prefetchUsage().heldBytes === 0, 'every held byte released');
-    const usage = server.prefetchUsage();
+    await waitFor(() => server.recoveryHost().prefetchUsage().heldBytes === 0, 'every held byte released');
+    const usage = server.recoveryHost().prefetchUsage();
     expect(usage.maxPrefetchBytes).toBe(cap);
     expect(usage.peakHeldBytes).toBeLessThanOrEqual(cap);
     // More than one entry at a time: the cap bounds the reads, it does not serialize them.
@@ -99,7 +99,7 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
     expect(seen.big.map((entry) => entry.id)).toEqual(ids);
     expect(seen.big.map((entry) => entry.length)).toEqual([5 * MB, 1_000, 1_000, 1_000, 1_000, 1_000, 5 * MB]);
     // Held alone: never a 5 MB entry and another one at once.
-    const usage = running.server.prefetchUsage();
+    const usage = running.server.recoveryHost().prefetchUsage();
     expect(usage.peakHeldBytes).toBeLessThan(5 * MB + 1_000);
   });
 

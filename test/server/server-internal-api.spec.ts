@@ -53,8 +53,8 @@ describe('RedisStreamsServer: the hooks recovery builds on', () => {
   });
 
   it('handledStreams() describes every bound stream with its handler options', () => {
-    const streams = running.server.handledStreams();
-    expect(running.server.handoffConsumerName()).toBe('handoff');
+    const streams = running.server.recoveryHost().handledStreams();
+    expect(running.server.recoveryHost().handoffConsumerName()).toBe('handoff');
     expect(streams).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ stream: 'recoverable', group: 'g', raw: false, ackMode: 'auto', concurrency: 4, maxDeliveries: undefined, minIdleTime: undefined, recovery: undefined }),
@@ -78,26 +78,26 @@ describe('RedisStreamsServer: the hooks recovery builds on', () => {
     expect((await pendingRows(redis.client, 'recoverable', 'g', 'crashed')).map((row) => row.id)).toEqual(abandonedIds);
 
     // The server's read is blocked on idle streams, holding every free slot.
-    await waitFor(async () => (await readerFlags(redis.client)).includes('b') && server.freePrefetchSlots() === 0, 'blocked read holding the slots');
-    const reserved = await server.reservePrefetchSlots(2);
+    await waitFor(async () => (await readerFlags(redis.client)).includes('b') && server.recoveryHost().freePrefetchSlots() === 0, 'blocked read holding the slots');
+    const reserved = await server.recoveryHost().reservePrefetchSlots(2);
     expect(reserved).toBe(2);
 
     const taken = (await redis.client.call('XCLAIM', 'recoverable', 'g', 'alive', 0, ...abandonedIds)) as Array<[string, string[]]>;
     const counts = new Map((await pendingRows(redis.client, 'recoverable', 'g', 'alive')).map((row) => [row.id, row.deliveries]));
     const entries = taken.map(([id, flat]) => ({ id, fields: fieldsFromArray(flat), deliveryCount: counts.get(id) ?? 0 }));
-    expect(server.dispatchEntries('recoverable', 'g', entries, reserved)).toBe(2);
+    expect(server.recoveryHost().dispatchEntries('recoverable', 'g', entries, reserved)).toBe(2);
     await waitFor(() => claimed.seen.length === 2, 'claimed entries handled');
     expect(claimed.seen).toEqual([
       { id: abandonedIds[0], deliveryCount: 2, data: { n: 'a' } },
       { id: abandonedIds[1], deliveryCount: 2, data: { n: 'b' } },
     ]);
-    expect(server.isInFlight('recoverable', 'g', abandonedIds[0] as string)).toBe(true);
+    expect(server.recoveryHost().isInFlight('recoverable', 'g', abandonedIds[0] as string)).toBe(true);
     // The same entries again (a second recoverer's view): skipped, nothing runs twice.
-    expect(server.dispatchEntries('recoverable', 'g', entries)).toBe(0);
+    expect(server.recoveryHost().dispatchEntries('recoverable', 'g', entries)).toBe(0);
 
     claimed.open?.();
     await waitFor(async () => (await pendingRows(redis.client, 'recoverable', 'g')).length === 0, 'claimed entries acked');
-    expect(server.isInFlight('recoverable', 'g', abandonedIds[0] as string)).toBe(false);
+    expect(server.recoveryHost().isInFlight('recoverable', 'g', abandonedIds[0] as string)).toBe(false);
     expect(claimed.seen).toHaveLength(2);
     // Reads go on afterwards.
     await xaddEvent(redis.client, 'recoverable', 'recoverable', { n: 'later' });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../../src/server/options.js';
 import { planPrefetch } from '../../src/server/flow-control.js';
-import type { StreamBinding } from '../../src/server/handler-binding.js';
+import type { StreamBinding } from '../../src/server/in-flight.js';
 import { expectListenOptionError, optionError, UNCONTACTED_SERVER } from '../helpers/option-errors.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 

@@ -74,7 +74,7 @@ describe('RedisStreamsServer: prefetch slots come back to the reader', () => {
     await pipeline.exec();
     running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c', prefetch: 200 }, [ManualController]);
     await waitFor(() => seen.manual.length === 200, 'a full prefetch handled');
-    expect(running.server.freePrefetchSlots()).toBe(0);
+    expect(running.server.recoveryHost().freePrefetchSlots()).toBe(0);
     await Promise.all(seen.manual.slice(0, 60).map((ctx) => ctx.ack()));
     expect(await pendingCount(redis.client, 'kept', 'g')).toBe(140);
     const lateId = await xaddEvent(redis.client, 'kept', 'kept', { n: 200 });
@@ -120,15 +120,15 @@ describe('RedisStreamsServer: prefetch slots come back to the reader', () => {
       [GatedController],
     );
     const { server } = running;
-    await waitFor(() => server.freePrefetchSlots() === 4, 'the failed read gave its slots back');
+    await waitFor(() => server.recoveryHost().freePrefetchSlots() === 4, 'the failed read gave its slots back');
     const held = [0, 1, 2].map((n) => ({ id: `1-${n}`, fields: { pattern: 'gated', data: JSON.stringify({ n, gated: true }) }, deliveryCount: 2 }));
-    expect(server.dispatchEntries('gated', 'g', held)).toBe(3);
-    expect(server.freePrefetchSlots()).toBe(1);
-    const reserved = server.reservePrefetchSlots(3);
+    expect(server.recoveryHost().dispatchEntries('gated', 'g', held)).toBe(3);
+    expect(server.recoveryHost().freePrefetchSlots()).toBe(1);
+    const reserved = server.recoveryHost().reservePrefetchSlots(3);
     // Settled before the next macrotask: it did not wait for slots no read holds.
     const first = await Promise.race([reserved, new Promise<string>((resolve) => setImmediate(() => resolve('still waiting')))]);
     expect(first).toBe(1);
-    server.releasePrefetchSlots(1);
-    expect(server.freePrefetchSlots()).toBe(1);
+    server.recoveryHost().releasePrefetchSlots(1);
+    expect(server.recoveryHost().freePrefetchSlots()).toBe(1);
   });
 });

@@ -46,7 +46,7 @@ describe('streamPrefix on the server and the client (real redis-server)', () => 
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const { app, server } = await startServer({ connection: redis.server.url, group: 'g', prefix: 'old:', blockMs: 100 }, [ShopController]);
     try {
-      expect(server.handledStreams().map((handled) => handled.stream)).toEqual(['old:orders']);
+      expect(server.recoveryHost().handledStreams().map((handled) => handled.stream)).toEqual(['old:orders']);
       new RedisStreamsServer({ group: 'g', prefix: 'old:' });
       new RedisStreamsServer({ group: 'g', prefix: 'old:', streamPrefix: 'old:' }); // both, same value: accepted
       const deprecations = warn.mock.calls.filter(([message]) => String(message).includes('prefix is deprecated'));

@@ -7,7 +7,7 @@ import { moveToDeadLetter } from '../../src/recovery/dead-letter-move.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { AckBatcher } from '../../src/server/ack-batcher.js';
-import type { StreamBinding } from '../../src/server/handler-binding.js';
+import type { StreamBinding } from '../../src/server/in-flight.js';
 import type { InFlightEntry } from '../../src/server/in-flight.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
 import { ourClients, pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';

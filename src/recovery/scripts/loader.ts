@@ -1,22 +1,15 @@
-import { readFileSync } from 'node:fs';
 import type { RedisClient } from '../../redis/connection.js';
+import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
 
 /**
  * The recovery Lua scripts, each in its own `.lua` file next to this loader, each preceded by the
- * shared prelude `pending-checks.lua` (the owner and idle checks). They are registered
- * on a client with ioredis `defineCommand` (EVALSHA, falling back to EVAL on NOSCRIPT), once per
- * client. Every key a script touches is passed in KEYS.
+ * shared prelude `pending-checks.lua` (the owner and idle checks), registered by the one Lua
+ * loader (redis/lua-scripts.ts). Every key a script touches is passed in KEYS.
  *
  * The wrappers return the scripts' raw rows; the typed functions in `../*.ts` interpret them.
  */
 
 type Row = (string | number)[];
-
-interface ScriptDefinition {
-  readonly file: string;
-  /** Fixed KEYS count, or `undefined` when the caller passes numkeys first. */
-  readonly numberOfKeys?: number;
-}
 
 const SCRIPTS = {
   nrsDeadLetter: { file: 'dead-letter.lua', numberOfKeys: 2 },
@@ -25,9 +18,7 @@ const SCRIPTS = {
   nrsRedrive: { file: 'redrive.lua', numberOfKeys: 2 },
   nrsReleaseForRetry: { file: 'release-for-retry.lua' },
   nrsClaimRetry: { file: 'claim-retry.lua', numberOfKeys: 1 },
-} as const satisfies Record<string, ScriptDefinition>;
-
-type ScriptName = keyof typeof SCRIPTS;
+} as const satisfies Record<string, LuaScript>;
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
 export interface RecoveryScriptCommands {
@@ -44,37 +35,11 @@ export interface RecoveryScriptCommands {
 export const MAX_SCRIPT_BATCH = 1000;
 
 /** Lua put in front of every script: the pending-entry checks they share. */
-const PRELUDE = 'pending-checks.lua';
-
-const sources = new Map<ScriptName, string>();
-const registered = new WeakSet<object>();
-
-function readLua(file: string): string {
-  return readFileSync(new URL(`./${file}`, import.meta.url), 'utf8');
-}
-
-function scriptSource(name: ScriptName): string {
-  let lua = sources.get(name);
-  if (lua === undefined) {
-    lua = `${readLua(PRELUDE)}\n${readLua(SCRIPTS[name].file)}`;
-    sources.set(name, lua);
-  }
-  return lua;
-}
+const SCRIPT_SET = new LuaScripts<RecoveryScriptCommands>(new URL('./', import.meta.url), SCRIPTS, 'pending-checks.lua');
 
 /** Registers the recovery scripts on `client` (idempotent per client) and returns it typed. */
 export function recoveryScripts(client: RedisClient): RecoveryScriptCommands {
-  if (!registered.has(client)) {
-    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-      const definition: ScriptDefinition = SCRIPTS[name];
-      client.defineCommand(name, {
-        lua: scriptSource(name),
-        ...(definition.numberOfKeys === undefined ? {} : { numberOfKeys: definition.numberOfKeys }),
-      });
-    }
-    registered.add(client);
-  }
-  return client as unknown as RecoveryScriptCommands;
+  return SCRIPT_SET.on(client);
 }
 
 /** Splits `items` into batches of at most `size` (each batch is one script call). */

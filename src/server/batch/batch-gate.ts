@@ -7,7 +7,7 @@ interface Queued {
 }
 
 /**
- * The collector of one batch binding's dispatcher lane: its queued entries leave together, as one
+ * The collector of one batch binding's handler lane: its queued entries leave together, as one
  * batch, once `size` of them are there or `waitMs` passed since the first of them was queued. The
  * entries stay in the lane's queue (and hold their prefetch slots) while they wait, so a close()
  * hands them off as any other unstarted entry. One timer per waiting batch, never one per entry.
@@ -19,7 +19,7 @@ export class BatchGate<Entry extends Queued> {
 
   constructor(
     private readonly batch: ResolvedBatch,
-    /** Called when the wait ended: the dispatcher starts the batch if a handler slot is free. */
+    /** Called when the wait ended: the handler lanes start the batch if a handler slot is free. */
     private readonly wake: () => void,
   ) {}
 

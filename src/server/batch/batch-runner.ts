@@ -1,17 +1,15 @@
 import type { Logger } from '@nestjs/common';
 import { isObservable, lastValueFrom } from 'rxjs';
-import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../../codec/stream-deserializer.js';
+import type { DecodedEntry } from '../../codec/stream-deserializer.js';
 import { errorMessage } from '../../error-message.js';
-import type { InFlightEntry } from '../in-flight.js';
+import type { EntryDecoders, InFlightEntry } from '../in-flight.js';
 import type { ProcessingHooks } from '../processing-hooks.js';
 import { RedisStreamsBatchContext } from './batch-context.js';
 
 /** What running a batch needs from the server. */
 export interface BatchHost {
   readonly consumer: string;
-  readonly decoder: StreamDeserializer;
-  /** The decoder when it is exactly the default one (decodes straight from the reply). */
-  readonly defaultDecoder: JsonStreamDeserializer | undefined;
+  readonly decoders: EntryDecoders;
   readonly logger: Logger;
   /** Nest's processing hooks when one is set: they run once per batch, with its batch context. */
   processing(): ProcessingHooks | undefined;
@@ -39,7 +37,7 @@ export function runBatch(host: BatchHost, entries: InFlightEntry[]): void {
   for (const entry of entries) {
     let result: DecodedEntry | Promise<DecodedEntry>;
     try {
-      result = decode(host, entry);
+      result = entry.decode(host.decoders);
     } catch (error) {
       void undecodable(host, entry, error);
       continue;
@@ -66,14 +64,6 @@ export function runBatch(host: BatchHost, entries: InFlightEntry[]): void {
     });
     run(host, entries, goodNow, decodedNow);
   });
-}
-
-function decode(host: BatchHost, entry: InFlightEntry): DecodedEntry | Promise<DecodedEntry> {
-  if (entry.binding.raw) return { data: entry.rawFields() };
-  const json = host.defaultDecoder;
-  if (json === undefined) return host.decoder.deserialize(entry.fields, { stream: entry.binding.stream, id: entry.id });
-  const flat = entry.flatFields();
-  return flat !== undefined ? json.decodeFlat(flat) : json.decodeFields(entry);
 }
 
 async function undecodable(host: BatchHost, entry: InFlightEntry, error: unknown): Promise<void> {

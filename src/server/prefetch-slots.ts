@@ -1,21 +1,20 @@
 import { ByteBudget } from './byte-budget.js';
 import { ClaimWaiters } from './claim-waiters.js';
-import { HandlerLanes } from './handler-lanes.js';
-import type { StreamBinding } from './handler-binding.js';
-import { InFlightEntry, type IncomingEntry } from './in-flight.js';
+import { InFlightEntry, type IncomingEntry, type StreamBinding } from './in-flight.js';
 import { InFlightIndex } from './in-flight-index.js';
 import type { ReplyEntry } from './read-reply.js';
 
 export { FIRST_READ_ENTRY_BYTES } from './byte-budget.js';
 
 /**
- * Prefetch accounting. Every entry from any source enters through `admit` and holds one prefetch
- * slot and its bytes (byte-budget.ts) until `release` (acked, nacked, failed, handed back); it
- * holds one handler slot while its handler runs (handler-lanes.ts). Readers reserve slots (and the
- * bytes they expect) before a read so several readers (one per group) never fetch more than
- * `prefetch` entries, nor more than `maxBytes` at the estimated entry size, together.
+ * Prefetch accounting. Every fetched entry (a fresh read through `admitFresh`, a re-read, claim or
+ * redelivery through `admit`) holds one prefetch slot and its bytes (byte-budget.ts) until
+ * `release` (acked, nacked, failed, handed back), and joins its binding's queue; the caller then
+ * tells the handler lanes (handler-lanes.ts), which start it. Readers reserve slots (and the bytes
+ * they expect) before a read so several readers (one per group) never fetch more than `prefetch`
+ * entries, nor more than `maxBytes` at the estimated entry size, together.
  */
-export class Dispatcher {
+export class PrefetchSlots {
   /** The entries held, of every binding (in-flight-index.ts): the twin check of every admission. */
   private readonly inFlight: InFlightIndex;
   private inFlightTotal = 0;
@@ -27,22 +26,15 @@ export class Dispatcher {
   /** Claims waiting for slots (served before readers, which only see slots beyond their demand). */
   private readonly claims = new ClaimWaiters();
   private readonly bytes: ByteBudget;
-  private readonly lanes: HandlerLanes;
 
   constructor(
     private readonly prefetch: number,
-    concurrency: number,
-    bindings: readonly StreamBinding[],
-    start: (entry: InFlightEntry) => void,
     maxBytes = Number.POSITIVE_INFINITY,
-    /** A delivery that arrived while its twin's ack was under way, handed on once that ack is done. */
+    /** A delivery that arrived while its twin's ack was under way, handed on once that ack is done (rare). */
     private readonly redelivered: (binding: StreamBinding, incoming: IncomingEntry) => void = () => undefined,
-    /** Runs a batch binding's batch: one handler slot for all its entries (docs/batch.md). */
-    startBatch: (entries: InFlightEntry[]) => void = () => undefined,
   ) {
     this.inFlight = new InFlightIndex();
     this.bytes = new ByteBudget(maxBytes);
-    this.lanes = new HandlerLanes(concurrency, bindings, start, startBatch);
   }
 
   get prefetchSize(): number {
@@ -136,10 +128,6 @@ export class Dispatcher {
     return this.returning > 0;
   }
 
-  runningCount(): number {
-    return this.lanes.runningCount();
-  }
-
   inFlightCount(): number {
     return this.inFlightTotal;
   }
@@ -167,7 +155,7 @@ export class Dispatcher {
     return this.inFlight.has(binding, id);
   }
 
-  /** Resolves when `wanted` slots may be free (or the dispatcher stops); callers re-check. */
+  /** Resolves when `wanted` slots may be free (or the slots stop accepting); callers re-check. */
   waitForSlot(wanted = 1): Promise<void> {
     if (!this.accepting || this.freeSlotsForReads() >= wanted) return Promise.resolve();
     return new Promise((resolve) => this.slotWaiters.push(resolve));
@@ -180,11 +168,11 @@ export class Dispatcher {
   }
 
   /**
-   * Registers entries of one binding and starts handlers as slots allow. An entry already in
-   * flight (same stream, group, id) is skipped: it is the same delivery, already being handled;
-   * unless its ack is under way, then the new delivery is kept aside until that ack is done.
+   * Registers entries of one binding and queues them on it; returns how many were new. An entry
+   * already in flight (same stream, group, id) is skipped: it is the same delivery, already being
+   * handled; unless its ack is under way, then the new delivery is kept aside until that ack is done.
    */
-  admit(binding: StreamBinding, entries: readonly IncomingEntry[]): void {
+  admit(binding: StreamBinding, entries: readonly IncomingEntry[]): number {
     // Claims, re-reads and redeliveries: ids in any order, any of them possibly held.
     const held = this.inFlight.heldById(binding);
     let bytes = 0;
@@ -204,24 +192,23 @@ export class Dispatcher {
       admitted++;
       binding.queue.push(entry);
     }
-    this.admitted(binding, bytes, admitted);
+    this.hold(bytes, admitted);
+    return admitted;
   }
 
-  /** `admitted` entries of `bytes` joined the binding's queue: counted, and handlers started as slots allow. */
-  private admitted(binding: StreamBinding, bytes: number, admitted: number): void {
-    if (admitted > 0) {
-      this.inFlightTotal += admitted;
-      this.bytes.hold(bytes, admitted);
-    }
-    this.lanes.queued(binding, admitted);
+  /** `admitted` entries of `bytes` joined their binding's queue: they hold their slots from now. */
+  private hold(bytes: number, admitted: number): void {
+    if (admitted === 0) return;
+    this.inFlightTotal += admitted;
+    this.bytes.hold(bytes, admitted);
   }
 
   /**
    * `admit` of a fresh read's entries (delivery count 1) as the reply holds them: no object per
    * entry besides its `InFlightEntry`. An entry without fields (deleted while pending: own-PEL
-   * re-reads only, never a fresh read) is skipped.
+   * re-reads only, never a fresh read) is skipped. Returns how many were new.
    */
-  admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+  admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): number {
     // A read's ids ascend. Above every id this binding admitted, none can be held: no lookups
     // (in-flight-index.ts). At or below it (the group was reset), each id is looked up.
     const first = entries[0];
@@ -251,17 +238,8 @@ export class Dispatcher {
       binding.queue.push(entry);
     }
     if (last !== undefined) this.inFlight.admitted(binding, last);
-    this.admitted(binding, bytes, admitted);
-  }
-
-  /** The entry's handler returned (or failed): its handler slot goes to the next queued entry. */
-  finished(entry: InFlightEntry): void {
-    this.lanes.finished(entry);
-  }
-
-  /** A batch's handler returned (or failed): its one handler slot goes to the next queued work. */
-  batchFinished(entries: readonly InFlightEntry[]): void {
-    this.lanes.batchFinished(entries);
+    this.hold(bytes, admitted);
+    return admitted;
   }
 
   /** The entry left this consumer's hands (acked, nacked, failed, handed back): its prefetch slot is free. */
@@ -298,22 +276,11 @@ export class Dispatcher {
     return true;
   }
 
-  /** Stop starting handlers; slot waiters wake so readers can see they must stop; waiting claims get nothing. */
+  /** Closing: slot waiters wake so readers can see they must stop; waiting claims get nothing. */
   stopAccepting(): void {
     this.accepting = false;
-    this.lanes.stop();
     this.claims.cancelAll();
     this.wakeSlotWaiters(true);
-  }
-
-  /** Removes and returns every entry not started yet (for the handoff on close). */
-  takeQueued(): InFlightEntry[] {
-    return this.lanes.takeQueued();
-  }
-
-  /** Resolves when no handler runs. */
-  whenIdle(): Promise<void> {
-    return this.lanes.whenIdle();
   }
 
   private readonly freeSlotsNow = (): number => this.freeSlots();

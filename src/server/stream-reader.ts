@@ -3,9 +3,9 @@ import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
 import { errorMessage } from '../error-message.js';
 import { isNoGroupError } from './groups.js';
-import type { StreamBinding } from './handler-binding.js';
+import type { StreamBinding } from './in-flight.js';
 import { ReaderPulse } from './liveness.js';
-import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry } from './read-reply.js';
+import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 
@@ -111,19 +111,19 @@ export class StreamReader {
    * the caller gives back `count * streams` slots and those bytes (`unreserveRead`).
    */
   private async reserveSlots(streams: number): Promise<{ count: number; bytes: number }> {
-    const { dispatcher, readBatch } = this.host;
+    const { slots, readBatch } = this.host;
     for (;;) {
       if (this.stopping) return { count: 0, bytes: 0 };
-      const slotRoom = Math.min(this.slotShare, dispatcher.freeSlotsForReads());
-      let count = Math.min(readBatch, Math.floor(Math.min(slotRoom, dispatcher.entriesWithinByteCap()) / streams));
-      if (count === 0 && slotRoom >= streams && dispatcher.holdsNothing()) count = 1;
-      const worthWaitingFor = Math.min(this.slotShare, dispatcher.prefetchSize / 2, dispatcher.entriesInHalfByteCap());
+      const slotRoom = Math.min(this.slotShare, slots.freeSlotsForReads());
+      let count = Math.min(readBatch, Math.floor(Math.min(slotRoom, slots.entriesWithinByteCap()) / streams));
+      if (count === 0 && slotRoom >= streams && slots.holdsNothing()) count = 1;
+      const worthWaitingFor = Math.min(this.slotShare, slots.prefetchSize / 2, slots.entriesInHalfByteCap());
       const lowWater = Math.max(1, Math.min(readBatch, Math.floor(worthWaitingFor / streams)));
-      if (count >= lowWater || (count > 0 && (!dispatcher.isAccepting || !this.host.slotsReturning()))) {
-        return { count, bytes: dispatcher.reserveRead(count * streams) };
+      if (count >= lowWater || (count > 0 && (!slots.isAccepting || !slots.slotsReturning()))) {
+        return { count, bytes: slots.reserveRead(count * streams) };
       }
       // Short of bytes (slots are free): the next release may make room.
-      await (count > 0 || slotRoom >= streams ? dispatcher.waitForChange() : dispatcher.waitForSlot(streams));
+      await (count > 0 || slotRoom >= streams ? slots.waitForChange() : slots.waitForSlot(streams));
     }
   }
 
@@ -151,7 +151,7 @@ export class StreamReader {
       reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
-      this.host.dispatcher.unreserveRead(reserved, bytes);
+      this.host.slots.unreserveRead(reserved, bytes);
       this.backlog = [];
       await this.recover(error);
       return;
@@ -159,14 +159,14 @@ export class StreamReader {
       this.reading = false;
     }
     this.focusedInARow = focus === undefined ? 0 : this.focusedInARow + 1;
-    this.host.dispatcher.unreserveRead(reserved, bytes);
+    this.host.slots.unreserveRead(reserved, bytes);
     let delivered = 0;
     const backlog: string[] = [];
     forEachStreamOfRawReply(reply, (stream, entries) => {
       const binding = this.byStream.get(stream);
       delivered += entries.length;
       if (entries.length >= count) backlog.push(stream);
-      if (binding !== undefined && entries.length > 0) this.host.deliverFresh(binding, entries);
+      if (binding !== undefined && entries.length > 0) this.admitFresh(binding, entries);
     });
     this.backlog = backlog;
     // A short read means no backlog: let the handlers just started run their first steps before
@@ -200,7 +200,7 @@ export class StreamReader {
         )));
         this.failures = 0;
       } catch (error) {
-        this.host.dispatcher.unreserveRead(reserved, bytes);
+        this.host.slots.unreserveRead(reserved, bytes);
         // After NOGROUP the group is new and its PEL empty: nothing of ours left to re-read.
         if (isNoGroupError(error)) cursors.clear();
         await this.recover(error);
@@ -223,9 +223,19 @@ export class StreamReader {
       try {
         for (const [binding, entries] of pages) await deliverReRead(this.host, binding, entries, reReadAt);
       } finally {
-        this.host.dispatcher.unreserveRead(reserved, bytes);
+        this.host.slots.unreserveRead(reserved, bytes);
       }
     }
+  }
+
+  /**
+   * A fresh read's entries (`>`): first deliveries, so none is past `maxDeliveries` and none needs
+   * the check. They take their slots as the reply holds them, and the lanes start their handlers.
+   */
+  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+    const { host } = this;
+    host.telemetry?.consumed(binding.stream, binding.group, entries.length);
+    host.lanes.queued(binding, host.slots.admitFresh(binding, entries));
   }
 
   private xreadgroup(...args: (string | number)[]): Promise<unknown> {

@@ -2,7 +2,7 @@ import type { Meter } from '@opentelemetry/api';
 import { parseGroups } from '../claim/inspection-replies.js';
 import { delayedKeys } from '../delayed/delayed-keys.js';
 import type { RedisClient } from '../redis/connection.js';
-import { MESSAGING_SYSTEM } from './destination-attributes.js';
+import { MESSAGING_SYSTEM } from '../telemetry/destination-attributes.js';
 
 interface Sample {
   readonly stream: string;

@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs';
+import type { RedisClient } from './connection.js';
+
+/** One script: its `.lua` file, and its fixed KEYS count (`undefined` when the caller passes numkeys first). */
+export interface LuaScript {
+  readonly file: string;
+  readonly numberOfKeys?: number;
+}
+
+/**
+ * A set of Lua scripts kept in `.lua` files next to their loader (`folder`), registered on a client
+ * with ioredis `defineCommand` (EVALSHA, falling back to EVAL on NOSCRIPT; no Redis 7 functions,
+ * so they run from Redis 6.2 on), once per client. `prelude`: a file put in front of every script
+ * (Lua the scripts share). Each file is read once, at the first registration.
+ */
+export class LuaScripts<Commands> {
+  private readonly sources = new Map<string, string>();
+  private readonly registered = new WeakSet<object>();
+
+  constructor(
+    private readonly folder: URL,
+    private readonly scripts: Readonly<Record<string, LuaScript>>,
+    private readonly prelude?: string,
+  ) {}
+
+  /** Registers the scripts on `client` (idempotent per client) and returns it typed with their commands. */
+  on(client: RedisClient): Commands {
+    if (!this.registered.has(client)) {
+      for (const [name, { file, numberOfKeys }] of Object.entries(this.scripts)) {
+        client.defineCommand(name, { lua: this.source(file), ...(numberOfKeys === undefined ? {} : { numberOfKeys }) });
+      }
+      this.registered.add(client);
+    }
+    return client as unknown as Commands;
+  }
+
+  private source(file: string): string {
+    let lua = this.sources.get(file);
+    if (lua === undefined) {
+      const body = this.read(file);
+      lua = this.prelude === undefined ? body : `${this.read(this.prelude)}\n${body}`;
+      this.sources.set(file, lua);
+    }
+    return lua;
+  }
+
+  private read(file: string): string {
+    return readFileSync(new URL(file, this.folder), 'utf8');
+  }
+}

@@ -1,0 +1,11 @@
+import type { ResolvedHandlerExtras } from './handler-extras.js';
+
+/** The public description of a handled stream (for recovery, health, CLI): its resolved extras. */
+export interface HandledStream extends ResolvedHandlerExtras {
+  readonly stream: string;
+  /** A partition (`extras.partitions` > 1): the stream it is a partition of (`orders` for `orders:p3`); else undefined. */
+  readonly partitionOf: string | undefined;
+  /** The normalized Nest pattern. */
+  readonly pattern: string;
+  readonly isEventHandler: boolean;
+}

@@ -1,0 +1,149 @@
+import type { RedisClient } from '../redis/connection.js';
+import type { LeaseExtender, RecoveryHost } from '../recovery/recovery-host.js';
+import type { Telemetry } from '../telemetry/telemetry.js';
+import type { AckDeletePolicy } from './ack-policy.js';
+import type { HandlingHooks } from './entry-handling.js';
+import { bindingKey, describeBinding, type HandledStream } from './handler-binding.js';
+import type { HandlerLanes } from './handler-lanes.js';
+import type { IncomingEntry, StreamBinding } from './in-flight.js';
+import type { ServerState } from './liveness.js';
+import type { PrefetchSlots } from './prefetch-slots.js';
+import type { StreamReader } from './stream-reader.js';
+
+/** What the host works with: the running server's parts (server-parts.ts builds it with them). */
+export interface ServerRecoveryHostParts {
+  readonly consumer: string;
+  readonly handoffConsumer: string;
+  readonly state: () => ServerState;
+  readonly bindings: readonly StreamBinding[];
+  readonly slots: PrefetchSlots;
+  readonly lanes: HandlerLanes;
+  /** The readers: a claim waiting for slots interrupts their blocked reads. Filled once they are built. */
+  readonly readers: readonly StreamReader[];
+  readonly commands: RedisClient;
+  readonly hooks: HandlingHooks;
+  /** Work-queue mode: the XACKDEL policy of a binding while the server has XACKDEL. */
+  readonly deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined;
+  /** Set only when OpenTelemetry is there and on: claimed entries count as consumed. */
+  readonly telemetry: Telemetry | undefined;
+}
+
+/**
+ * The server's side of recovery (claims, leases, dead letters): prefetch slots for claimed
+ * entries, their dispatch through the same accounting as reads, and what is in flight here. The
+ * recovery scheduler's `RecoveryHost`; none of it is exported from index.ts.
+ */
+export class ServerRecoveryHost implements RecoveryHost {
+  readonly consumer: string;
+  private readonly bindingsByKey: ReadonlyMap<string, StreamBinding>;
+
+  constructor(private readonly parts: ServerRecoveryHostParts) {
+    this.consumer = parts.consumer;
+    this.bindingsByKey = new Map(parts.bindings.map((binding) => [binding.key, binding]));
+  }
+
+  /** Bytes of the fetched-but-unacked entries, now and at most so far, and the caps (tests, sizing). */
+  prefetchUsage(): { heldBytes: number; peakHeldBytes: number; prefetch: number; maxPrefetchBytes: number } {
+    const { slots } = this.parts;
+    const bytes = slots.bytesHeld();
+    return { heldBytes: bytes.held, peakHeldBytes: bytes.peak, prefetch: slots.prefetchSize, maxPrefetchBytes: slots.maxPrefetchBytes };
+  }
+
+  /** Prefetch slots free now (not held by entries nor reserved by a read or claim). */
+  freePrefetchSlots(): number {
+    return this.parts.slots.freeSlots();
+  }
+
+  /**
+   * Reserves up to `max` prefetch slots for entries a claim (XCLAIM/XAUTOCLAIM) is about to take.
+   * A blocking read may hold every free slot while it waits on idle streams: it is interrupted
+   * (CLIENT UNBLOCK) and its slots go to the claim first, waiting at most `waitMs`. Claim at most
+   * the returned count, then pass it to `dispatchEntries(…, reserved)` (or give it back with
+   * `releasePrefetchSlots`).
+   */
+  async reservePrefetchSlots(max: number, waitMs = 250): Promise<number> {
+    if (this.parts.state() !== 'listening' || max <= 0) return 0;
+    const { slots, readers } = this.parts;
+    // Slots held by entries come back only as handlers finish: not worth waiting for. Slots
+    // reserved by reads come back soon (a blocked read is made to return now). Counted before
+    // our own reservation, which is no read to wait for.
+    const reservedByOthers = slots.reservedCount();
+    const now = slots.reserveNow(max);
+    if (now >= max || reservedByOthers === 0) return now;
+    const later = slots.reserveLater(max - now);
+    const timer = setTimeout(later.cancel, waitMs);
+    await Promise.all(readers.map((reader) => reader.interrupt()));
+    const more = await later.reserved;
+    clearTimeout(timer);
+    return now + more;
+  }
+
+  /** Gives back slots from `reservePrefetchSlots` that no entry used. */
+  releasePrefetchSlots(count: number): void {
+    if (count > 0) this.parts.slots.unreserve(count);
+  }
+
+  /** Whether this process holds (queued, running or awaiting its ack) that entry. */
+  isInFlight(stream: string, group: string, id: string): boolean {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding !== undefined && this.parts.slots.has(binding, id);
+  }
+
+  /**
+   * Hands claimed entries to the handlers through the same accounting as reads (prefetch,
+   * concurrency, ack). `reserved`: slots from `reservePrefetchSlots`, released here once the
+   * entries hold theirs. An entry already in flight here is skipped. Returns how many entries
+   * were new.
+   */
+  dispatchEntries(stream: string, group: string, entries: readonly IncomingEntry[], reserved = 0): number {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    if (binding === undefined) throw new Error(`no handler of this server reads stream "${stream}" with group "${group}"`);
+    const { slots, lanes } = this.parts;
+    let admitted = 0;
+    // While closing (before the handoff: close() waits for the tick that claimed them) they are
+    // queued without starting, and handed off with the other unstarted entries.
+    const state = this.parts.state();
+    if (state === 'listening' || state === 'closing') {
+      admitted = slots.admit(binding, entries);
+      lanes.queued(binding, admitted);
+      this.parts.telemetry?.consumed(stream, group, admitted);
+    }
+    // After admit: the entries now hold slots, so giving the reservation back frees nothing twice.
+    if (reserved > 0) slots.unreserve(reserved);
+    return admitted;
+  }
+
+  /** Every stream + group this server reads, with the handler's options. */
+  handledStreams(): HandledStream[] {
+    return this.parts.bindings.map(describeBinding);
+  }
+
+  /**
+   * Ids this process still works on for a stream + group (lease renewal): held, and neither
+   * acked, nacked nor being handed off.
+   */
+  inFlightIds(stream: string, group: string): string[] {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding === undefined ? [] : this.parts.slots.unsettledIdsOf(binding);
+  }
+
+  /** Work-queue mode: the XACKDEL policy of a stream + group (dead-letter moves delete the same way). */
+  deletePolicyFor(stream: string, group: string): AckDeletePolicy | undefined {
+    const binding = this.bindingsByKey.get(bindingKey(stream, group));
+    return binding === undefined ? undefined : this.parts.deletePolicyOf(binding);
+  }
+
+  /** The consumer `close()` hands unstarted entries to. */
+  handoffConsumerName(): string {
+    return this.parts.handoffConsumer;
+  }
+
+  commandConnection(): RedisClient {
+    return this.parts.commands;
+  }
+
+  /** Installed by recovery to make `ctx.extendLease()` renew idle times. */
+  setLeaseExtender(extender: LeaseExtender | undefined): void {
+    this.parts.hooks.leaseExtender = extender;
+  }
+}
