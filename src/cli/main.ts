@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runCli } from './run.js';
+import { runCli } from './program.js';
 
 // Exit through exitCode so stdout is flushed before the process ends.
 void runCli(process.argv.slice(2)).then((code) => {

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { moveToDeadLetter } from '../../src/recovery/dead-letter-move.js';
 import { releaseForRetry } from '../../src/recovery/retry-release.js';
 import type { CliIo } from '../../src/cli/io.js';
-import { runCli } from '../../src/cli/run.js';
+import { runCli } from '../../src/cli/program.js';
 import { formatDuration } from '../../src/cli/human-units.js';
 import { topRows } from '../../src/cli/top/top-rows.js';
 import type { TopSample } from '../../src/cli/top/top-sampler.js';

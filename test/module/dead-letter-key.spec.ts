@@ -4,7 +4,7 @@ import { EventPattern, type AsyncMicroserviceOptions } from '@nestjs/microservic
 import { Test } from '@nestjs/testing';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { CliIo } from '../../src/cli/io.js';
-import { runCli } from '../../src/cli/run.js';
+import { runCli } from '../../src/cli/program.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { RedisStreamsModule } from '../../src/module/redis-streams.module.js';
 import type { RedisStreamsModuleOptions } from '../../src/module/redis-streams-module.options.js';
