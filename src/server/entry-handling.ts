@@ -200,10 +200,12 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       processing: () => this.hooks.processing,
       finished: (entries) => this.lanes.batchFinished(entries),
       succeeded: (entries) => this.ackAll(entries),
-      failed: (entry, error) => {
+      failed: (entry, error, delayMs) => {
         this.recovery.recordHandlerError(entry.binding.stream, entry.binding.group, entry.id, error);
+        // `ctx.fail(i, error, { delay })`: back after that wait, as a single entry's `ctx.nack({ delay })`.
+        if (delayMs !== undefined) this.nack(entry, delayMs);
         // With a retry policy the entry goes to the retry consumer for its backoff, as a single entry would.
-        if (this.isClosed() || !this.retries.release(entry, error)) this.nack(entry);
+        else if (this.isClosed() || !this.retries.release(entry, error)) this.nack(entry);
       },
       extendLease: (entry) => this.extendLease(entry, undefined),
     };

@@ -1,6 +1,7 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Headers, StreamFields } from '../../codec/wire-format.js';
-import type { ContextEntry } from '../context.js';
+import { timerDurationOption } from '../../duration.js';
+import type { ContextEntry, NackOptions } from '../context.js';
 import { RECORD_HANDLER_ERROR } from '../handler-error-capture.js';
 
 /** One entry of a batch, as `ctx.entries[i]` describes it (index i of the payload array). */
@@ -57,6 +58,8 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStre
   private views: readonly RedisStreamsBatchEntry[] | undefined;
   /** Index → the error `fail()` marked it with. */
   private readonly failures = new Map<number, unknown>();
+  /** Index → the wait `fail(…, { delay })` asked for, in ms. */
+  private readonly delays = new Map<number, number>();
   private readonly byId = new Map<string, number>();
   private settled = false;
   /** What the handler threw, as it left the handler (before Nest's exception filter replaced it). */
@@ -116,15 +119,21 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStre
   /**
    * Marks one entry failed: when the handler returns, it stays pending (redelivered later, counted
    * against maxDeliveries, dead-lettered with `error`) while the others are acknowledged. By index
-   * in the payload array or by entry id. If the handler throws, every entry stays pending anyway.
+   * in the payload array or by entry id. `{ delay }` (ms or ISO-8601): it comes back after that
+   * wait, as with a single entry's `ctx.nack({ delay })`. If the handler throws, every entry stays
+   * pending anyway, and the delays asked for still apply to their entries.
    */
-  fail(indexOrId: number | string, error: unknown = new Error('marked failed by the batch handler')): void {
+  fail(indexOrId: number | string, error: unknown = new Error('marked failed by the batch handler'), options?: NackOptions): void {
     if (this.settled) throw new Error('ctx.fail() after the batch was settled: call it before the handler returns');
     const index = typeof indexOrId === 'number' ? indexOrId : this.indexOf(indexOrId);
     if (!Number.isInteger(index) || index < 0 || index >= this.batch.length) {
       throw new RangeError(`ctx.fail(${JSON.stringify(indexOrId)}): no such entry in this batch of ${this.batch.length}`);
     }
+    // Validated before anything is marked: a bad delay leaves the entry unmarked.
+    const delayMs = options?.delay === undefined ? undefined : timerDurationOption('delay', options.delay);
     this.failures.set(index, error);
+    if (delayMs === undefined) this.delays.delete(index);
+    else this.delays.set(index, delayMs);
   }
 
   /** The indexes marked by `fail()`, in order. */
@@ -137,10 +146,10 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStre
     await Promise.all(this.batch.map((entry) => this.leases.extendLease(entry)));
   }
 
-  /** @internal The outcome, once: the handler's own error (if it threw) and the marked failures. No `fail()` after. */
-  settle(): { thrown: unknown; failures: ReadonlyMap<number, unknown> } {
+  /** @internal The outcome, once: the handler's own error (if it threw), the marked failures and their delays (ms). No `fail()` after. */
+  settle(): { thrown: unknown; failures: ReadonlyMap<number, unknown>; delays: ReadonlyMap<number, number> } {
     this.settled = true;
-    return { thrown: this.thrown, failures: this.failures };
+    return { thrown: this.thrown, failures: this.failures, delays: this.delays };
   }
 
   /** @internal Called by Nest's RPC exception filter (see handler-error-capture.ts) with the handler's own error. */

@@ -19,8 +19,8 @@ export interface BatchHost {
   finished(entries: readonly InFlightEntry[]): void;
   /** The entries (of one binding) succeeded: acknowledged with the others of this tick (one XACK / XACKDEL per stream + group); left pending once closed. */
   succeeded(entries: readonly InFlightEntry[]): void;
-  /** The entry failed: `error` is recorded for its dead letter; it stays pending (or goes to its retry). */
-  failed(entry: InFlightEntry, error: unknown): void;
+  /** The entry failed: `error` is recorded for its dead letter; it stays pending (or goes to its retry; after `delayMs` when given). */
+  failed(entry: InFlightEntry, error: unknown, delayMs?: number): void;
   extendLease(entry: InFlightEntry): Promise<void>;
 }
 
@@ -129,14 +129,14 @@ function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], 
 function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, failure: { error: unknown } | undefined): void {
   host.finished(all);
   host.processing()?.end(context);
-  const { thrown, failures } = context.settle();
+  const { thrown, failures, delays } = context.settle();
   const first = good[0] as InFlightEntry;
   const { binding } = first;
   const where = `a batch of ${good.length} entries of "${binding.stream}" (group "${binding.group}", ids ${first.id}…${(good[good.length - 1] as InFlightEntry).id})`;
   if (failure !== undefined) {
     const error = thrown ?? failure.error;
     host.logger.error(`handler of "${binding.pattern}" failed on ${where}; they stay pending: ${describeError(error)}`);
-    good.forEach((entry, i) => host.failed(entry, failures.has(i) ? failures.get(i) : error));
+    good.forEach((entry, i) => host.failed(entry, failures.has(i) ? failures.get(i) : error, delays.get(i)));
     return;
   }
   if (failures.size > 0) {
@@ -149,7 +149,7 @@ function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], co
     return;
   }
   host.succeeded(good.filter((_, i) => !failures.has(i)));
-  good.forEach((entry, i) => failures.has(i) && host.failed(entry, failures.get(i)));
+  good.forEach((entry, i) => failures.has(i) && host.failed(entry, failures.get(i), delays.get(i)));
 }
 
 function describeError(error: unknown): string {
