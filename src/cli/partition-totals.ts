@@ -17,6 +17,11 @@ export interface PartitionTotals {
   entriesAdded: number | null;
   /** Per group: pending, lag and entries read summed, consumers the most any partition has. */
   groups: { name: string; consumers: number; pending: number; lag: number | null; entriesRead: number | null }[];
+  /**
+   * Delayed entries held for the stream: each partition holds its own (`{orders:p3}:delayed`),
+   * summed here, next due the soonest of any partition; absent when no partition holds some.
+   */
+  delayed?: NonNullable<InfoOutput['delayed']>;
   group?: string;
   /** With `--group`: per consumer, pending summed, idle and inactive the least over the partitions. */
   consumers?: { name: string; pending: number; idleMs: number; inactiveMs: number | null }[];
@@ -31,10 +36,24 @@ export function partitionTotals(partitions: readonly InfoOutput[], group: string
     entriesAdded: sumOrNull(partitions.map((partition) => partition.stream.entriesAdded)),
     groups: [...groups.values()],
   };
+  const delayed = delayedTotal(partitions);
+  if (delayed !== undefined) totals.delayed = delayed;
   if (group === undefined) return totals;
   const consumers = new Map<string, NonNullable<PartitionTotals['consumers']>[number]>();
   for (const partition of partitions) for (const info of partition.consumers ?? []) addConsumer(consumers, info);
   return { ...totals, group, consumers: [...consumers.values()] };
+}
+
+/** Partitions that hold none (or whose delayed keys the ACL refuses) carry no `delayed` and add nothing. */
+function delayedTotal(partitions: readonly InfoOutput[]): PartitionTotals['delayed'] {
+  const parts = partitions.flatMap((partition) => (partition.delayed === undefined ? [] : [partition.delayed]));
+  if (parts.length === 0) return undefined;
+  const next = parts.map((part) => part.nextDueAt).filter((at): at is string => at !== null);
+  return {
+    held: parts.reduce((sum, part) => sum + part.held, 0),
+    due: parts.reduce((sum, part) => sum + part.due, 0),
+    nextDueAt: next.length === 0 ? null : next.reduce((soonest, at) => (Date.parse(at) < Date.parse(soonest) ? at : soonest)),
+  };
 }
 
 function addGroup(groups: Map<string, PartitionTotals['groups'][number]>, info: GroupInfo): void {

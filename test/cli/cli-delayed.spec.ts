@@ -1,8 +1,11 @@
 import { lastValueFrom } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import type { PartitionedInfoOutput } from '../../src/cli/partition-totals.js';
+import { partitionedInfoView } from '../../src/cli/views/partitioned-info.view.js';
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { partitionIndexOf, partitionsMetadataKey, partitionStreamKeys } from '../../src/partitions/partition-keys.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { runCli, type CliRun } from '../helpers/run-cli.js';
@@ -98,6 +101,48 @@ describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, ()
     expect(json(await cli('info', 'shown'))).toMatchObject({ key: 'shown', stream: { length: 1 }, delayed: { held: 2, due: 1, nextDueAt: new Date(5_000).toISOString() } });
     await server.client().xadd('plain', '*', 'n', '1');
     expect(Object.keys(json(await cli('info', 'plain')) as object)).toEqual(['key', 'stream', 'groups']);
+  });
+
+  it('info of a partitioned stream: each partition its held entries, the total their sum (next due: the soonest)', async () => {
+    const redis = server.client();
+    onTestFinished(() => redis.disconnect());
+    await redis.set(partitionsMetadataKey('parted'), '3');
+    for (const key of partitionStreamKeys('parted', 3)) await redis.xadd(key, '*', 'n', '0');
+    const producer = new RedisStreamsClient({ connection: server.url, partitions: { parted: 3 } });
+    const keyOf = (partition: number) => Array.from({ length: 20 }, (_, i) => `k${i}`).find((key) => partitionIndexOf(key, 3) === partition)!;
+    const held = (options: ConstructorParameters<typeof RedisStreamsRecord>[1]) => lastValueFrom(producer.emit('parted', new RedisStreamsRecord({ n: 1 }, options)));
+    try {
+      await held({ deliverAt: 3_000, partitionKey: keyOf(0) });
+      await held({ delay: 'PT1H', partitionKey: keyOf(0) });
+      await held({ deliverAt: 9_000, partitionKey: keyOf(1) });
+      await held({ delay: 'PT2H', partitionKey: keyOf(1) });
+    } finally {
+      await producer.close();
+    }
+    const info = json(await cli('info', 'parted')) as PartitionedInfoOutput;
+    expect(info.partitions.map((partition) => [partition.key, partition.delayed])).toEqual([
+      ['parted:p0', { held: 2, due: 1, nextDueAt: new Date(3_000).toISOString() }],
+      ['parted:p1', { held: 2, due: 1, nextDueAt: new Date(9_000).toISOString() }],
+      ['parted:p2', undefined],
+    ]);
+    expect(info.total).toMatchObject({ length: 3, delayed: { held: 4, due: 2, nextDueAt: new Date(3_000).toISOString() } });
+    const lines = partitionedInfoView(info).split('\n');
+    expect(lines[1]).toBe(`delayed: 4 held, 2 due and not promoted yet, next due ${new Date(3_000).toISOString()} (all partitions)`);
+    const header = lines.find((line) => line.startsWith('PARTITION'))!;
+    expect(header.split(/\s{2,}/)).toEqual(['PARTITION', 'ENTRIES', 'FIRST', 'LAST', 'DELAYED', 'DUE', 'NEXT DUE']);
+    const cells = (name: string) => lines.find((line) => line.startsWith(`${name} `))!.slice(header.indexOf('DELAYED')).trim().split(/\s+/);
+    expect(['parted:p0', 'parted:p1', 'parted:p2', 'total'].map(cells)).toEqual([
+      ['2', '1', new Date(3_000).toISOString()],
+      ['2', '1', new Date(9_000).toISOString()],
+      ['0', '0', '-'],
+      ['4', '2', new Date(3_000).toISOString()],
+    ]);
+    // Nothing held in any partition: no delayed line, no delayed columns.
+    await redis.set(partitionsMetadataKey('bare'), '2');
+    for (const key of partitionStreamKeys('bare', 2)) await redis.xadd(key, '*', 'n', '0');
+    const bare = json(await cli('info', 'bare')) as PartitionedInfoOutput;
+    expect(bare.total.delayed).toBeUndefined();
+    expect(partitionedInfoView(bare)).not.toMatch(/delayed|DELAYED/);
   });
 
   it('bad --count: exit 2, one line naming the flag', async () => {

@@ -1,6 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
+import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord, type RedisStreamsRecordOptions } from '../../src/client/redis-streams-record.js';
+import { promoteDelayedNow } from '../../src/delayed/delayed-inspection.js';
+import { partitionIndexOf, partitionsMetadataKey } from '../../src/partitions/partition-keys.js';
 import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -20,13 +25,18 @@ function tmux(...args: string[]): string {
 
 /** The figures of the `orders billing` row, by column header. */
 function ordersRow(pane: string): Record<string, string> | undefined {
+  return streamRow(pane, 'orders');
+}
+
+/** The figures of the (first) row of `stream`, by column header; a total row is `parted (total)`. */
+function streamRow(pane: string, stream: string): Record<string, string> | undefined {
   const lines = pane.split('\n');
   const header = lines.find((line) => line.startsWith('STREAM'));
-  const row = lines.find((line) => line.startsWith('orders '));
+  const row = lines.find((line) => line.startsWith(`${stream} `));
   if (header === undefined || row === undefined) return undefined;
   const names = header.replace('OLDEST PENDING', 'OLDEST_PENDING').trim().split(/\s+/);
-  const cells = row.trim().split(/\s+/);
-  return Object.fromEntries(names.map((name, i) => [name, cells[i] ?? '']));
+  const cells = row.slice(stream.length).trim().split(/\s+/);
+  return Object.fromEntries(names.map((name, i) => [name, i === 0 ? stream : (cells[i - 1] ?? '')]));
 }
 
 describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
@@ -62,6 +72,47 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     expect(pane().split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
 
     tmux('send-keys', '-t', SESSION, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    expect(pane()).toContain('top exited with 0');
+  }, 240_000);
+
+  it('shows held and due-but-not-promoted delayed entries per stream (a partitioned one summed), updated on refresh', async () => {
+    // No worker: held entries stay held, due ones stay due (a stuck promoter, as top shows it).
+    await redis.client.xgroup('CREATE', 'scheduled', 'billing', '0', 'MKSTREAM');
+    await redis.client.set(partitionsMetadataKey('parted'), '2');
+    const producer = new RedisStreamsClient({ connection: redis.server.url, partitions: { parted: 2 } });
+    const keyOf = (partition: number) => ['a', 'b', 'c', 'd', 'e', 'f'].find((key) => partitionIndexOf(key, 2) === partition)!;
+    const hold = (stream: string, options: RedisStreamsRecordOptions) => lastValueFrom(producer.emit(stream, new RedisStreamsRecord({ n: 1 }, options)));
+    try {
+      await hold('scheduled', { deliverAt: 1_000 });
+      await hold('scheduled', { deliverAt: 2_000 });
+      await hold('scheduled', { delay: 'PT1H' });
+      await hold('parted', { deliverAt: 1_000, partitionKey: keyOf(0) });
+      await hold('parted', { delay: 'PT1H', partitionKey: keyOf(0) });
+      await hold('parted', { delay: 'P1D', partitionKey: keyOf(1) });
+    } finally {
+      await producer.close();
+    }
+    const session = 'delayed';
+    const command = `'${process.execPath}' '${CLI}' top scheduled parted --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', session);
+
+    await waitFor(() => streamRow(pane(), 'scheduled')?.DELAYED === '3', 'top to show 3 delayed entries of scheduled', { timeout: 60_000, interval: 100 });
+    expect(streamRow(pane(), 'scheduled')).toMatchObject({ GROUP: 'billing', LENGTH: '0', DELAYED: '3', DUE: '2' });
+    // The partitions' streams do not exist yet (a promotion creates them): their held entries show all the same.
+    expect(streamRow(pane(), 'parted:p0')).toMatchObject({ DELAYED: '2', DUE: '1' });
+    expect(streamRow(pane(), 'parted:p1')).toMatchObject({ DELAYED: '1', DUE: '0' });
+    expect(streamRow(pane(), 'parted (total)')).toMatchObject({ DELAYED: '3', DUE: '1' });
+
+    // Promoted (as a worker would): the entries leave the counts and enter the stream, on the next refresh.
+    await promoteDelayedNow(redis.client, 'scheduled');
+    await waitFor(() => streamRow(pane(), 'scheduled')?.DUE === '0', 'top to show nothing due of scheduled', { timeout: 60_000, interval: 100 });
+    expect(streamRow(pane(), 'scheduled')).toMatchObject({ LENGTH: '2', DELAYED: '1', DUE: '0', LAG: expect.stringMatching(/^(2|-)$/) });
+    expect(pane().split('\n').filter((line) => line.startsWith('scheduled '))).toHaveLength(1); // redrawn in place
+
+    tmux('send-keys', '-t', session, 'C-c');
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
     expect(pane()).toContain('top exited with 0');
   }, 240_000);

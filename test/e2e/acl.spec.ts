@@ -277,5 +277,23 @@ describe('ACL least privilege: the documented worker, producer and operator rule
       expect(await cli('delayed', 'remove', 'orders', later as string)).toMatchObject({ removed: 1 });
       expect(await denials()).toEqual([]);
     }, 180_000); // fourteen CLI processes, each starting Node: slow on a loaded machine
+
+    it("top: DELAYED and DUE need zcard, zcount and time on {orders}:delayed; refused (rules from before delayed entries), they show '-' and the rest does", async () => {
+      // top reads the dead letters' length too (xlen), which the operator rules above do not grant.
+      const viewer = `${CONNECT} +xinfo|stream +xinfo|groups +xpending +xlen +exists +get +time`;
+      await redis.client.call('ACL', 'SETUSER', 'top-viewer', 'reset', 'on', '>viewer-pw', ...`${viewer} +zcard +zcount ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:delayed`.split(' '));
+      await redis.client.call('ACL', 'SETUSER', 'legacy-viewer', 'reset', 'on', '>legacy-pw', ...`${viewer} ~orders ~{orders}:dead ~{orders}:partitions`.split(' '));
+      for (const user of ['top-viewer', 'legacy-viewer']) await redis.client.call('ACL', 'SETUSER', user, '+client|setinfo').catch(() => undefined);
+      await redis.client.xgroup('CREATE', 'orders', 'g', '0', 'MKSTREAM');
+      await redis.client.zadd('{orders}:delayed', 0, 'due-hold', Date.now() + 3_600_000, 'later-hold');
+      const top = async (user: string, password: string) => {
+        const run = await runCli(['top', 'orders', '--iterations', '1', '--url', `redis://${user}:${password}@127.0.0.1:${redis.server.port}`]);
+        expect([run.code, run.stderr]).toEqual([0, '']);
+        return (JSON.parse(run.stdout) as { rows: Record<string, unknown>[] }).rows;
+      };
+      expect(await top('top-viewer', 'viewer-pw')).toEqual([expect.objectContaining({ stream: 'orders', group: 'g', length: 0, delayedHeld: 2, delayedDue: 1 })]);
+      expect(await top('legacy-viewer', 'legacy-pw')).toEqual([expect.objectContaining({ stream: 'orders', group: 'g', length: 0, deadLetters: 0, delayedHeld: null, delayedDue: null })]);
+      expect((await denials()).filter((denial) => denial.startsWith('top-viewer:'))).toEqual([]);
+    }, 60_000);
   });
 });

@@ -26,7 +26,7 @@ const collect = (value: string, previous: string[] | undefined) => [...(previous
 export function registerTopCommand(program: Command, { io }: CliContext): void {
   program
     .command('top')
-    .description('live view of streams and groups: rate in/out, lag, pending, oldest pending idle time, consumers, dead letters (Ctrl-C quits)')
+    .description('live view of streams and groups: rate in/out, lag, pending, oldest pending idle time, consumers, dead letters, delayed entries held and due (Ctrl-C quits)')
     .argument('<keys...>', 'stream keys')
     .option('--group <group>', 'only this group (repeat for several); default every group of each stream', collect)
     .option('--dead-letter-key <key>', 'dead-letter stream key, or a template where %s stands for each stream key (the app\'s deadLetterKey setting); default {<key>}:dead')

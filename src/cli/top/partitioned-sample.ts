@@ -1,9 +1,9 @@
 import { sumOrNull } from '../partition-totals.js';
-import type { GroupSample, StreamSample } from './top-sample.js';
+import type { DelayedSample, GroupSample, StreamSample } from './top-sample.js';
 
 /**
  * `top orders` of a partitioned stream: the rows of each partition, then one of the whole stream
- * (`orders (total)`): lengths, entries added, dead letters, pending, lag and entries read summed
+ * (`orders (total)`): lengths, entries added, dead letters, delayed entries held and due, pending, lag and entries read summed
  * (null when a partition does not count them), consumers the most any partition has, the oldest
  * pending the longest idle. Rates of the total come out of the sums like any stream's.
  */
@@ -16,9 +16,17 @@ export function partitionedSamples(key: string, partitions: readonly StreamSampl
     length: sumOrNull(existing.map((partition) => partition.length)) ?? 0,
     entriesAdded: sumOrNull(existing.map((partition) => partition.entriesAdded)),
     deadLetters: sumOrNull(partitions.map((partition) => partition.deadLetters)) ?? 0,
+    delayed: delayedTotal(partitions.map((partition) => partition.delayed)),
     groups: names.map((name) => groupTotal(name, existing.flatMap((partition) => partition.groups.filter((group) => group.name === name)))),
   };
   return [...partitions, total];
+}
+
+/** Held entries live on each partition's own keys (`{orders:p3}:delayed`); null when a partition could not be counted. */
+function delayedTotal(parts: readonly (DelayedSample | null)[]): DelayedSample | null {
+  const held = sumOrNull(parts.map((part) => part?.held ?? null));
+  const due = sumOrNull(parts.map((part) => part?.due ?? null));
+  return held === null || due === null ? null : { held, due };
 }
 
 function groupTotal(name: string, groups: readonly GroupSample[]): GroupSample {

@@ -14,6 +14,10 @@ export interface TopRow {
   oldestPendingIdleMs: number | null;
   consumers: number | null;
   deadLetters: number;
+  /** Delayed entries held for the stream; null when Redis refuses the delayed keys. */
+  delayedHeld: number | null;
+  /** Of those, due on Redis' clock and not promoted yet (above 0 for long: no worker promotes them). */
+  delayedDue: number | null;
   /** Why the row has no figures: `no such stream`, `no such group`. */
   note?: string;
 }
@@ -35,6 +39,8 @@ export function topRows(current: TopSample, previous?: TopSample): TopRow[] {
       oldestPendingIdleMs: null,
       consumers: null,
       deadLetters: stream.deadLetters,
+      delayedHeld: stream.delayed?.held ?? null,
+      delayedDue: stream.delayed?.due ?? null,
       ...figures,
     });
     if (!stream.exists) return [row(null, { inPerSecond: null, note: 'no such stream' })];

@@ -14,6 +14,11 @@ export interface GroupSample {
   missing?: true;
 }
 
+export interface DelayedSample {
+  held: number;
+  due: number;
+}
+
 export interface StreamSample {
   key: string;
   /** False when the key holds no stream (yet). */
@@ -23,6 +28,12 @@ export interface StreamSample {
   entriesAdded: number | null;
   /** Length of the stream's dead-letter stream (default `{<key>}:dead`, or `top --dead-letter-key`). */
   deadLetters: number;
+  /**
+   * Delayed entries held for the stream (`{<key>}:delayed`, docs/scheduling.md) and, of those, the
+   * ones due on Redis' clock that no worker promoted yet; null when Redis refuses the keys or TIME
+   * (an ACL from before delayed entries). Counted whether or not the stream exists yet.
+   */
+  delayed: DelayedSample | null;
   groups: GroupSample[];
   /** A missing key that is a partitioned stream: its partition keys (sampled in its place). */
   partitionKeys?: readonly string[];

@@ -1,15 +1,19 @@
 import type { RedisClient } from '../../redis/connection.js';
 import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
+import { countHeldAndDue, redisNow } from '../../delayed/delayed-inspection.js';
 import { deadLetterKey } from '../../redis/keys.js';
 import { partitionedSamples } from './partitioned-sample.js';
-import type { GroupSample, StreamSample, TopSample } from './top-sample.js';
+import type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-sample.js';
 
-export type { GroupSample, StreamSample, TopSample } from './top-sample.js';
+export type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-sample.js';
 
 /**
  * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
  * empty). Every command goes out at once on the one connection; the answers are read together.
+ * Per stream key: XINFO STREAM, XINFO GROUPS, XLEN of its dead letters, ZCARD and ZCOUNT of its
+ * delayed schedule, then XPENDING (one entry) per group with pending entries; one TIME a sample
+ * (due times are on Redis' clock), sent with the first of them.
  */
 export async function sampleStreams(
   redis: RedisClient,
@@ -19,12 +23,15 @@ export async function sampleStreams(
 ): Promise<TopSample> {
   const at = Date.now();
   const inspector = new StreamInspector(redis);
+  const now = redisNow(redis).catch(nullWhenRefused);
+  // Awaited by every stream's delayed counts; handled here too, for a sample that fails before it gets there.
+  now.catch(() => undefined);
   const streams = await Promise.all(
     keys.map(async (key) => {
-      const sample = await sampleStream(inspector, redis, key, groups, deadLetterKeyOf);
+      const sample = await sampleStream(inspector, redis, key, groups, deadLetterKeyOf, now);
       // A partitioned stream has no key of its own: its partitions, and their total.
       if (sample.partitionKeys === undefined) return [sample];
-      const partitions = await Promise.all(sample.partitionKeys.map((partition) => sampleStream(inspector, redis, partition, groups, deadLetterKeyOf)));
+      const partitions = await Promise.all(sample.partitionKeys.map((partition) => sampleStream(inspector, redis, partition, groups, deadLetterKeyOf, now)));
       return partitionedSamples(key, partitions);
     }),
   );
@@ -37,15 +44,19 @@ async function sampleStream(
   key: string,
   wanted: readonly string[],
   deadLetterKeyOf: (stream: string) => string,
+  now: Promise<number | null>,
 ): Promise<StreamSample> {
   const deadLetters = redis.xlen(deadLetterKeyOf(key));
+  // Held entries may exist before their stream does (the promotion creates it): counted either way.
+  const delayed = delayedOf(redis, key, now);
+  delayed.catch(() => undefined);
   let stream;
   let groups;
   try {
     [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
   } catch (error) {
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') {
-      const missing: StreamSample = { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, groups: [] };
+      const missing: StreamSample = { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, delayed: await delayed, groups: [] };
       return error.partitionKeys === undefined ? missing : { ...missing, partitionKeys: error.partitionKeys };
     }
     throw error;
@@ -67,5 +78,17 @@ async function sampleStream(
       };
     }),
   );
-  return { key, exists: true, length: stream.length, entriesAdded: stream.entriesAdded, deadLetters: await deadLetters, groups: samples };
+  return { key, exists: true, length: stream.length, entriesAdded: stream.entriesAdded, deadLetters: await deadLetters, delayed: await delayed, groups: samples };
+}
+
+/** ZCARD and ZCOUNT(-inf, now) of the stream's schedule: counts only, however many entries are held. */
+async function delayedOf(redis: RedisClient, key: string, now: Promise<number | null>): Promise<DelayedSample | null> {
+  const nowMs = await now;
+  return nowMs === null ? null : countHeldAndDue(redis, key, nowMs).catch(nullWhenRefused);
+}
+
+/** Null for what the ACL refuses (the delayed keys, TIME), as `info` leaves them out: the rest of the row shows. */
+function nullWhenRefused(error: unknown): null {
+  if (error instanceof Error && error.message.startsWith('NOPERM')) return null;
+  throw error;
 }

@@ -2,16 +2,28 @@ import { formatDuration } from '../human-units.js';
 import type { PartitionedInfoOutput } from '../partition-totals.js';
 import { formatTable } from '../table.js';
 
-/** `info` of a partitioned stream at a terminal: one line, the partitions with a total, the groups per partition with a total per group. */
+/**
+ * `info` of a partitioned stream at a terminal: one line (and one of the delayed entries when some
+ * are held), the partitions with a total, the groups per partition with a total per group.
+ */
 export function partitionedInfoView(output: PartitionedInfoOutput): string {
   const { total } = output;
   const added = total.entriesAdded === null ? '' : `, ${total.entriesAdded} added in all`;
-  let text = `stream ${output.key}: ${output.partitionCount} partitions, ${total.length} entries${added}, ${total.groups.length} group(s)\n\n`;
+  let text = `stream ${output.key}: ${output.partitionCount} partitions, ${total.length} entries${added}, ${total.groups.length} group(s)\n`;
+  if (total.delayed !== undefined) {
+    const { held, due, nextDueAt } = total.delayed;
+    text += `delayed: ${held} held, ${due} due and not promoted yet, next due ${nextDueAt ?? '-'} (all partitions)\n`;
+  }
+  text += '\n';
+  // The delayed columns only when some partition holds entries: a partition that holds none shows 0.
+  const delayedColumns = total.delayed === undefined ? [] : [{ header: 'DELAYED', align: 'right' as const }, { header: 'DUE', align: 'right' as const }, { header: 'NEXT DUE' }];
+  const delayedCells = (delayed: PartitionedInfoOutput['total']['delayed']) =>
+    total.delayed === undefined ? [] : [delayed?.held ?? 0, delayed?.due ?? 0, delayed?.nextDueAt ?? null];
   text += formatTable(
-    [{ header: 'PARTITION' }, { header: 'ENTRIES', align: 'right' }, { header: 'FIRST' }, { header: 'LAST' }],
+    [{ header: 'PARTITION' }, { header: 'ENTRIES', align: 'right' }, { header: 'FIRST' }, { header: 'LAST' }, ...delayedColumns],
     [
-      ...output.partitions.map(({ key, stream }) => [key, stream.length, stream.firstEntryId, stream.lastEntryId]),
-      ['total', total.length, '', ''],
+      ...output.partitions.map(({ key, stream, delayed }) => [key, stream.length, stream.firstEntryId, stream.lastEntryId, ...delayedCells(delayed)]),
+      ['total', total.length, '', '', ...delayedCells(total.delayed)],
     ],
   );
   if (total.groups.length > 0) {

@@ -31,6 +31,8 @@ export function topView(frame: TopFrame, columns = Number.POSITIVE_INFINITY): st
       { header: 'OLDEST PENDING', align: 'right' },
       { header: 'CONSUMERS', align: 'right' },
       { header: 'DEAD', align: 'right' },
+      { header: 'DELAYED', align: 'right' },
+      { header: 'DUE', align: 'right' },
       { header: '' },
     ],
     frame.rows.map((row) => [
@@ -44,6 +46,8 @@ export function topView(frame: TopFrame, columns = Number.POSITIVE_INFINITY): st
       formatDuration(row.oldestPendingIdleMs),
       row.consumers,
       row.deadLetters,
+      row.delayedHeld,
+      row.delayedDue,
       row.note ?? '',
     ]),
   );
