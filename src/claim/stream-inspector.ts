@@ -1,5 +1,6 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
+import { timeReplyMs } from '../redis/server-time.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { translateRedisError } from './claim.errors.js';
 import { recordedPartitionCount } from '../partitions/partition-metadata.js';
@@ -65,7 +66,7 @@ export class StreamInspector {
       readRetryRecords(this.redis, key, group, waiting.map((row) => row.id)),
       this.redis.call('TIME') as Promise<[string, string]>,
     ]);
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const now = timeReplyMs(time);
     for (const row of waiting) {
       const record = records.get(row.id);
       // A record of an earlier failure (the entry was claimed and ran since) gives no wait.

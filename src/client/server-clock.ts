@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/connection.js';
+import { timeReplyMs } from '../redis/server-time.js';
 
 /**
  * The Redis server's clock, as an offset from ours. MINID trimming must use the time the server
@@ -47,9 +48,9 @@ export class ServerClock {
 
   private async measure(): Promise<void> {
     const before = Date.now();
-    const [seconds, micros] = await this.redis.time();
+    const reply = await this.redis.time();
     const after = Date.now();
-    const serverMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const serverMs = timeReplyMs(reply);
     // The reply was stamped somewhere in the round trip; its middle is the best guess.
     this.offsetMs = serverMs - (before + after) / 2;
   }

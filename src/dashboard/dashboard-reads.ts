@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { StreamFieldPairs } from '../claim/claimed-fields.js';
 import type { PendingEntry } from '../claim/inspection.types.js';
-import { redisNow } from '../delayed/delayed-inspection.js';
+import { redisNow } from '../redis/server-time.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { DeadLetter } from '../recovery/dead-letter-format.js';
 import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';

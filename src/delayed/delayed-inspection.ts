@@ -1,5 +1,6 @@
 import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
+import { redisNow } from '../redis/server-time.js';
 import { integerOption } from '../validation.js';
 import { delayedKeys } from './delayed-keys.js';
 import { DEFAULT_PROMOTION_BATCH, promoteDue, type PromotionResult } from './promote.js';
@@ -44,16 +45,15 @@ export interface DelayedPage {
 }
 
 export async function countDelayed(client: RedisClient, stream: string): Promise<DelayedCount> {
-  const { schedule } = delayedKeys(stream);
   const now = await redisNow(client);
-  const [held, due, first] = await Promise.all([client.zcard(schedule), client.zcount(schedule, '-inf', now), client.zrange(schedule, '0', '0', 'WITHSCORES')]);
+  const [{ held, due }, first] = await Promise.all([countHeldAndDue(client, stream, now), client.zrange(delayedKeys(stream).schedule, '0', '0', 'WITHSCORES')]);
   return { stream, held, due, nextDueAt: first.length === 2 ? new Date(Number(first[1])).toISOString() : null };
 }
 
 /**
  * Held and due counts only (ZCARD + ZCOUNT, O(log n), no range read): for a caller that polls
  * many streams (the dashboard) and reads Redis' clock once for all of them (`nowMs`, see
- * {@link redisNow}).
+ * `redisNow` in redis/server-time.ts); `countDelayed` adds the next due time.
  */
 export async function countHeldAndDue(client: RedisClient, stream: string, nowMs: number): Promise<{ held: number; due: number }> {
   const { schedule } = delayedKeys(stream);
@@ -110,12 +110,6 @@ export async function removeDelayed(client: RedisClient, stream: string, holds: 
   const [zremError, removed] = replies?.[0] ?? [new Error('MULTI was aborted'), 0];
   if (zremError) throw zremError;
   return { stream, requested: holds.length, removed: Number(removed) };
-}
-
-/** Redis' clock in ms (TIME): the clock due times are scored on. */
-export async function redisNow(client: RedisClient): Promise<number> {
-  const [seconds, micros] = (await client.time()) as [number | string, number | string];
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 function describeTrim(words: readonly string[]): string {

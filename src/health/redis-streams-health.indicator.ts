@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { StreamInspector } from '../claim/stream-inspector.js';
 import { delayedKeys } from '../delayed/delayed-keys.js';
+import { redisNow } from '../redis/server-time.js';
 import { listeningServers, type LivenessSource, type RedisStreamsLiveness } from '../server/liveness.js';
 import { withTimeout } from '../timeout.js';
 import { livenessProblems, readinessProblems, thresholdProblems, type StreamCounts } from './health-verdict.js';
@@ -124,6 +125,5 @@ async function countsOf(
 
 /** Delayed entries of `stream` due on Redis' clock and still held. */
 async function dueNotPromoted(redis: ReturnType<LivenessSource['commandConnection']>, stream: string): Promise<number> {
-  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
-  return redis.zcount(delayedKeys(stream).schedule, '-inf', Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
+  return redis.zcount(delayedKeys(stream).schedule, '-inf', await redisNow(redis));
 }

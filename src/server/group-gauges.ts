@@ -2,6 +2,7 @@ import type { Meter } from '@opentelemetry/api';
 import { parseGroups } from '../claim/inspection-replies.js';
 import { delayedKeys } from '../delayed/delayed-keys.js';
 import type { RedisClient } from '../redis/connection.js';
+import { redisNow } from '../redis/server-time.js';
 import { MESSAGING_SYSTEM } from '../telemetry/destination-attributes.js';
 
 interface Sample {
@@ -65,8 +66,7 @@ export class GroupGauges {
     try {
       const next: Sample[] = [];
       // "Due" is judged on Redis' clock, as the promotion judges it.
-      const [seconds, micros] = (await this.redis.time()) as [number | string, number | string];
-      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      const now = await redisNow(this.redis);
       for (const { stream, group, deadLetterKey } of this.streams()) {
         const { schedule } = delayedKeys(stream);
         const [groups, deadLetters, held] = await Promise.all([

@@ -1,7 +1,8 @@
 import type { RedisClient } from '../../redis/connection.js';
 import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
-import { countHeldAndDue, redisNow } from '../../delayed/delayed-inspection.js';
+import { countHeldAndDue } from '../../delayed/delayed-inspection.js';
+import { redisNow } from '../../redis/server-time.js';
 import { deadLetterKey } from '../../redis/keys.js';
 import { partitionedSamples } from './partitioned-sample.js';
 import type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-sample.js';
