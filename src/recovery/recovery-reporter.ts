@@ -8,12 +8,15 @@ import { emptyStats, type RecoveryStats } from './recovery-stats.js';
  * scheduler, its ticks and its dead-letter moves, so each counts and reports the same way.
  */
 export class RecoveryReporter {
-  readonly logger = new Logger('RedisStreamsRecovery');
   readonly counters: RecoveryStats = emptyStats();
   /** Pending ids already reported lost: the restart re-read and a tick's claim may both find one. */
   readonly reportedLost = new RecentIds();
 
-  constructor(readonly emit: RecoveryEmit = () => undefined) {}
+  constructor(
+    readonly emit: RecoveryEmit = () => undefined,
+    /** The server passes its redacting logger: recovery's lines name streams, ids and errors, which may hold a password. */
+    readonly logger: Logger = new Logger('RedisStreamsRecovery'),
+  ) {}
 
   /** Counters since start (a copy). */
   stats(): RecoveryStats {

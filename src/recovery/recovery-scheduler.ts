@@ -1,3 +1,4 @@
+import type { Logger } from '@nestjs/common';
 import { StreamInspector } from '../claim/stream-inspector.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
@@ -46,9 +47,10 @@ export class RecoveryScheduler {
     readonly host: RecoveryHost,
     readonly options: ResolvedRecoveryOptions,
     emit: RecoveryEmit = () => undefined,
+    logger?: Logger,
   ) {
     this.tickInterval = options.interval;
-    this.reporter = new RecoveryReporter(emit);
+    this.reporter = new RecoveryReporter(emit, logger);
     this.deadLetters = new DeadLetterReporting(host, options, this.reporter, this.errors);
     this.errorRecords = new HandlerErrorRecords((what, error) =>
       this.reporter.error(new Error(`${what} of handler error records failed (dead letters fall back to retry records and this process's memory): ${error.message}`)),

@@ -254,6 +254,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       telemetry,
       requests: { replies: this.replies, handlerFor: (pattern: string) => this.getHandlerByPattern(pattern), serialize: serializeWith(this.serializer) },
       emitRecovery: (event, payload) => this.events.emit(event, payload),
+      recoveryLogger: new RedactingLogger('RedisStreamsRecovery', this.redactor),
       state: () => this.state,
       capabilities: () => this.capabilities,
     });

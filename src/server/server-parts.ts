@@ -57,6 +57,8 @@ export interface ServerPartsSources {
   /** What answering a request needs (reply writer, Nest's handler lookup and serializer). */
   readonly requests: EntryHandlingParts['requests'];
   readonly emitRecovery: RecoveryEmit;
+  /** Recovery's log (context `RedisStreamsRecovery`), redacting as the server's does. */
+  readonly recoveryLogger: Logger;
   readonly state: () => ServerState;
   capabilities(): RedisStreamsCapabilities | undefined;
 }
@@ -108,7 +110,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     deletePolicyOf,
     telemetry,
   });
-  const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery);
+  const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery, sources.recoveryLogger);
   const records = new IdempotencyRecords(commands);
   const acker = new AckBatcher(commands, (entries) => slots.releaseAll(entries), emitError, undefined, deletePolicyOf, (binding) =>
     recreateGroups(commands, [binding], logger, events), records,

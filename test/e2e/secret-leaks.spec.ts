@@ -277,3 +277,41 @@ describe('CLI: passwords with "@", spaces and URL delimiters', () => {
 });
 
 afterAll(() => Logger.overrideLogger(true as never));
+
+describe("recovery's log lines pass the server's redactor", () => {
+  const secret = `${MARKER}-right`;
+  const redis = useRedisServer({ password: secret });
+  const lines: string[] = [];
+  const capture = Object.fromEntries(['log', 'error', 'warn', 'debug', 'verbose', 'fatal'].map((level) => [level, (...args: unknown[]) => lines.push(printedForms(args))]));
+  beforeEach(() => Logger.overrideLogger(capture as never));
+  afterEach(() => Logger.overrideLogger(true as never));
+
+  it('a recovered entry of a stream whose name holds the password is logged with the password masked', async () => {
+    const pattern = `orders-${secret}`;
+    await redis.client.xgroup('CREATE', pattern, 'g', '0', 'MKSTREAM');
+    await redis.client.xadd(pattern, '*', 'data', '{}');
+    // Delivered to a consumer that never acks it: recovery claims it once it is idle.
+    await redis.client.xreadgroup('GROUP', 'g', 'gone', 'COUNT', 1, 'STREAMS', pattern, '>');
+    const server = new RedisStreamsServer({
+      connection: `redis://default:${secret}@127.0.0.1:${redis.server.port}`,
+      group: 'g',
+      consumer: 'c',
+      streamPrefix: '',
+      recovery: { minIdleTime: 50, interval: 100 },
+    });
+    let handled = 0;
+    server.addHandler(pattern, async () => void handled++, true);
+    await new Promise<void>((resolve, reject) => void server.listen((error) => (error ? reject(error) : resolve())));
+    try {
+      const deadline = Date.now() + 15_000;
+      while (!lines.some((line) => line.includes('recovered 1 idle entries')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      await server.close();
+    }
+    const recovered = lines.filter((line) => line.includes('recovered 1 idle entries'));
+    expect(recovered.length).toBeGreaterThan(0);
+    expect(recovered[0]).toContain('"orders-***"');
+    expect(handled).toBe(1);
+    for (const line of lines) expect(line).not.toContain(MARKER);
+  });
+});
