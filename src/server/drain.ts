@@ -93,7 +93,7 @@ async function waitForRunningHandlers({ lanes, shutdownTimeout, logger }: DrainT
  */
 async function abandonStreams({ streams, logger, events }: DrainTarget): Promise<void> {
   if (streams.size === 0) return;
-  logger.warn(`unsubscribed ${streams.size} streamed replies still running; their requests stay pending`);
+  logger.warn(`unsubscribed ${streams.size} handler Observables still running (streamed replies, events); their entries stay pending`);
   try {
     await withTimeout(streams.abandonAll(), CLOSE_STEP_TIMEOUT_MS, 'last streamed reply writes');
   } catch (error) {

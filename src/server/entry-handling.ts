@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { isObservable, lastValueFrom } from 'rxjs';
+import { isObservable } from 'rxjs';
 import type { DecodedEntry } from '../codec/stream-deserializer.js';
 import { errorMessage } from '../error-message.js';
 import { RedisStreamsDecodeError } from '../errors.js';
@@ -17,7 +17,7 @@ import type { ProcessingHooks } from './processing-hooks.js';
 import { handleRequest } from './request-handling.js';
 import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
-import { RunningStreams } from './running-streams.js';
+import { followObservable, RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 
 /** What may be set on a server at any time, before or after `listen()`; read where it is used. */
@@ -73,7 +73,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   private readonly telemetry: Telemetry | undefined;
   private readonly requests: RequestHost;
   private batches: BatchHost | undefined;
-  /** The streamed replies running: close() abandons those left after shutdownTimeout. */
+  /** The handlers' Observables running (streamed replies, events): close() abandons those left after shutdownTimeout. */
   readonly streams = new RunningStreams();
 
   constructor(parts: EntryHandlingParts) {
@@ -198,6 +198,8 @@ export class EntryHandling implements EntryRunner, EntrySettler {
         this.nack(entry);
       },
       processing: () => this.hooks.processing,
+      streams: this.streams,
+      leavePending: (entry) => this.nack(entry),
       finished: (entries) => this.lanes.batchFinished(entries),
       succeeded: (entries) => this.ackAll(entries),
       failed: (entry, error, delayMs) => {
@@ -313,10 +315,11 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       this.finish(entry, true);
       return;
     }
-    lastValueFrom(value, { defaultValue: undefined }).then(
-      () => this.finish(entry, true),
-      (error: unknown) => this.eventFailed(entry, error),
-    );
+    followObservable(this.streams, value, {
+      completed: () => this.finish(entry, true),
+      failed: (error) => this.eventFailed(entry, error),
+      abandoned: () => this.finish(entry, false),
+    });
   }
 
   private eventFailed(entry: InFlightEntry, filtered: unknown): void {

@@ -1,13 +1,16 @@
-/** A streamed reply close() can give up on (streamed-reply.ts). */
+import type { Observable, Subscription } from 'rxjs';
+
+/** A streamed reply (streamed-reply.ts) or an event handler's Observable that close() can give up on. */
 export interface AbandonableStream {
   /** Unsubscribed, nothing more is written, the entry stays pending; a write in flight ends first (the promise). */
   abandon(): Promise<void> | undefined;
 }
 
 /**
- * The streamed replies still running. `close()` waits `shutdownTimeout` for them as for any
- * handler; then it unsubscribes those left (a never-completing Observable would else run on, and
- * try to reply on closed connections at its next value) and their requests stay pending.
+ * The Observables of handlers still running: streamed replies, and event handlers that returned
+ * one. `close()` waits `shutdownTimeout` for them as for any handler; then it unsubscribes those
+ * left (a never-completing Observable would else run on after close, and a streamed reply try to
+ * reply on closed connections at its next value) and their entries stay pending.
  */
 export class RunningStreams {
   private readonly running = new Set<AbandonableStream>();
@@ -34,4 +37,39 @@ export class RunningStreams {
     this.running.clear();
     await Promise.all(writing);
   }
+}
+
+/** How an event handler's Observable ended: it completed, it errored, or close() gave up on it. */
+export interface ObservableOutcome {
+  completed(): void;
+  failed(error: unknown): void;
+  /** Unsubscribed by close() after shutdownTimeout: the entries stay pending. */
+  abandoned(): void;
+}
+
+/**
+ * Runs an event handler's Observable to its end (its values are ignored, as Nest does), tracked in
+ * `running` so close() can unsubscribe one that never completes.
+ */
+export function followObservable(running: RunningStreams, source: Observable<unknown>, outcome: ObservableOutcome): void {
+  let ended = false;
+  let subscription: Subscription | undefined;
+  const tracked: AbandonableStream = {
+    abandon: () => {
+      if (ended) return undefined;
+      ended = true;
+      subscription?.unsubscribe();
+      outcome.abandoned();
+      return undefined;
+    },
+  };
+  const end = (then: () => void): void => {
+    if (ended) return;
+    ended = true;
+    running.delete(tracked);
+    then();
+  };
+  subscription = source.subscribe({ error: (error: unknown) => end(() => outcome.failed(error)), complete: () => end(() => outcome.completed()) });
+  // Ended while subscribing (Nest wraps a handler's plain result in a synchronous Observable): nothing to track.
+  if (!ended) running.add(tracked);
 }

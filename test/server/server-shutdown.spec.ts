@@ -225,3 +225,47 @@ describe('RedisStreamsServer: close() and a streamed reply that never completes'
     }
   });
 });
+
+/** Teardowns of the never-completing Observables the event handlers below return. */
+const endlessEvents = { started: 0, tornDown: 0, batchStarted: 0, batchTornDown: 0 };
+
+@Controller()
+class EndlessEventController {
+  @EventPattern<string>('endless-event')
+  onEvent(): Observable<never> {
+    return new Observable<never>(() => {
+      endlessEvents.started += 1;
+      return () => {
+        endlessEvents.tornDown += 1;
+      };
+    });
+  }
+
+  @EventPattern<string>('endless-batch', { batch: { size: 2, waitMs: 50 } })
+  onBatch(): Observable<never> {
+    return new Observable<never>(() => {
+      endlessEvents.batchStarted += 1;
+      return () => {
+        endlessEvents.batchTornDown += 1;
+      };
+    });
+  }
+}
+
+describe('RedisStreamsServer: close() and an event handler whose Observable never completes', () => {
+  const redis = useRedisServer();
+
+  it('after shutdownTimeout the Observables (single entry and batch) are unsubscribed and their entries stay pending', async () => {
+    const { app } = await startServer({ connection: redis.server.url, group: 'endless', consumer: 'endless-2', blockMs: 200, shutdownTimeout: 100 }, [
+      EndlessEventController,
+    ]);
+    const single = (await xaddEvent(redis.client, 'endless-event', 'endless-event', {})) as string;
+    const batch = [(await xaddEvent(redis.client, 'endless-batch', 'endless-batch', {})) as string, (await xaddEvent(redis.client, 'endless-batch', 'endless-batch', {})) as string];
+    await waitFor(() => endlessEvents.started === 1 && endlessEvents.batchStarted === 1, 'both handlers subscribed');
+    await app.close();
+    // close() gave up on them at shutdownTimeout: torn down then, nothing left running after close.
+    expect([endlessEvents.tornDown, endlessEvents.batchTornDown]).toEqual([1, 1]);
+    expect((await pendingRows(redis.client, 'endless-event', 'endless')).map((row) => [row.id, row.consumer])).toEqual([[single, 'endless-2']]);
+    expect((await pendingRows(redis.client, 'endless-batch', 'endless')).map((row) => [row.id, row.consumer])).toEqual(batch.map((id) => [id, 'endless-2']));
+  });
+});

@@ -1,9 +1,10 @@
 import type { Logger } from '@nestjs/common';
-import { isObservable, lastValueFrom } from 'rxjs';
+import { isObservable } from 'rxjs';
 import type { DecodedEntry } from '../../codec/stream-deserializer.js';
 import { errorMessage } from '../../error-message.js';
 import type { EntryDecoders, InFlightEntry } from '../in-flight.js';
 import type { ProcessingHooks } from '../processing-hooks.js';
+import { followObservable, type RunningStreams } from '../running-streams.js';
 import { RedisStreamsBatchContext } from './batch-context.js';
 
 /** What running a batch needs from the server. */
@@ -13,6 +14,10 @@ export interface BatchHost {
   readonly logger: Logger;
   /** Nest's processing hooks when one is set: they run once per batch, with its batch context. */
   processing(): ProcessingHooks | undefined;
+  /** The handlers' Observables running: close() abandons a batch's that never completes. */
+  readonly streams: RunningStreams;
+  /** The entry stays pending, nothing recorded (close() gave up on its batch). */
+  leavePending(entry: InFlightEntry): void;
   /** An undecodable entry: reported, dead-lettered (`decode_error`), then its slot is freed. */
   undecodable(entry: InFlightEntry, error: unknown): Promise<void>;
   /** The batch's handler slot is free again. */
@@ -119,10 +124,16 @@ function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], 
     settle(host, all, good, context, undefined);
     return;
   }
-  lastValueFrom(value, { defaultValue: undefined }).then(
-    () => settle(host, all, good, context, undefined),
-    (error: unknown) => settle(host, all, good, context, { error }),
-  );
+  followObservable(host.streams, value, {
+    completed: () => settle(host, all, good, context, undefined),
+    failed: (error) => settle(host, all, good, context, { error }),
+    abandoned: () => {
+      host.finished(all);
+      host.processing()?.end(context);
+      context.settle();
+      for (const entry of good) host.leavePending(entry);
+    },
+  });
 }
 
 /** `failure`: the handler threw (what reached us: Nest's filtered error; the context has the handler's own). */
