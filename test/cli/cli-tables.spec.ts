@@ -201,6 +201,23 @@ describe('hostile names and error text from Redis are shown, not obeyed, at a te
     expect(top.rows.map((row) => row.group).sort()).toEqual([group, other].sort());
   });
 
+  it('bidi overrides and zero-width characters are shown as \\uNNNN: a name cannot pass for another', async () => {
+    // "billing" with a zero-width space; "audit" then a right-to-left override that shows "gnillib" as "billing".
+    const lookalike = 'bill\u200bing';
+    const reversed = 'audit\u202egnillib';
+    await redis.client.xgroup('CREATE', 'orders', lookalike, '0');
+    await redis.client.xgroup('CREATE', 'orders', reversed, '0');
+    const out = await run(['info', 'orders']);
+    expect(out).not.toMatch(/[\u200b\u202e]/);
+    expect(out).toContain('bill\\u200bing');
+    expect(out).toContain('audit\\u202egnillib');
+    const json = await run(['info', 'orders', '--json']);
+    expect(json).not.toMatch(/[\u200b\u202e]/);
+    const names = (JSON.parse(json) as { groups: { name: string }[] }).groups.map((entry) => entry.name);
+    expect(names).toContain(lookalike);
+    expect(names).toContain(reversed);
+  });
+
   it('a failure line names the group escaped', async () => {
     const io = capture(true);
     const code = await runCli(['pending', 'orders', 'nope\u001b[2J\u009b', '--entries', '--url', redis.server.url], io);
