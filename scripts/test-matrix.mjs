@@ -3,10 +3,13 @@
 // `../shared/redis-builds/*/bin/redis-server` (REDIS_BUILDS_DIR overrides that folder;
 // MATRIX_SKIP_PATH_SERVER=1 leaves out the PATH's server, which `.ci/run` tested just before). Prints
 // one line per server and closes with "N passed, N failed" over all of them; exits 1 if any failed.
-// Extra arguments go to vitest (e.g. a spec file).
+// The builds run only the spec files that start a Redis server (scripts/redis-specs.mjs says which):
+// the others pass the same way against any server, and the PATH's run (or `npm test`) ran them.
+// MATRIX_ALL_SPECS=1 runs every spec against every server. Extra arguments go to vitest (e.g. a spec file).
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { classifySpecs } from './redis-specs.mjs';
 
 const root = resolve(import.meta.dirname, '..');
 const buildsDir = resolve(root, process.env.REDIS_BUILDS_DIR ?? '../shared/redis-builds');
@@ -24,10 +27,10 @@ function servers() {
   // CI has just run `npm test` against the PATH's server: MATRIX_SKIP_PATH_SERVER=1 does not run it twice.
   const skipPath = process.env.MATRIX_SKIP_PATH_SERVER === '1';
   if (skipPath) console.log('note: MATRIX_SKIP_PATH_SERVER=1: the redis-server on the PATH is not tested again (npm test did)');
-  const list = skipPath ? [] : [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
+  const list = skipPath ? [] : [{ name: PATH_SERVER, bin: 'redis-server' }];
   if (!existsSync(buildsDir)) {
     console.log(`note: ${buildsDir} is absent; testing only the redis-server on the PATH`);
-    return list.length > 0 ? list : [{ name: 'redis-server (PATH)', bin: 'redis-server' }];
+    return list.length > 0 ? list : [{ name: PATH_SERVER, bin: 'redis-server' }];
   }
   for (const folder of readdirSync(buildsDir).sort()) {
     const bin = serverBinaryIn(join(buildsDir, folder, 'bin'));
@@ -66,6 +69,17 @@ function versionOf(bin) {
   return match ? `${match[1]} ${match[2]}` : 'version unknown';
 }
 
+const PATH_SERVER = 'redis-server (PATH)';
+const allSpecs = process.env.MATRIX_ALL_SPECS === '1';
+const filters = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+const { redis: redisSpecs, pure: pureSpecs } = classifySpecs(root);
+if (!allSpecs) {
+  console.log(
+    `note: the builds run the ${redisSpecs.length} spec files that start a Redis server; the ${pureSpecs.length} that start none ` +
+      `run once, against the PATH's server (MATRIX_ALL_SPECS=1: against every server): ${pureSpecs.join(' ')}`,
+  );
+}
+
 const summaries = [];
 const failures = [];
 let passed = 0;
@@ -80,12 +94,15 @@ for (const { name, bin } of servers()) {
     continue;
   }
   const version = versionOf(bin);
-  console.log(`\n=== ${name}: ${version} ===`);
+  // --exclude adds to the config's exclude; a spec an extra argument names is not left out.
+  const excluded = allSpecs || name === PATH_SERVER ? [] : pureSpecs.filter((spec) => !filters.some((filter) => spec.includes(filter)));
+  const scope = excluded.length > 0 ? ` (without the ${excluded.length} spec files that start no server)` : '';
+  console.log(`\n=== ${name}: ${version}${scope} ===`);
   const report = join(root, 'build', `vitest-report-${name.replace(/[^\w.-]+/g, '_')}.json`);
   rmSync(report, { force: true });
   const status = run(
     'npx',
-    ['vitest', 'run', '--reporter=dot', '--reporter=json', `--outputFile=${report}`, ...process.argv.slice(2)],
+    ['vitest', 'run', '--reporter=dot', '--reporter=json', `--outputFile=${report}`, ...excluded.flatMap((spec) => ['--exclude', spec]), ...process.argv.slice(2)],
     { REDIS_SERVER_BIN: bin },
   );
   let counts = { numPassedTests: 0, numFailedTests: 0, numPendingTests: 0, testResults: [] };
