@@ -15,3 +15,21 @@ export function nsToMs(ns: number): number {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * Unix time (ms, CLOCK_REALTIME: what Redis' TIME reads on this machine) minus the shared
+ * monotonic clock (ms), to a few µs: taken at the instant `Date.now()` ticks over, since a
+ * reading between ticks is up to 1 ms off. Converts a Unix due time (`deliverAt`, judged by
+ * Redis on its TIME) to a monotonic reading a worker can compare with its own `nowNs()`.
+ */
+export function realtimeOffsetMs(): number {
+  const start = Date.now();
+  let now = start;
+  let mono = 0;
+  while (now === start) {
+    mono = nowNs();
+    now = Date.now();
+  }
+  // `mono` was read just before the tick: the error is one loop iteration (< 1 µs), not 1 ms.
+  return now - mono / 1e6;
+}

@@ -22,6 +22,12 @@ export interface BenchConfig {
   claimEntries: number;
   backlogEntries: number;
   backlogSeconds: number;
+  /** Delayed entries held, due, before one worker starts promoting them (delayed-promote). */
+  delayedEntries: number;
+  /** Measured seconds of delayed emits at `lightLoadRate` a second (delayed-latency), after a 1 s pre-roll. */
+  delayedSeconds: number;
+  /** Entries held for the memory figure (delayed-memory). */
+  delayedMemoryEntries: number;
   /** MAXLEN ~ used by every raw XADD (the same cap our client applies by default). */
   maxLen: number;
 }
@@ -63,6 +69,9 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
       claimEntries: 5_000,
       backlogEntries: 20_000,
       backlogSeconds: 2,
+      delayedEntries: 10_000,
+      delayedSeconds: 2,
+      delayedMemoryEntries: 10_000,
     };
   }
   return {
@@ -79,5 +88,8 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
     claimEntries: 100_000,
     backlogEntries: 1_000_000,
     backlogSeconds: 8,
+    delayedEntries: 100_000,
+    delayedSeconds: 10,
+    delayedMemoryEntries: 100_000,
   };
 }

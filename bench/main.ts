@@ -14,6 +14,7 @@ import { backlogScenario } from './scenarios/backlog.js';
 import { claimScenario } from './scenarios/claim.js';
 import { clusterPartitionsScenario } from './scenarios/cluster-partitions.js';
 import { consumeScenario } from './scenarios/consume.js';
+import { delayedLatencyScenario, delayedMemoryScenario, delayedPromoteScenario } from './scenarios/delayed.js';
 import { emitScenario } from './scenarios/emit.js';
 import { endToEndScenario } from './scenarios/end-to-end.js';
 import { largePayloadScenario } from './scenarios/large-payload.js';
@@ -37,6 +38,9 @@ const SCENARIOS: readonly Scenario[] = [
   backlogScenario,
   shapeScenario,
   largePayloadScenario,
+  delayedPromoteScenario,
+  delayedLatencyScenario,
+  delayedMemoryScenario,
   clusterPartitionsScenario,
 ];
 

@@ -19,12 +19,14 @@ export interface RunResult {
   peakRssMb?: number;
   /** Peak RSS minus RSS just before the measured work, MB. */
   rssGrowthMb?: number;
+  /** Redis memory per entry kept, bytes (delayed-memory). */
+  bytesPerEntry?: number;
   /** Anything else worth keeping in the JSON (acked rate, counts...). */
   extra?: Record<string, number>;
 }
 
 export type Metric = Exclude<keyof RunResult, 'extra'>;
-export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'peakRssMb', 'rssGrowthMb'];
+export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'peakRssMb', 'rssGrowthMb', 'bytesPerEntry'];
 
 export interface BenchContext {
   config: BenchConfig;
@@ -219,6 +221,7 @@ export function formatRun(result: RunResult): string {
   if (result.p99Ms !== undefined) parts.push(`p99 ${result.p99Ms.toFixed(2)} ms`);
   if (result.peakRssMb !== undefined) parts.push(`peak RSS ${result.peakRssMb.toFixed(1)} MB`);
   if (result.rssGrowthMb !== undefined) parts.push(`RSS growth ${result.rssGrowthMb.toFixed(1)} MB`);
+  if (result.bytesPerEntry !== undefined) parts.push(`${result.bytesPerEntry.toFixed(1)} B/entry`);
   return parts.join(', ');
 }
 

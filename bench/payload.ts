@@ -12,7 +12,14 @@ export const PAYLOAD_BYTES = 100;
 
 /** A fresh payload stamped now. The timestamp width is fixed, so every payload has the same size. */
 export function makePayload(): BenchPayload {
-  const t = nowNs();
+  return makePayloadAt(nowNs());
+}
+
+/**
+ * A payload stamped with another reading of the shared clock: a delayed entry carries its due
+ * time, so the handler's `ageNs` is its lateness after that time.
+ */
+export function makePayloadAt(t: number): BenchPayload {
   return { t, pad: padFor(t) };
 }
 

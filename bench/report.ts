@@ -4,7 +4,7 @@ import { TARGETS, targetsOf } from './targets.js';
 
 /** The ratio column: throughput ours/ref (higher is better), latency and RSS ours/ref (lower is better). */
 function ratioMetric(result: ScenarioResult): Metric | undefined {
-  for (const metric of ['msgsPerSec', 'p50Ms', 'peakRssMb'] as const) {
+  for (const metric of ['msgsPerSec', 'p50Ms', 'peakRssMb', 'bytesPerEntry'] as const) {
     if (result.median[metric] !== undefined) return metric;
   }
   return undefined;
@@ -16,7 +16,7 @@ export function ratioToReference(result: ScenarioResult, all: readonly ScenarioR
   const value = metric ? result.median[metric] : undefined;
   const refValue = metric ? reference?.median[metric] : undefined;
   if (value === undefined || refValue === undefined || refValue === 0) return '';
-  const label = metric === 'msgsPerSec' ? '' : metric === 'p50Ms' ? ' p50' : ' RSS';
+  const label = metric === 'msgsPerSec' ? '' : metric === 'p50Ms' ? ' p50' : metric === 'peakRssMb' ? ' RSS' : ' B';
   return `${(value / refValue).toFixed(2)}×${label}`;
 }
 
@@ -41,16 +41,33 @@ function targetCell(result: ScenarioResult, outcomes: readonly TargetOutcome[]):
 
 function shortText(outcome: TargetOutcome): string {
   const target = TARGETS.find((t) => t.id === outcome.id)!;
-  const measured = outcome.measured === undefined ? '?' : target.op === '<' ? `${outcome.measured.toFixed(1)}` : `${outcome.measured.toFixed(2)}×`;
-  if (target.op === '<') return `${target.metric === 'rssGrowthMb' ? 'growth' : 'RSS'} ${measured} < ${target.bound} MB`;
+  const op = target.op === '>=' ? '≥' : target.op === '<=' ? '≤' : '<';
+  if (target.bound !== undefined) {
+    const [label, unit, digits] = BOUND_UNITS[target.metric];
+    const value = outcome.measured === undefined ? '?' : fmt(outcome.measured, digits);
+    return `${label}${value} ${op} ${Number.isInteger(target.bound) ? fmt(target.bound) : target.bound} ${unit}`;
+  }
+  const measured = outcome.measured === undefined ? '?' : `${outcome.measured.toFixed(2)}×`;
   const metric = target.metric === 'msgsPerSec' ? '' : target.metric === 'steadyMsgsPerSec' ? '2nd half ' : `${target.metric.replace('Ms', '')} `;
   const paired = outcome.paired === undefined ? '' : ` (paired runs ${outcome.paired.toFixed(2)}×)`;
-  return `${metric}${measured} ${target.op === '>=' ? '≥' : '≤'} ${target.factor}× ${target.against}${paired}`;
+  return `${metric}${measured} ${op} ${target.factor}× ${target.against}${paired}`;
 }
 
-/** The results as an aligned text table (also valid Markdown). */
+/** How a bound target's value is shown: a label before it, the unit after the bound, decimals. */
+const BOUND_UNITS: Record<Metric, [label: string, unit: string, digits: number]> = {
+  msgsPerSec: ['', 'msg/s', 0],
+  steadyMsgsPerSec: ['2nd half ', 'msg/s', 0],
+  p50Ms: ['p50 ', 'ms', 1],
+  p99Ms: ['p99 ', 'ms', 1],
+  peakRssMb: ['RSS ', 'MB', 1],
+  rssGrowthMb: ['growth ', 'MB', 1],
+  bytesPerEntry: ['', 'B/entry', 1],
+};
+
+/** The results as an aligned text table (also valid Markdown); a `B/entry` column only when some row has one. */
 export function renderTable(results: readonly ScenarioResult[], outcomes: readonly TargetOutcome[]): string {
-  const header = ['scenario', 'implementation', 'msgs/s', '2nd half', 'p50 ms', 'p99 ms', 'RSS MB', 'vs ref', 'targets'];
+  const bytes = results.some((result) => result.median.bytesPerEntry !== undefined);
+  const header = ['scenario', 'implementation', 'msgs/s', '2nd half', 'p50 ms', 'p99 ms', 'RSS MB', ...(bytes ? ['B/entry'] : []), 'vs ref', 'targets'];
   const rows = results.map((result) => [
     result.scenario,
     result.label,
@@ -59,6 +76,7 @@ export function renderTable(results: readonly ScenarioResult[], outcomes: readon
     fmt(result.median.p50Ms, 2),
     fmt(result.median.p99Ms, 2),
     rss(result),
+    ...(bytes ? [fmt(result.median.bytesPerEntry, 1)] : []),
     result.impl === result.reference ? 'ref' : ratioToReference(result, results),
     targetCell(result, outcomes),
   ]);

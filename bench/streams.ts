@@ -36,6 +36,25 @@ export function streamsEmitter(url: string): StreamsEmitter {
   };
 }
 
+/** Delayed emits (`RedisStreamsRecord` `deliverAt`) of a `RedisStreamsClient` with its defaults. */
+export interface DelayedEmitter {
+  open(): Promise<void>;
+  /** `emit` of `payload` to `key`, held until `deliverAt` (Unix ms); resolves with the hold id. */
+  emitAt(key: string, payload: unknown, deliverAt: number): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export function delayedEmitter(url: string): DelayedEmitter {
+  const client = new RedisStreamsClient({ connection: url });
+  return {
+    open: async () => {
+      await client.connect();
+    },
+    emitAt: (key, payload, deliverAt) => lastValueFrom(client.emit(key, new RedisStreamsRecord(payload, { deliverAt }))),
+    close: () => client.close(),
+  };
+}
+
 /**
  * A `RedisStreamsClient` with `idempotence` on (Redis 8.6+): `auto` emits carry `IDMPAUTO <producer>`
  * (Redis hashes the fields); `keyed` emits carry `IDMP <producer> <key>` with a fresh key per emit.

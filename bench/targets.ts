@@ -7,7 +7,10 @@ export interface Target {
   text: string;
   scenario: string;
   metric: Metric;
-  /** `>=`: at least `factor` × the peer; `<=`: at most `factor` × the peer; `<`: below `bound`. */
+  /**
+   * With `against`: at least (`>=`) or at most (`<=`) `factor` × the peer. With `bound` instead: the
+   * value itself at least, at most, or below (`<`) it.
+   */
   op: '>=' | '<=' | '<';
   against?: string;
   factor?: number;
@@ -35,6 +38,8 @@ export const TARGETS: readonly Target[] = [
   { id: 'claim-store', text: 'claim STORE ≥ 0.8× raw XAUTOCLAIM loop', scenario: 'claim-store', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 0.8 },
   { id: 'claim-store-rss', text: 'claim STORE peak RSS growth < 50 MB (100k entries)', scenario: 'claim-store', metric: 'rssGrowthMb', op: '<', bound: 50 },
   { id: 'backlog-rss', text: '1M-backlog worker peak RSS < 200 MB', scenario: 'backlog', metric: 'peakRssMb', op: '<', bound: 200 },
+  { id: 'delayed-promote', text: 'delayed promotion by one worker ≥ 50k entries/s', scenario: 'delayed-promote', metric: 'msgsPerSec', op: '>=', bound: 50_000 },
+  { id: 'delayed-p99', text: 'delayed entries handled ≤ 50 ms after their due time, p99 (1000/s)', scenario: 'delayed-latency', metric: 'p99Ms', op: '<=', bound: 50 },
   { id: 'backlog-rss-raw', text: '1M-backlog worker peak RSS ≤ 1.3× the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw', factor: 1.3 },
 ];
 
@@ -62,8 +67,9 @@ export function evaluateTargets(results: readonly ScenarioResult[], targets: rea
     const ours = find(target.scenario, target.ours ?? OURS);
     const value = ours?.median[target.metric];
     if (!ours || value === undefined) return { ...base, status: 'n/a', why: ours?.error ?? 'not measured' };
-    if (target.op === '<') {
-      return { ...base, measured: value, status: value < (target.bound as number) ? 'pass' : 'FAIL' };
+    if (target.bound !== undefined) {
+      const ok = target.op === '<' ? value < target.bound : target.op === '>=' ? value >= target.bound : value <= target.bound;
+      return { ...base, measured: value, status: ok ? 'pass' : 'FAIL' };
     }
     const peer = find(target.scenario, target.against as string);
     const peerValue = peer?.median[target.metric];
