@@ -1,5 +1,6 @@
 import { RedisStreamsOptionError } from '../errors.js';
-import { holdEntry, holdHead } from '../delayed/hold.js';
+import { firstOccurrences } from '../delayed/cron-rule.js';
+import { holdEntry, holdHead, type Recurrence } from '../delayed/hold.js';
 import { resolveRepeat } from '../delayed/repeat-option.js';
 import type { DeliveryTime } from '../delayed/delivery-time.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
@@ -28,19 +29,28 @@ export function delayedHoldArgs(
       'cannot be combined with idempotencyKey: a held entry is written once by its promotion, IDMP does not apply to it',
     );
   }
-  // A recurring entry: its key names the hold, its first occurrence defaults to one period from now.
+  // A recurring entry: its key names the hold, its first occurrence defaults to one period from now
+  // (a cron entry's is its rule's first, on Redis' clock: hold.lua drops the listed ones past).
   const repeat = resolveRepeat(options.repeat);
   const id = repeat?.holdId ?? holdId;
-  const due = time ?? { mode: 'in' as const, ms: repeat?.everyMs ?? 0 };
-  const every = repeat?.everyMs ?? 0;
-  if (trimming.kind === 'none') return holdHead(id, due, { noMkStream, trim: 'none', operator: '~', amount: 0, onlyAcked: false }, every);
+  let due = time ?? { mode: 'in' as const, ms: repeat?.everyMs ?? 0 };
+  let recurrence: Recurrence;
+  if (repeat?.cron !== undefined) {
+    if (time !== undefined) {
+      throw new RedisStreamsOptionError(options.delay === undefined ? 'deliverAt' : 'delay', 'cannot be combined with repeat.cron: the expression gives every occurrence, the first included');
+    }
+    const occurrences = firstOccurrences(repeat.cron, Date.now());
+    recurrence = { cron: repeat.cron, occurrences };
+    due = { mode: 'at', ms: occurrences[0] ?? 0 };
+  } else if (repeat !== undefined) recurrence = { everyMs: repeat.everyMs };
+  if (trimming.kind === 'none') return holdHead(id, due, { noMkStream, trim: 'none', operator: '~', amount: 0, onlyAcked: false }, recurrence);
   const unsupported = trimmingUnsupported(trimming, capabilities, 'trim.onlyAcked');
   if (unsupported !== undefined) throw unsupported;
   if (trimming.kind === 'maxLen') {
     const [, operator, count] = trimming.args as [string, '~' | '=', string];
-    return holdHead(id, due, { noMkStream, trim: 'maxLen', operator, amount: Number(count), onlyAcked: trimming.onlyAcked }, every);
+    return holdHead(id, due, { noMkStream, trim: 'maxLen', operator, amount: Number(count), onlyAcked: trimming.onlyAcked }, recurrence);
   }
-  return holdHead(id, due, { noMkStream, trim: 'maxAge', operator: trimming.operator, amount: trimming.ageMs, onlyAcked: trimming.onlyAcked }, every);
+  return holdHead(id, due, { noMkStream, trim: 'maxAge', operator: trimming.operator, amount: trimming.ageMs, onlyAcked: trimming.onlyAcked }, recurrence);
 }
 
 /** Writes the hold (one script call, batched with the tick's other commands); resolves with the hold id. */

@@ -32,8 +32,16 @@ export interface HeldEntry {
   /** The promotion's XADD options (from the emit). */
   readonly noMkStream: boolean;
   readonly trim: string;
-  /** A recurring entry's period in ms (it is scheduled again after each promotion), `null` for a one-off. */
+  /** A recurring entry's period in ms (it is scheduled again after each promotion), `null` for a one-off or a cron entry. */
   readonly everyMs: number | null;
+  /** A cron entry's rule and the occurrences it has listed ahead (ISO-8601), `null` otherwise. */
+  readonly cron: HeldCron | null;
+}
+
+export interface HeldCron {
+  readonly expression: string;
+  readonly timezone: string;
+  readonly upcoming: string[];
 }
 
 export interface DelayedPage {
@@ -66,19 +74,7 @@ export async function listDelayed(client: RedisClient, stream: string, options: 
   const count = integerOption('count', options.count, 100, 1, 10_000);
   const { schedule, bodies } = delayedKeys(stream);
   const [now, held, ...rows] = await delayedScripts(client).nrsDelayedList(schedule, bodies, offset, count);
-  const entries = (rows as [string, number, string[] | null][]).map(([hold, dueMs, words]): HeldEntry => {
-    const fields: [string, string][] = [];
-    for (let i = 6; words && i + 1 < words.length; i += 2) fields.push([String(words[i]), String(words[i + 1])]);
-    return {
-      hold: String(hold),
-      dueAt: new Date(Number(dueMs)).toISOString(),
-      due: Number(dueMs) <= Number(now),
-      fields: words ? fields : null,
-      noMkStream: words?.[0] === '1',
-      trim: words ? describeTrim(words) : 'unknown',
-      everyMs: words && Number(words[5]) > 0 ? Number(words[5]) : null,
-    };
-  });
+  const entries = (rows as [string, number, BodyWords | null][]).map(([hold, dueMs, words]) => heldEntry(String(hold), Number(dueMs), words, Number(now)));
   const next = offset + entries.length;
   return { stream, held: Number(held), entries, nextOffset: entries.length === count && next < Number(held) ? next : null };
 }
@@ -102,17 +98,54 @@ export async function promoteDelayedNow(client: RedisClient, stream: string, hol
   return { stream, promoted, skipped };
 }
 
-/** Removes holds (schedule and body in one MULTI): they are never promoted. Resolves with how many were held. */
+/** Removes holds (schedule, body and recurring-set member in one MULTI): they are never promoted. Resolves with how many were held. */
 export async function removeDelayed(client: RedisClient, stream: string, holds: readonly string[]): Promise<{ stream: string; requested: number; removed: number }> {
   if (holds.length === 0) throw new RedisStreamsOptionError('holds', 'name at least one hold id');
-  const { schedule, bodies } = delayedKeys(stream);
-  const replies = await client.multi().zrem(schedule, ...holds).hdel(bodies, ...holds).exec();
+  const { schedule, bodies, recurring } = delayedKeys(stream);
+  const replies = await client.multi().zrem(schedule, ...holds).hdel(bodies, ...holds).srem(recurring, ...holds).exec();
   const [zremError, removed] = replies?.[0] ?? [new Error('MULTI was aborted'), 0];
   if (zremError) throw zremError;
   return { stream, requested: holds.length, removed: Number(removed) };
 }
 
-function describeTrim(words: readonly string[]): string {
+/** A body as the list scripts return it: 5 XADD words, the recurrence (a string, or a cron table as an array), the field/value pairs. */
+type BodyWords = (string | (string | number)[])[];
+
+function heldEntry(hold: string, dueMs: number, words: BodyWords | null, nowMs: number): HeldEntry {
+  const fields: [string, string][] = [];
+  for (let i = 6; words && i + 1 < words.length; i += 2) fields.push([String(words[i]), String(words[i + 1])]);
+  const recurrence = words?.[5];
+  return {
+    hold,
+    dueAt: new Date(dueMs).toISOString(),
+    due: dueMs <= nowMs,
+    fields: words ? fields : null,
+    noMkStream: words?.[0] === '1',
+    trim: words ? describeTrim(words) : 'unknown',
+    everyMs: typeof recurrence === 'string' && Number(recurrence) > 0 ? Number(recurrence) : null,
+    cron: Array.isArray(recurrence)
+      ? { expression: String(recurrence[0]), timezone: String(recurrence[1]), upcoming: recurrence.slice(2).map((at) => new Date(Number(at)).toISOString()) }
+      : null,
+  };
+}
+
+export interface RecurringEntry extends HeldEntry {
+  readonly stream: string;
+}
+
+/**
+ * The recurring entries of `stream` (every `repeat` emit still scheduled, from its recurring set:
+ * not a scan of all holds), soonest due first. Ids of holds removed meanwhile leave the set.
+ */
+export async function listRecurring(client: RedisClient, stream: string): Promise<RecurringEntry[]> {
+  const { schedule, bodies, recurring } = delayedKeys(stream);
+  const [now, ...rows] = await delayedScripts(client).nrsDelayedListRecurring(schedule, bodies, recurring);
+  return (rows as [string, number, BodyWords | null][])
+    .map(([hold, dueMs, words]) => ({ stream, ...heldEntry(String(hold), Number(dueMs), words, Number(now)) }))
+    .sort((a, b) => a.dueAt.localeCompare(b.dueAt) || a.hold.localeCompare(b.hold));
+}
+
+function describeTrim(words: BodyWords): string {
   const [, kind, operator, amount, onlyAcked] = words.map(String);
   if (kind === 'maxLen') return `MAXLEN ${operator} ${amount}${onlyAcked === '1' ? ' ACKED' : ''}`;
   if (kind === 'maxAge') return `maxAge ${amount} ms (MINID ${operator})${onlyAcked === '1' ? ' ACKED' : ''}`;

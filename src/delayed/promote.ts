@@ -1,4 +1,5 @@
 import type { RedisClient } from '../redis/connection.js';
+import { CRON_OCCURRENCES, CRON_REFILL_BELOW, occurrencesAfter, type CronRule } from './cron-rule.js';
 import { delayedKeys } from './delayed-keys.js';
 import { delayedScripts } from './scripts/loader.js';
 
@@ -16,24 +17,41 @@ export interface PromotionResult {
   readonly nextDueMs: number | undefined;
   /** The call moved as many as it was allowed: more may be due now. */
   readonly full: boolean;
+  /** Cron entries that were running low on listed occurrences: topped up by this call (refill.lua). */
+  readonly refilled: readonly string[];
 }
 
 /**
  * Moves up to `limit` due delayed entries of `stream` into it (promote.lua), each exactly once
- * however many callers race for it.
+ * however many callers race for it, then tops up the occurrences of the cron entries running low
+ * (computed here: Lua in Redis cannot read cron expressions). A caller that dies in between
+ * leaves them to the next promotion, which asks again while fewer than {@link CRON_REFILL_BELOW}
+ * are left.
  */
 export async function promoteDue(client: RedisClient, stream: string, limit = DEFAULT_PROMOTION_BATCH): Promise<PromotionResult> {
   const { schedule, bodies } = delayedKeys(stream);
-  const reply = await delayedScripts(client).nrsDelayedPromote(stream, schedule, bodies, limit);
+  const reply = await delayedScripts(client).nrsDelayedPromote(stream, schedule, bodies, limit, CRON_REFILL_BELOW);
   const nowMs = Number(reply[0]);
   const next = Number(reply[1]);
   const promoted: { hold: string; id: string }[] = [];
   const skipped: { hold: string; status: 'dropped' | 'missing' | 'invalid' }[] = [];
+  const refills: Promise<string>[] = [];
   for (let i = 2; i + 1 < reply.length; i += 2) {
     const hold = String(reply[i]);
-    const outcome = String(reply[i + 1]);
-    if (outcome === 'dropped' || outcome === 'missing' || outcome === 'invalid') skipped.push({ hold, status: outcome });
-    else promoted.push({ hold, id: outcome });
+    const outcome = reply[i + 1];
+    if (Array.isArray(outcome)) {
+      const [, expression, timezone, lastMs] = outcome.map(String) as [string, string, string, string];
+      refills.push(refillOccurrences(client, stream, hold, { expression, timezone }, Math.max(Number(lastMs), nowMs)).then(() => hold));
+    } else if (outcome === 'dropped' || outcome === 'missing' || outcome === 'invalid') skipped.push({ hold, status: outcome });
+    else promoted.push({ hold, id: String(outcome) });
   }
-  return { promoted, skipped, nowMs, nextDueMs: next < 0 ? undefined : next, full: promoted.length + skipped.length >= limit };
+  const refilled = await Promise.all(refills);
+  return { promoted, skipped, nowMs, nextDueMs: next < 0 ? undefined : next, full: promoted.length + skipped.length >= limit, refilled };
+}
+
+/** Appends the occurrences of `rule` after `afterMs` to the cron entry `hold` (refill.lua: only while it still has that rule). */
+export async function refillOccurrences(client: RedisClient, stream: string, hold: string, rule: CronRule, afterMs: number): Promise<void> {
+  const { schedule, bodies } = delayedKeys(stream);
+  const occurrences = occurrencesAfter(rule, afterMs, CRON_OCCURRENCES);
+  await delayedScripts(client).nrsDelayedRefill(schedule, bodies, hold, rule.expression, rule.timezone, CRON_OCCURRENCES, ...occurrences);
 }

@@ -52,7 +52,7 @@ describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, ()
       stream: 'listed',
       held: 3,
       entries: [
-        { hold: holds[0], dueAt: new Date(1_000).toISOString(), due: true, fields: [['pattern', 'listed'], ['data', '{"n":1}']], noMkStream: false, trim: 'MAXLEN ~ 10', everyMs: null },
+        { hold: holds[0], dueAt: new Date(1_000).toISOString(), due: true, fields: [['pattern', 'listed'], ['data', '{"n":1}']], noMkStream: false, trim: 'MAXLEN ~ 10', everyMs: null, cron: null },
         {
           hold: holds[1],
           dueAt: new Date(2_000).toISOString(),
@@ -61,6 +61,7 @@ describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, ()
           noMkStream: false,
           trim: 'MAXLEN ~ 100000',
           everyMs: null,
+          cron: null,
         },
       ],
       nextOffset: 2,

@@ -3,41 +3,78 @@
 -- a hold is either complete or absent. A relative delay is added to Redis' clock here, not the
 -- producer's, so producers and workers with skewed clocks agree on when it is due.
 --
--- KEYS[1] schedule (sorted set: hold id -> due ms); KEYS[2] bodies (hash: hold id -> body)
+-- KEYS[1] schedule (sorted set: hold id -> due ms); KEYS[2] bodies (hash: hold id -> body);
+-- KEYS[3] recurring (set of the hold ids of recurring entries, for listing them)
 -- ARGV[1] hold id
 -- ARGV[2] 'in' (ARGV[3] is a delay in ms) or 'at' (ARGV[3] is the due time, Unix ms)
 -- ARGV[3] ms
--- ARGV[4..] the promotion's XADD, packed as they are into the body (see promote.lua):
+-- ARGV[4..8] the promotion's XADD, packed as they are into the body (see promote.lua):
 --   noMkStream ('1'|'0'), trim kind ('none'|'maxLen'|'maxAge'), operator ('~'|'='),
---   amount (MAXLEN count, or the age in ms of MINID), onlyAcked ('1'|'0'),
---   every (ms between occurrences of a recurring entry, '0' for a one-off), then field, value, ...
+--   amount (MAXLEN count, or the age in ms of MINID), onlyAcked ('1'|'0')
+-- ARGV[9] recurrence: '0' (a one-off), the ms between occurrences, or 'cron'; for 'cron',
+--   ARGV[10] the expression, ARGV[11] its time zone, ARGV[12] the next occurrences (Unix ms,
+--   ascending, comma-separated; those not after Redis' clock are dropped) and the due time is
+--   the first occurrence
+-- then field, value, ...
+--
+-- The body's sixth word is the recurrence: '0', the period, or for cron the table
+-- { expression, time zone, occurrence ms, ... } that promote.lua pops and workers top up.
 --
 -- A recurring entry registered again under the same hold id keeps its schedule (the next
--- occurrence stays where it is) and takes the new body: registering it at every start-up of an
--- app adds no occurrence.
+-- occurrence stays where it is; for cron, when the expression and zone are unchanged, its list
+-- of occurrences too) and takes the new body: registering it at every start-up of an app adds no
+-- occurrence. A cron entry registered with another expression or zone is scheduled by the new one.
 --
 -- Returns { hold id, due ms }
 
 if redis.replicate_commands then redis.replicate_commands() end
+local recurrence = ARGV[9]
+local firstField = recurrence == 'cron' and 13 or 10
 -- Past about 8000 words Lua's unpack() fails: such an entry could never be promoted, so it is refused here.
-if #ARGV < 11 or (#ARGV - 9) % 2 ~= 0 or #ARGV > 7900 then
-  return redis.error_reply('ERR delayed hold script: expected a hold id, a due time, 6 XADD words and 1 to 3945 field/value pairs')
+if recurrence == nil or #ARGV < firstField + 1 or (#ARGV - firstField + 1) % 2 ~= 0 or #ARGV > 7900 then
+  return redis.error_reply('ERR delayed hold script: expected a hold id, a due time, 6 XADD words (cron: 3 more) and 1 to 3945 field/value pairs')
 end
 local hold, mode, ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if ms == nil or (mode ~= 'in' and mode ~= 'at') then
   return redis.error_reply('ERR delayed hold script: the due time must be "in" or "at" a number of ms')
 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local due = ms
-if mode == 'in' then
-  local time = redis.call('TIME')
-  due = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) + ms
-end
+if mode == 'in' then due = now + ms end
 local words = {}
-for i = 4, #ARGV do words[i - 3] = ARGV[i] end
-redis.call('HSET', KEYS[2], hold, cmsgpack.pack(words))
-if ARGV[9] ~= '0' then
-  local scheduled = redis.call('ZSCORE', KEYS[1], hold)
-  if scheduled then return { hold, tonumber(scheduled) } end
+for i = 4, 8 do words[#words + 1] = ARGV[i] end
+words[6] = recurrence
+if recurrence == 'cron' then
+  local spec = { ARGV[10], ARGV[11] }
+  for text in string.gmatch(ARGV[12], '[^,]+') do
+    local at = tonumber(text)
+    if at and at > now then spec[#spec + 1] = at end
+  end
+  words[6] = spec
+  -- Parked a second when no occurrence is left: the first promotion asks a worker for more.
+  due = spec[3] or now + 1000
 end
+for i = firstField, #ARGV do words[#words + 1] = ARGV[i] end
+if recurrence ~= '0' then
+  redis.call('SADD', KEYS[3], hold)
+  local scheduled = redis.call('ZSCORE', KEYS[1], hold)
+  if scheduled then
+    if recurrence ~= 'cron' then
+      redis.call('HSET', KEYS[2], hold, cmsgpack.pack(words))
+      return { hold, tonumber(scheduled) }
+    end
+    local old = redis.call('HGET', KEYS[2], hold)
+    local ok, oldWords = false, nil
+    if old then ok, oldWords = pcall(cmsgpack.unpack, old) end
+    local oldSpec = ok and type(oldWords) == 'table' and oldWords[6]
+    if type(oldSpec) == 'table' and oldSpec[1] == words[6][1] and oldSpec[2] == words[6][2] then
+      words[6] = oldSpec
+      redis.call('HSET', KEYS[2], hold, cmsgpack.pack(words))
+      return { hold, tonumber(scheduled) }
+    end
+  end
+end
+redis.call('HSET', KEYS[2], hold, cmsgpack.pack(words))
 redis.call('ZADD', KEYS[1], due, hold)
 return { hold, due }

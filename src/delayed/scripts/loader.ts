@@ -9,15 +9,19 @@ import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
 type Reply = (string | number | Buffer)[];
 
 const SCRIPTS = {
-  nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 2 },
+  nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 3 },
   nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 3 },
   nrsDelayedList: { file: 'list.lua', numberOfKeys: 2 },
+  nrsDelayedRefill: { file: 'refill.lua', numberOfKeys: 2 },
+  nrsDelayedListRecurring: { file: 'list-recurring.lua', numberOfKeys: 3 },
 } as const satisfies Record<string, LuaScript>;
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
 export interface DelayedScriptCommands {
-  nrsDelayedHold(schedule: string, bodies: string, ...args: (string | Buffer)[]): Promise<Reply>;
-  nrsDelayedPromote(stream: string, schedule: string, bodies: string, limit: number): Promise<Reply>;
+  nrsDelayedHold(schedule: string, bodies: string, recurring: string, ...args: (string | Buffer)[]): Promise<Reply>;
+  nrsDelayedPromote(stream: string, schedule: string, bodies: string, limit: number, refillBelow: number): Promise<(string | number | Buffer | Reply)[]>;
+  nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, ...occurrences: number[]): Promise<number>;
+  nrsDelayedListRecurring(schedule: string, bodies: string, recurring: string): Promise<(number | [string, number, (string | number[])[] | null])[]>;
   nrsDelayedList(schedule: string, bodies: string, offset: number, count: number): Promise<(number | [string, number, string[] | null])[]>;
 }
 

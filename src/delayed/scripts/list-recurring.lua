@@ -1,0 +1,26 @@
+-- Reads the recurring entries of a stream (the hold ids in its recurring set, see hold.lua):
+-- for each its due time and unpacked body. Ids whose hold is gone (removed, or dropped by a
+-- promotion as missing or invalid) leave the set here, so it stays as small as the schedules.
+--
+-- KEYS[1] schedule (sorted set: hold id -> due ms); KEYS[2] bodies (hash); KEYS[3] recurring (set)
+--
+-- Returns { now ms, { hold id, due ms, { word, ... } or false }, ... }
+
+if redis.replicate_commands then redis.replicate_commands() end
+local time = redis.call('TIME')
+local out = { tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) }
+for _, hold in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local due = redis.call('ZSCORE', KEYS[1], hold)
+  if not due then
+    redis.call('SREM', KEYS[3], hold)
+  else
+    local body = redis.call('HGET', KEYS[2], hold)
+    local words = false
+    if body then
+      local ok, unpacked = pcall(cmsgpack.unpack, body)
+      if ok and type(unpacked) == 'table' then words = unpacked end
+    end
+    out[#out + 1] = { hold, tonumber(due), words }
+  end
+end
+return out

@@ -1,0 +1,33 @@
+-- Tops up the list of occurrences of a cron entry (see hold.lua and promote.lua), computed by a
+-- worker, since Lua in Redis cannot read cron expressions. Only for the expression and zone the
+-- worker computed from (an entry registered again meanwhile with another one is left alone),
+-- only occurrences after Redis' clock and after the last one listed (two workers topping up
+-- at once add each occurrence once), and only while the entry is still scheduled (a removed one
+-- stays removed). The entry is scheduled at its first occurrence (a parked one is due again).
+--
+-- KEYS[1] schedule (sorted set: hold id -> due ms); KEYS[2] bodies (hash)
+-- ARGV[1] hold id; ARGV[2] expression; ARGV[3] time zone; ARGV[4] most occurrences to keep;
+-- ARGV[5..] occurrences (Unix ms, ascending)
+--
+-- Returns the number of occurrences listed after the call, or -1 when the entry was left alone
+
+if redis.replicate_commands then redis.replicate_commands() end
+local hold, expression, timezone, keep = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if not redis.call('ZSCORE', KEYS[1], hold) then return -1 end
+local body = redis.call('HGET', KEYS[2], hold)
+if not body then return -1 end
+local ok, words = pcall(cmsgpack.unpack, body)
+if not ok or type(words) ~= 'table' then return -1 end
+local spec = words[6]
+if type(spec) ~= 'table' or spec[1] ~= expression or spec[2] ~= timezone then return -1 end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+for i = 5, #ARGV do
+  local at = tonumber(ARGV[i])
+  if #spec - 2 >= keep then break end
+  if at and at > now and (#spec == 2 or at > spec[#spec]) then spec[#spec + 1] = at end
+end
+words[6] = spec
+redis.call('HSET', KEYS[2], hold, cmsgpack.pack(words))
+if spec[3] then redis.call('ZADD', KEYS[1], 'XX', spec[3], hold) end
+return #spec - 2
