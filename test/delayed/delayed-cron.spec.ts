@@ -8,6 +8,7 @@ import { listRecurring, removeDelayed } from '../../src/delayed/delayed-inspecti
 import { holdEntry, holdHead } from '../../src/delayed/hold.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
+import { raceToPromote } from '../helpers/racing-promoters.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 const UTC_DAILY = { expression: '0 2 * * *', timezone: 'UTC' };
@@ -85,23 +86,7 @@ describe('recurring emits by cron expression (repeat: { cron, timezone, key })',
     const c = client();
     await lastValueFrom(c.emit('cron-raced', new RedisStreamsRecord({ r: 1 }, { repeat: { cron: '* * * * * *', key: 'r' }, trim: false })));
     const start = await serverMs();
-    const promoters = Array.from({ length: 50 }, () => redis.server.client());
-    let end = start;
-    try {
-      await Promise.all(
-        promoters.map(async (promoter) => {
-          for (;;) {
-            const result = await promoteDue(promoter, 'cron-raced');
-            if (result.nowMs - start >= 2_500) {
-              end = Math.max(end, result.nowMs);
-              return;
-            }
-          }
-        }),
-      );
-    } finally {
-      for (const promoter of promoters) promoter.disconnect();
-    }
+    const end = await raceToPromote(redis.server, 'cron-raced', 50, start, 2_500);
     const entries = await redis.client.xrange('cron-raced', '-', '+');
     const seconds = occurrencesAfter({ expression: '* * * * * *', timezone: 'UTC' }, start - 1, 10).filter((at) => at <= end).length;
     expect(entries.length).toBeGreaterThanOrEqual(2);

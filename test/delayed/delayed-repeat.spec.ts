@@ -9,6 +9,7 @@ import { removeDelayed } from '../../src/delayed/delayed-inspection.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { raceToPromote } from '../helpers/racing-promoters.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -97,23 +98,7 @@ describe('recurring emits (RedisStreamsRecord repeat: { every, key })', () => {
     const every = 100;
     const start = await serverMs();
     await lastValueFrom(c.emit('raced', new RedisStreamsRecord({ r: 1 }, { repeat: { every, key: 'r' }, deliverAt: start, trim: false })));
-    const promoters = Array.from({ length: 50 }, () => redis.server.client());
-    let end = start;
-    try {
-      await Promise.all(
-        promoters.map(async (promoter) => {
-          for (;;) {
-            const result = await promoteDue(promoter, 'raced');
-            if (result.nowMs - start >= 1_000) {
-              end = Math.max(end, result.nowMs);
-              return;
-            }
-          }
-        }),
-      );
-    } finally {
-      for (const promoter of promoters) promoter.disconnect();
-    }
+    const end = await raceToPromote(redis.server, 'raced', 50, start, 1_000);
     const entries = (await redis.client.xrange('raced', '-', '+')) as Entry[];
     // Occurrences due in [start, end]: at most one entry each.
     expect(entries.length).toBeGreaterThanOrEqual(2);
