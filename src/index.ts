@@ -25,6 +25,9 @@ export type {
   RedisStreamsClientRegistration,
 } from './client/redis-streams-client.module.js';
 export { RedisStreamsRecord, RedisStreamsRecordBuilder } from './client/redis-streams-record.js';
+export { RedisStreamsScheduler } from './client/redis-streams-scheduler.js';
+export type { ScheduledEntry, ScheduleOptions } from './client/redis-streams-scheduler.js';
+export type { HeldCron } from './delayed/delayed-inspection.js';
 export type { RedisStreamsRecordOptions } from './client/redis-streams-record.js';
 export type { RepeatOptions } from './delayed/repeat-option.js';
 export type { MaxAgeTrimming, MaxLenTrimming, StreamTrimming } from './client/trimming.js';

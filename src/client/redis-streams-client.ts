@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy, type ClientOptions, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { Observable, throwError } from 'rxjs';
+import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { closeConnection, type RedisClient } from '../redis/connection.js';
+import { streamKeyFor } from '../redis/keys.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
 import { ConnectionClosedError } from './connection-closed.js';
@@ -96,6 +98,15 @@ export class RedisStreamsClient
   /** What the Redis server supports, probed on the first connect and after every reconnect; `undefined` before. */
   get capabilities(): RedisStreamsCapabilities | undefined {
     return this.producer.capabilities;
+  }
+
+  /**
+   * The stream keys the entries of `pattern` go to: its stream, or with `partitions` its
+   * partitions' streams, in partition order (what a scheduler or an inspection reads).
+   */
+  streamKeysOf(pattern: string): string[] {
+    const normalized = this.normalizePattern(pattern);
+    return partitionStreamKeys(streamKeyFor(normalized, this.config.streamPrefix), this.config.partitions.get(normalized) ?? 1);
   }
 
   /** The key of this instance's reply stream. */

@@ -5,6 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import { probeCapabilities } from '../../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
@@ -157,6 +158,21 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     );
     expect(error?.message).toMatch(/stream "invoices".*NOPERM/);
     expect(await redis.client.exists('invoices')).toBe(0);
+  });
+
+  it('a scheduler: the producer rules schedule, plus the documented smembers/srem (list) and zrem/hdel/srem/multi/exec (remove)', async () => {
+    const extra = ['+smembers', '+srem', '+zrem', '+hdel', '+multi', '+exec'];
+    await redis.client.call('ACL', 'SETUSER', 'scheduler', 'reset', 'on', '>scheduler-pw', ...RULES.producer.split(' '), ...extra);
+    await allowHandshake('scheduler');
+    client = new RedisStreamsClient({ connection: `redis://scheduler:scheduler-pw@127.0.0.1:${redis.server.port}`, commandTimeout: 5_000 });
+    const scheduler = new RedisStreamsScheduler(client);
+    await scheduler.schedule('orders', { n: 1 }, { every: 'PT1H', key: 'hourly' });
+    await scheduler.schedule('orders', { n: 2 }, { cron: '0 2 * * *', key: 'nightly' });
+    expect((await scheduler.list('orders')).map((entry) => entry.key).sort()).toEqual(['hourly', 'nightly']);
+    expect(await scheduler.remove('orders', 'hourly')).toBe(true);
+    expect((await scheduler.get('orders', 'nightly'))?.data).toEqual({ n: 2 });
+    expect(await scheduler.remove('orders', 'nightly')).toBe(true);
+    expect(await denials()).toEqual([]);
   });
 
   it('a worker whose rules predate delayed entries keeps running: no error event, its refused promotions leave held entries held', async () => {
