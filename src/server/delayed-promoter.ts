@@ -102,7 +102,7 @@ export class DelayedPromoter {
     const { schedule, bodies } = delayedKeys(stream);
     this.logger.warn(
       `cannot promote delayed entries of "${stream}" (${error.message}): this worker leaves them held; ` +
-        `grant +zrangebyscore +zrange +hget +zrem +hdel (recurring entries: +zscore +zadd +hset) on "${schedule}" and "${bodies}" (docs/security.md)`,
+        `grant +zrangebyscore +zrange +hget +hmget +zrem +hdel (recurring entries: +zscore +zadd +hset) on "${schedule}" and "${bodies}" (docs/security.md)`,
     );
   }
 

@@ -5,6 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord, RedisStreamsRecordBuilder } from '../../src/client/redis-streams-record.js';
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { holdEntry, holdHead } from '../../src/delayed/hold.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { hashSlotOf } from '../../src/redis/keys.js';
@@ -133,6 +134,29 @@ describe('delayed emits (RedisStreamsRecord delay / deliverAt)', () => {
     expect([second.promoted.length, third.promoted.length, third.full, third.nextDueMs]).toEqual([100, 50, false, undefined]);
     const data = ((await redis.client.xrange('paged', '-', '+')) as Entry[]).map(([, fields]) => JSON.parse(fields[3] as string) as { n: number });
     expect(data.map(({ n }) => n)).toEqual(Array.from({ length: 250 }, (_, n) => n));
+  });
+
+  it('an XADD failing mid-page ends the call with its error: the entries before it are moved and their holds gone, it and the rest stay held', async () => {
+    const stream = 'midpage';
+    const head = (hold: string, dueMs: number, amount: number) =>
+      holdHead(hold, { mode: 'at', ms: dueMs }, { noMkStream: false, trim: 'maxLen', operator: '~', amount, onlyAcked: false }, undefined);
+    await holdEntry(redis.client, stream, [...head('first', 1_000, 100), 'pattern', stream, 'data', '1']);
+    await holdEntry(redis.client, stream, [...head('second', 2_000, 100), 'pattern', stream, 'data', '2']);
+    await holdEntry(redis.client, stream, [...head('third', 3_000, 100), 'pattern', stream, 'data', '3']);
+    // The second's body asks for MAXLEN ~ "lots": its XADD fails ("not an integer").
+    const { schedule, bodies } = delayedKeys(stream);
+    const packed = await redis.client.hgetBuffer(bodies, 'second');
+    const setAmount = "local w = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1])); w[4] = ARGV[2]; redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(w))";
+    await redis.client.eval(setAmount, 1, bodies, 'second', 'lots');
+    await expect(promoteDue(redis.client, stream)).rejects.toThrow(/not an integer/);
+    const added = (await redis.client.xrange(stream, '-', '+')) as Entry[];
+    expect(added.map(([, fields]) => fields[3])).toEqual(['1']);
+    expect(await redis.client.zrange(schedule, 0, -1)).toEqual(['second', 'third']);
+    expect((await redis.client.hkeys(bodies)).sort()).toEqual(['second', 'third']);
+    // Fixed, the next call moves the rest, once each.
+    await redis.client.hset(bodies, 'second', packed!);
+    expect((await promoteDue(redis.client, stream)).promoted.map((p) => p.hold)).toEqual(['second', 'third']);
+    expect(((await redis.client.xrange(stream, '-', '+')) as Entry[]).map(([, fields]) => fields[3])).toEqual(['1', '2', '3']);
   });
 
   it('noMkStream: a promotion finding no stream writes nothing and drops the hold', async () => {

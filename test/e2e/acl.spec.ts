@@ -24,9 +24,9 @@ import { waitFor } from '../helpers/wait.js';
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +zrem +hdel +zscore +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +hmget +zrem +hdel +zscore +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset +zscore +hget +sadd ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +zadd +zrangebyscore +zrem +hdel +zscore +hset +srem +multi +exec ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed*`,
+  operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +hmget +zadd +zrangebyscore +zrem +hdel +zscore +hset +srem +multi +exec ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed*`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
 
@@ -175,8 +175,26 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     expect(await denials()).toEqual([]);
   });
 
+  it('a worker without +hmget (rules from before it) still promotes: the script reads each body with HGET instead', async () => {
+    const rules = RULES.worker.split(' ').filter((rule) => rule !== '+hmget');
+    await redis.client.call('ACL', 'SETUSER', 'worker', 'reset', 'on', `>${PASSWORDS.worker}`, ...rules);
+    await allowHandshake('worker');
+    try {
+      await startWorker();
+      client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+      const hold = (await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ item: 'later' }, { deliverAt: 0 })))) as string;
+      await waitFor(() => handled.some((h) => (h.data as { item?: string }).item === 'later'), 'the held entry promoted and handled');
+      expect(await redis.client.zscore('{orders}:delayed', hold)).toBeNull();
+      expect(running!.errors).toEqual([]);
+      expect(await denials()).toEqual(['worker: command hmget']);
+    } finally {
+      await redis.client.call('ACL', 'SETUSER', 'worker', 'reset', 'on', `>${PASSWORDS.worker}`, ...RULES.worker.split(' '));
+      await allowHandshake('worker');
+    }
+  });
+
   it('a worker whose rules predate delayed entries keeps running: no error event, its refused promotions leave held entries held', async () => {
-    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+zrem', '+hdel', '+zscore', '+zadd', '+hset', '~{orders}:delayed*', '~{quotes}:delayed*'];
+    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+hmget', '+zrem', '+hdel', '+zscore', '+zadd', '+hset', '~{orders}:delayed*', '~{quotes}:delayed*'];
     const legacy = RULES.worker.split(' ').filter((rule) => !delayedRules.includes(rule));
     await redis.client.call('ACL', 'SETUSER', 'legacy-worker', 'reset', 'on', '>legacy-pw', ...legacy);
     await allowHandshake('legacy-worker');

@@ -1,10 +1,12 @@
 -- Moves up to ARGV[1] due delayed entries of one stream into the stream, oldest due first: for
--- each, XADD (with the trimming and NOMKSTREAM of its emit) and then ZREM + HDEL of its hold, in
--- this one script. Redis runs a script whole or not at all (a promoter killed mid-call changes
--- nothing; AOF and replicas get its effects as one MULTI), and scripts never interleave, so of
--- many workers promoting at once exactly one finds a given hold still scheduled: each entry is
--- added once. An XADD that fails (WRONGTYPE, OOM) aborts the call before its hold is removed,
--- so the entry stays held and the next call tries again.
+-- each an XADD (with the trimming and NOMKSTREAM of its emit), then one ZREM and one HDEL for all
+-- the holds moved, in this one script. Redis runs a script whole or not at all (a promoter killed
+-- mid-call changes nothing; AOF and replicas get its effects as one MULTI), and scripts never
+-- interleave, so of many workers promoting at once exactly one finds a given hold still
+-- scheduled: each entry is added once. An XADD that fails (WRONGTYPE, OOM) ends the call with its
+-- error, its hold and the later ones left as they were (retried by the next call); the holds of
+-- the entries added before it are still removed, since Redis keeps a script's earlier writes.
+-- The bodies are read with one HMGET (HGET each when the ACL refuses HMGET: rules from before it).
 --
 -- KEYS[1] stream; KEYS[2] schedule (sorted set: hold id -> due ms); KEYS[3] bodies (hash)
 -- ARGV[1] limit: most entries moved by this call
@@ -32,72 +34,94 @@ end
 local refillBelow = tonumber(ARGV[2]) or 0
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'LIMIT', 0, limit)
+local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
 local out = { now, -1 }
-for _, hold in ipairs(due) do
-  local body = redis.call('HGET', bodies, hold)
-  if not body then
-    redis.call('ZREM', schedule, hold)
-    out[#out + 1] = hold
-    out[#out + 1] = 'missing'
-  else
-    local ok, words = pcall(cmsgpack.unpack, body)
-    if not ok or type(words) ~= 'table' or #words < 8 then
-      redis.call('ZREM', schedule, hold)
+local holds, dueAt = {}, {}
+for i = 1, #due, 2 do
+  holds[#holds + 1] = due[i]
+  dueAt[#holds] = tonumber(due[i + 1])
+end
+local unscheduled, removedBodies = {}, {}
+local failure
+if #holds > 0 then
+  local found = redis.pcall('HMGET', bodies, unpack(holds))
+  if type(found) ~= 'table' or found.err then
+    found = {}
+    for i, hold in ipairs(holds) do found[i] = redis.call('HGET', bodies, hold) end
+  end
+  for i, hold in ipairs(holds) do
+    local body = found[i]
+    if not body then
+      unscheduled[#unscheduled + 1] = hold
       out[#out + 1] = hold
-      out[#out + 1] = 'invalid'
+      out[#out + 1] = 'missing'
     else
-      local noMkStream, kind, operator, amount, onlyAcked = words[1], words[2], words[3], words[4], words[5]
-      local args = { stream }
-      if noMkStream == '1' then args[#args + 1] = 'NOMKSTREAM' end
-      if kind == 'maxLen' then
-        args[#args + 1] = 'MAXLEN'
-        args[#args + 1] = operator
-        args[#args + 1] = amount
-      elseif kind == 'maxAge' then
-        args[#args + 1] = 'MINID'
-        args[#args + 1] = operator
-        args[#args + 1] = string.format('%d', math.max(0, now - tonumber(amount)))
-      end
-      if kind ~= 'none' and onlyAcked == '1' then args[#args + 1] = 'ACKED' end
-      args[#args + 1] = '*'
-      for i = 7, #words do args[#args + 1] = words[i] end
-      local spec = words[6]
-      if type(spec) == 'table' then
-        -- cron: add the entry only when an occurrence is listed (a parked entry has none)
-        local id = false
-        if #spec > 2 then id = redis.call('XADD', unpack(args)) or 'dropped' end
-        local rest = { spec[1], spec[2] }
-        for j = 3, #spec do
-          if spec[j] > now then rest[#rest + 1] = spec[j] end
-        end
-        words[6] = rest
-        redis.call('HSET', bodies, hold, cmsgpack.pack(words))
-        redis.call('ZADD', schedule, rest[3] or now + 1000, hold)
-        if id then
-          out[#out + 1] = hold
-          out[#out + 1] = id
-        end
-        if #rest - 2 < refillBelow then
-          out[#out + 1] = hold
-          out[#out + 1] = { 'refill', rest[1], rest[2], #spec > 2 and spec[#spec] or 0 }
-        end
-      else
-        local id = redis.call('XADD', unpack(args))
-        local every = tonumber(spec) or 0
-        if every > 0 then
-          local dueAt = tonumber(redis.call('ZSCORE', schedule, hold))
-          redis.call('ZADD', schedule, dueAt + every * (math.floor((now - dueAt) / every) + 1), hold)
-        else
-          redis.call('ZREM', schedule, hold)
-          redis.call('HDEL', bodies, hold)
-        end
+      local ok, words = pcall(cmsgpack.unpack, body)
+      if not ok or type(words) ~= 'table' or #words < 8 then
+        unscheduled[#unscheduled + 1] = hold
         out[#out + 1] = hold
-        out[#out + 1] = id or 'dropped'
+        out[#out + 1] = 'invalid'
+      else
+        local noMkStream, kind, operator, amount, onlyAcked = words[1], words[2], words[3], words[4], words[5]
+        local args = { stream }
+        if noMkStream == '1' then args[#args + 1] = 'NOMKSTREAM' end
+        if kind == 'maxLen' then
+          args[#args + 1] = 'MAXLEN'
+          args[#args + 1] = operator
+          args[#args + 1] = amount
+        elseif kind == 'maxAge' then
+          args[#args + 1] = 'MINID'
+          args[#args + 1] = operator
+          args[#args + 1] = string.format('%d', math.max(0, now - tonumber(amount)))
+        end
+        if kind ~= 'none' and onlyAcked == '1' then args[#args + 1] = 'ACKED' end
+        args[#args + 1] = '*'
+        for j = 7, #words do args[#args + 1] = words[j] end
+        local spec = words[6]
+        -- A cron entry adds one only when an occurrence is listed (a parked entry has none).
+        local adds = type(spec) ~= 'table' or #spec > 2
+        local id = false
+        if adds then
+          id = redis.pcall('XADD', unpack(args))
+          if type(id) == 'table' and id.err then
+            failure = id
+            break
+          end
+        end
+        if type(spec) == 'table' then
+          local rest = { spec[1], spec[2] }
+          for j = 3, #spec do
+            if spec[j] > now then rest[#rest + 1] = spec[j] end
+          end
+          words[6] = rest
+          redis.call('HSET', bodies, hold, cmsgpack.pack(words))
+          redis.call('ZADD', schedule, rest[3] or now + 1000, hold)
+          if adds then
+            out[#out + 1] = hold
+            out[#out + 1] = id or 'dropped'
+          end
+          if #rest - 2 < refillBelow then
+            out[#out + 1] = hold
+            out[#out + 1] = { 'refill', rest[1], rest[2], #spec > 2 and spec[#spec] or 0 }
+          end
+        else
+          local every = tonumber(spec) or 0
+          if every > 0 then
+            redis.call('ZADD', schedule, dueAt[i] + every * (math.floor((now - dueAt[i]) / every) + 1), hold)
+          else
+            unscheduled[#unscheduled + 1] = hold
+            removedBodies[#removedBodies + 1] = hold
+          end
+          out[#out + 1] = hold
+          out[#out + 1] = id or 'dropped'
+        end
       end
     end
   end
 end
+if #unscheduled > 0 then redis.call('ZREM', schedule, unpack(unscheduled)) end
+if #removedBodies > 0 then redis.call('HDEL', bodies, unpack(removedBodies)) end
+if failure then return failure end
 local nextDue = redis.call('ZRANGE', schedule, 0, 0, 'WITHSCORES')
 if #nextDue == 2 then out[2] = tonumber(nextDue[2]) end
 return out
