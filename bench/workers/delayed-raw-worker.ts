@@ -43,7 +43,7 @@ await serveWorker(async (probe, config) => {
   const { schedule, bodies } = delayedKeys(config.key);
   const ours = config.options?.script === 'promote.lua';
   const promoteOnce = ours
-    ? async () => (await promoteDue(promoter, config.key, BATCH)).promoted.length
+    ? async () => (await promoteDue(promoter, config.key, BATCH, { listIds: false })).added
     : () => (promoter as unknown as PromoteCommand).rawPromote(config.key, schedule, bodies, BATCH);
   const consumer = new RawConsumerLoop(reader, config.key, config.group, 'bench-worker', (payload) => probe.onMessage(payload));
   let running = false;

@@ -7,8 +7,10 @@ import { delayedScripts } from './scripts/loader.js';
 export const DEFAULT_PROMOTION_BATCH = 100;
 
 export interface PromotionResult {
-  /** Entries added to the stream by this call: hold id → new entry id. */
+  /** Entries added to the stream by this call: hold id → new entry id (empty with `listIds: false`). */
   readonly promoted: { readonly hold: string; readonly id: string }[];
+  /** How many entries this call added to the stream. */
+  readonly added: number;
   /** Holds removed without an entry: `dropped` (NOMKSTREAM and no stream), `missing` (no body), `invalid` (unreadable body, kept in the bodies hash). */
   readonly skipped: { readonly hold: string; readonly status: 'dropped' | 'missing' | 'invalid' }[];
   /** Redis' clock at the call, in Unix ms. */
@@ -28,15 +30,16 @@ export interface PromotionResult {
  * leaves them to the next promotion, which asks again while fewer than {@link CRON_REFILL_BELOW}
  * are left.
  */
-export async function promoteDue(client: RedisClient, stream: string, limit = DEFAULT_PROMOTION_BATCH): Promise<PromotionResult> {
+export async function promoteDue(client: RedisClient, stream: string, limit = DEFAULT_PROMOTION_BATCH, { listIds = true }: { listIds?: boolean } = {}): Promise<PromotionResult> {
   const { schedule, bodies } = delayedKeys(stream);
-  const reply = await delayedScripts(client).nrsDelayedPromote(stream, schedule, bodies, limit, CRON_REFILL_BELOW);
+  const reply = await delayedScripts(client).nrsDelayedPromote(stream, schedule, bodies, limit, CRON_REFILL_BELOW, listIds ? '1' : '0');
   const nowMs = Number(reply[0]);
   const next = Number(reply[1]);
+  const added = Number(reply[2]);
   const promoted: { hold: string; id: string }[] = [];
   const skipped: { hold: string; status: 'dropped' | 'missing' | 'invalid' }[] = [];
   const refills: Promise<string>[] = [];
-  for (let i = 2; i + 1 < reply.length; i += 2) {
+  for (let i = 3; i + 1 < reply.length; i += 2) {
     const hold = String(reply[i]);
     const outcome = reply[i + 1];
     if (Array.isArray(outcome)) {
@@ -46,7 +49,7 @@ export async function promoteDue(client: RedisClient, stream: string, limit = DE
     else promoted.push({ hold, id: String(outcome) });
   }
   const refilled = await Promise.all(refills);
-  return { promoted, skipped, nowMs, nextDueMs: next < 0 ? undefined : next, full: promoted.length + skipped.length >= limit, refilled };
+  return { promoted, added, skipped, nowMs, nextDueMs: next < 0 ? undefined : next, full: added + skipped.length >= limit, refilled };
 }
 
 /** Appends the occurrences of `rule` after `afterMs` to the cron entry `hold` (refill.lua: only while it still has that rule). */

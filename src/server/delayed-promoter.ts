@@ -5,12 +5,15 @@ import type { RedisClient } from '../redis/connection.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import type { ResolvedDelayedOptions } from './delayed-options.js';
 
+/** Promotion calls per stream in flight at once while pages come back full. */
+const PAGES_IN_FLIGHT = 3;
+
 /**
  * Moves the due delayed entries of the streams this worker reads into them (docs/scheduling.md).
  * Every worker of a stream runs one, so no extra process is needed; the script makes each entry
  * move once however many race. A round calls promote.lua for every stream at once (one socket
- * write), again for a stream while a call moved a full batch (at most `maxPages` calls), and the
- * next round comes when the earliest entry seen is due, at the latest after `interval`, at once
+ * write), again for a stream while a call moved a full batch (at most `maxPages` calls, three in
+ * flight), and the next round comes when the earliest entry seen is due, at the latest after `interval`, at once
  * when some stream had more due than the round could move. The timer is unref'd; `stop()` clears
  * it.
  */
@@ -75,20 +78,37 @@ export class DelayedPromoter {
     return nextMs;
   }
 
-  /** Calls the script while it moves full batches, up to `maxPages` times; returns the last call's result. */
+  /**
+   * Calls the script while it moves full batches, up to `maxPages` times, {@link PAGES_IN_FLIGHT}
+   * calls at a time (Redis runs them one after the other, each taking the next due page; the
+   * overlap hides the round trip); returns the last call's result.
+   */
   private async promoteStream(stream: string): Promise<PromotionResult> {
-    for (let page = 1; ; page++) {
-      batchThisTick(this.client);
-      const result = await promoteDue(this.client, stream, this.options.batch);
-      for (const { hold, status } of result.skipped) {
-        if (status === 'missing') continue; // its body was removed by hand (CLI, operator): nothing to deliver
-        this.logger.warn(
-          status === 'dropped'
-            ? `delayed entry ${hold} of "${stream}" was emitted with noMkStream and the stream does not exist: nothing written`
-            : `delayed entry ${hold} of "${stream}" has a body the promotion cannot read: unscheduled, its body kept in the bodies hash`,
-        );
+    let started = 0;
+    let last: PromotionResult | undefined;
+    let more = true;
+    const pages = async (): Promise<void> => {
+      while (more && started < this.options.maxPages && !this.stopped) {
+        started++;
+        batchThisTick(this.client);
+        const result = await promoteDue(this.client, stream, this.options.batch, { listIds: false });
+        this.warnSkipped(stream, result);
+        last = result;
+        if (!result.full) more = false;
       }
-      if (!result.full || page >= this.options.maxPages || this.stopped) return result;
+    };
+    await Promise.all(Array.from({ length: Math.min(PAGES_IN_FLIGHT, this.options.maxPages) }, pages));
+    return last as PromotionResult;
+  }
+
+  private warnSkipped(stream: string, result: PromotionResult): void {
+    for (const { hold, status } of result.skipped) {
+      if (status === 'missing') continue; // its body was removed by hand (CLI, operator): nothing to deliver
+      this.logger.warn(
+        status === 'dropped'
+          ? `delayed entry ${hold} of "${stream}" was emitted with noMkStream and the stream does not exist: nothing written`
+          : `delayed entry ${hold} of "${stream}" has a body the promotion cannot read: unscheduled, its body kept in the bodies hash`,
+      );
     }
   }
 

@@ -11,6 +11,8 @@
 -- KEYS[1] stream; KEYS[2] schedule (sorted set: hold id -> due ms); KEYS[3] bodies (hash)
 -- ARGV[1] limit: most entries moved by this call
 -- ARGV[2] a cron entry with fewer occurrences left than this asks its worker for more
+-- ARGV[3] '1': list each added entry's hold and id in the reply; '0': count them only (a worker
+--         needs no ids, and a page's reply shrinks to its skipped holds)
 --
 -- A recurring entry (every > 0) keeps its body and is scheduled again, in the same step, at its
 -- first occurrence after now: occurrences missed while no worker promoted are not caught up,
@@ -19,8 +21,8 @@
 -- entry for them) and it is scheduled at the next one; with none left it adds nothing and is
 -- parked a second, until a worker tops up its list (refill.lua).
 --
--- Returns { now ms, next due ms or -1, hold id, outcome, hold id, outcome, ... }
--- outcome: the new entry id, or a status: 'dropped' (NOMKSTREAM and no stream: nothing written),
+-- Returns { now ms, next due ms or -1, entries added, hold id, outcome, hold id, outcome, ... }
+-- outcome: the new entry id (with ARGV[3] '1'), or a status: 'dropped' (NOMKSTREAM and no stream: nothing written),
 -- 'missing' (no body: removed), 'invalid' (a body this script cannot read: unscheduled, its body
 -- left for inspection), or for a cron entry running low the table { 'refill', expression, time
 -- zone, its last occurrence ms or 0 } (after its own outcome when it also added an entry)
@@ -32,10 +34,11 @@ if limit == nil or limit < 1 then
   return redis.error_reply('ERR delayed promote script: limit must be a positive number')
 end
 local refillBelow = tonumber(ARGV[2]) or 0
+local listIds = ARGV[3] ~= '0'
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
-local out = { now, -1 }
+local out = { now, -1, 0 }
 local holds, dueAt = {}, {}
 for i = 1, #due, 2 do
   holds[#holds + 1] = due[i]
@@ -96,9 +99,15 @@ if #holds > 0 then
           words[6] = rest
           redis.call('HSET', bodies, hold, cmsgpack.pack(words))
           redis.call('ZADD', schedule, rest[3] or now + 1000, hold)
-          if adds then
+          if id then
+            out[3] = out[3] + 1
+            if listIds then
+              out[#out + 1] = hold
+              out[#out + 1] = id
+            end
+          elseif adds then
             out[#out + 1] = hold
-            out[#out + 1] = id or 'dropped'
+            out[#out + 1] = 'dropped'
           end
           if #rest - 2 < refillBelow then
             out[#out + 1] = hold
@@ -112,8 +121,16 @@ if #holds > 0 then
             unscheduled[#unscheduled + 1] = hold
             removedBodies[#removedBodies + 1] = hold
           end
-          out[#out + 1] = hold
-          out[#out + 1] = id or 'dropped'
+          if id then
+            out[3] = out[3] + 1
+            if listIds then
+              out[#out + 1] = hold
+              out[#out + 1] = id
+            end
+          else
+            out[#out + 1] = hold
+            out[#out + 1] = 'dropped'
+          end
         end
       end
     end
