@@ -24,7 +24,7 @@ export class RawConsumerLoop {
     private readonly key: string,
     private readonly group: string,
     private readonly consumer: string,
-    private readonly handle: (payload: unknown) => void,
+    protected readonly handle: (payload: unknown) => void,
     private readonly count = 100,
     /** Acknowledge with `XACKDEL … KEEPREF` (Redis 8.2+): the entries leave the stream too. */
     private readonly ackDelete = false,
@@ -52,11 +52,16 @@ export class RawConsumerLoop {
       for (let i = 0; i < entries.length; i++) {
         const [id, fields] = entries[i] as [string, string[]];
         ids.push(id);
-        this.handle(JSON.parse(dataField(fields)));
+        this.handleEntry(id, fields);
       }
       if (this.ackDelete) await redis.call('XACKDEL', key, group, 'KEEPREF', 'IDS', ids.length, ...ids);
       else await redis.xack(key, group, ...ids);
     }
+  }
+
+  /** One entry of a read: its `data` parsed, to the handler. The telemetry floor wraps it (workers/raw-otel-worker.ts). */
+  protected handleEntry(_id: string, fields: string[]): void {
+    this.handle(JSON.parse(dataField(fields)));
   }
 }
 

@@ -20,6 +20,7 @@ export const consumeScenario: Scenario = {
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
     },
     workerContender(ctx, 'streams-batch', 'RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
+    workerContender(ctx, 'raw-otel', 'raw XREADGROUP/XACK loop + the same SDK: span, histogram, counter per entry', 'raw-otel-worker'),
     workerContender(ctx, 'streams-otel', 'RedisStreamsServer, OpenTelemetry SDK registered (traces + metrics)', 'streams-otel-worker'),
   ],
 };
