@@ -150,8 +150,9 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     for (const entry of unsettled) {
       entry.settled = true;
       slots.markReturning(entry);
-      telemetry?.acked(entry.binding.stream, entry.binding.group);
     }
+    const { stream, group } = (unsettled[0] as InFlightEntry).binding;
+    telemetry?.acked(stream, group, unsettled.length);
     const acked = this.acker.addAll((unsettled[0] as InFlightEntry).binding, unsettled);
     for (const entry of unsettled) entry.acked = acked;
   }

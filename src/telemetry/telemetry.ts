@@ -3,6 +3,7 @@ import type { Headers } from '../codec/wire-format.js';
 import { Attr, DestinationAttributes, Variants, type GroupAttributes, type SendAttributes } from './destination-attributes.js';
 import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
 import type { ResolvedTelemetryOptions } from './telemetry-options.js';
+import { TurnCounter } from './turn-counter.js';
 
 /** What telemetry reads of recovery's notices (recovery-events.ts), by shape: telemetry knows no recovery. */
 export interface DeadLetteredEntry {
@@ -198,9 +199,9 @@ export class Telemetry {
     span.end();
   }
 
-  /** An ack was requested for an entry of this stream + group. */
-  acked(stream: string, group: string): void {
-    this.instruments?.acked.add(1, this.destinations.group(stream, group).group);
+  /** Acks were requested for `count` entries of this stream + group. */
+  acked(stream: string, group: string, count = 1): void {
+    this.instruments?.acked.add(count, this.destinations.group(stream, group).group);
   }
 
   /** Recovery claimed entries from idle consumers. */
@@ -259,8 +260,9 @@ class Instruments {
   readonly sent: Counter;
   readonly consumed: Counter;
   readonly processDuration: Histogram;
-  readonly processed: Counter;
-  readonly acked: Counter;
+  /** Per entry: summed per turn of the event loop (turn-counter.ts). */
+  readonly processed: TurnCounter;
+  readonly acked: TurnCounter;
   readonly deadLettered: Counter;
   readonly recovered: Counter;
   readonly lost: Counter;
@@ -269,8 +271,8 @@ class Instruments {
     this.sent = meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' });
     this.consumed = meter.createCounter('messaging.client.consumed.messages', { unit: '{message}', description: 'Entries delivered to this consumer (read or claimed)' });
     this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry' });
-    this.processed = meter.createCounter('redis_streams.processed.messages', { unit: '{message}', description: 'Entries handled, by outcome (success, failure)' });
-    this.acked = meter.createCounter('redis_streams.acked.messages', { unit: '{message}', description: 'Entries acknowledged (XACK)' });
+    this.processed = new TurnCounter(meter.createCounter('redis_streams.processed.messages', { unit: '{message}', description: 'Entries handled, by outcome (success, failure)' }));
+    this.acked = new TurnCounter(meter.createCounter('redis_streams.acked.messages', { unit: '{message}', description: 'Entries acknowledged (XACK)' }));
     this.deadLettered = meter.createCounter('redis_streams.dead_lettered.messages', { unit: '{message}', description: 'Entries moved to the dead-letter stream, by reason' });
     this.recovered = meter.createCounter('redis_streams.recovered.messages', { unit: '{message}', description: 'Entries recovery claimed from idle consumers' });
     this.lost = meter.createCounter('redis_streams.lost.messages', { unit: '{message}', description: 'Entries trimmed or deleted before they were handled, by reason' });
