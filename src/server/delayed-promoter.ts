@@ -66,6 +66,7 @@ export class DelayedPromoter {
         try {
           const last = await this.promoteStream(stream);
           this.refused.delete(stream);
+          if (last === undefined) return; // stopped before a call was made
           if (last.full) nextMs = 0;
           else if (last.nextDueMs !== undefined) nextMs = Math.min(nextMs, Math.max(1, last.nextDueMs - last.nowMs));
         } catch (error) {
@@ -81,9 +82,9 @@ export class DelayedPromoter {
   /**
    * Calls the script while it moves full batches, up to `maxPages` times, {@link PAGES_IN_FLIGHT}
    * calls at a time (Redis runs them one after the other, each taking the next due page; the
-   * overlap hides the round trip); returns the last call's result.
+   * overlap hides the round trip); returns the last call's result (`undefined` once stopped).
    */
-  private async promoteStream(stream: string): Promise<PromotionResult> {
+  private async promoteStream(stream: string): Promise<PromotionResult | undefined> {
     let started = 0;
     let last: PromotionResult | undefined;
     let more = true;
@@ -98,7 +99,7 @@ export class DelayedPromoter {
       }
     };
     await Promise.all(Array.from({ length: Math.min(PAGES_IN_FLIGHT, this.options.maxPages) }, pages));
-    return last as PromotionResult;
+    return last;
   }
 
   private warnSkipped(stream: string, result: PromotionResult): void {

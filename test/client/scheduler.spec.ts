@@ -9,6 +9,7 @@ import { delayedKeys } from '../../src/delayed/delayed-keys.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { partitionIndexOf, partitionStreamKey } from '../../src/partitions/partition-keys.js';
+import { redisNow } from '../../src/redis/server-time.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 const JOBS = Symbol('JOBS');
@@ -27,10 +28,7 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     await moduleRef.init();
     return moduleRef;
   };
-  const serverMs = async () => {
-    const [seconds, micros] = (await redis.client.time()) as [number | string, number | string];
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  };
+  const serverMs = () => redisNow(redis.client);
   afterEach(async () => {
     await Promise.all(modules.splice(0).map((m) => m.close()));
   });

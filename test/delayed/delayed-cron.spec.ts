@@ -8,6 +8,7 @@ import { listRecurring, removeDelayed } from '../../src/delayed/delayed-inspecti
 import { holdEntry, holdHead } from '../../src/delayed/hold.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
+import { redisNow } from '../../src/redis/server-time.js';
 import { raceToPromote } from '../helpers/racing-promoters.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -21,10 +22,7 @@ describe('recurring emits by cron expression (repeat: { cron, timezone, key })',
     clients.push(created);
     return created;
   };
-  const serverMs = async () => {
-    const [seconds, micros] = (await redis.client.time()) as [number | string, number | string];
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  };
+  const serverMs = () => redisNow(redis.client);
   afterAll(async () => {
     await Promise.all(clients.map((c) => c.close()));
   });

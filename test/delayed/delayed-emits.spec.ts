@@ -12,6 +12,7 @@ import { hashSlotOf } from '../../src/redis/keys.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
+import { redisNow } from '../../src/redis/server-time.js';
 import { optionError, UNCONTACTED_SERVER } from '../helpers/option-errors.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -39,10 +40,7 @@ describe('delayed emits (RedisStreamsRecord delay / deliverAt)', () => {
     clients.push(created);
     return created;
   };
-  const serverMs = async () => {
-    const [seconds, micros] = (await redis.client.time()) as [number | string, number | string];
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  };
+  const serverMs = () => redisNow(redis.client);
   const emitError = async (emitted: Promise<unknown>): Promise<RedisStreamsOptionError> => {
     const error = await emitted.then(
       () => undefined,

@@ -8,6 +8,7 @@ import { delayedKeys } from '../../src/delayed/delayed-keys.js';
 import { removeDelayed } from '../../src/delayed/delayed-inspection.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
+import { redisNow } from '../../src/redis/server-time.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { raceToPromote } from '../helpers/racing-promoters.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -33,10 +34,7 @@ describe('recurring emits (RedisStreamsRecord repeat: { every, key })', () => {
     clients.push(created);
     return created;
   };
-  const serverMs = async () => {
-    const [seconds, micros] = (await redis.client.time()) as [number | string, number | string];
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  };
+  const serverMs = () => redisNow(redis.client);
   afterEach(async () => {
     for (const r of running.splice(0)) await r.app.close();
     ticks.length = 0;

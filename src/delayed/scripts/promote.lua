@@ -39,6 +39,20 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
 local out = { now, -1, 0 }
+-- An XADD's outcome: counted (its hold and id listed with ARGV[3] '1'), or 'dropped' when
+-- NOMKSTREAM found no stream.
+local function reportAdded(hold, id)
+  if id then
+    out[3] = out[3] + 1
+    if listIds then
+      out[#out + 1] = hold
+      out[#out + 1] = id
+    end
+  else
+    out[#out + 1] = hold
+    out[#out + 1] = 'dropped'
+  end
+end
 local holds, dueAt = {}, {}
 for i = 1, #due, 2 do
   holds[#holds + 1] = due[i]
@@ -99,16 +113,7 @@ if #holds > 0 then
           words[6] = rest
           redis.call('HSET', bodies, hold, cmsgpack.pack(words))
           redis.call('ZADD', schedule, rest[3] or now + 1000, hold)
-          if id then
-            out[3] = out[3] + 1
-            if listIds then
-              out[#out + 1] = hold
-              out[#out + 1] = id
-            end
-          elseif adds then
-            out[#out + 1] = hold
-            out[#out + 1] = 'dropped'
-          end
+          if adds then reportAdded(hold, id) end
           if #rest - 2 < refillBelow then
             out[#out + 1] = hold
             out[#out + 1] = { 'refill', rest[1], rest[2], #spec > 2 and spec[#spec] or 0 }
@@ -121,16 +126,7 @@ if #holds > 0 then
             unscheduled[#unscheduled + 1] = hold
             removedBodies[#removedBodies + 1] = hold
           end
-          if id then
-            out[3] = out[3] + 1
-            if listIds then
-              out[#out + 1] = hold
-              out[#out + 1] = id
-            end
-          else
-            out[#out + 1] = hold
-            out[#out + 1] = 'dropped'
-          end
+          reportAdded(hold, id)
         end
       end
     end
