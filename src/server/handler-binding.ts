@@ -43,6 +43,12 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
         continue;
       }
       if (group.extras.partitions !== extras.partitions) throw partitionsDisagree(pattern, group.extras.partitions, extras.partitions);
+      if (!sameFlow(group.extras, extras)) {
+        throw new RedisStreamsOptionError(
+          'extras',
+          `handlers of "${pattern}" in group "${extras.group}" disagree on rateLimit/globalConcurrency; the limits are the group's: give them the same extras or separate groups`,
+        );
+      }
       if (group.extras.raw !== extras.raw || group.extras.ackMode !== extras.ackMode || !sameBatch(group.extras.batch, extras.batch)) {
         throw new RedisStreamsOptionError(
           'extras',
@@ -77,6 +83,9 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
           idempotency: extras.idempotency,
           batch: extras.batch,
           partitions,
+          rateLimit: extras.rateLimit,
+          globalConcurrency: extras.globalConcurrency,
+          limits: undefined,
           handler,
           isEventHandler: handler.isEventHandler === true,
           queue: [],
@@ -114,6 +123,14 @@ export function keepEarlierEventHandlers(pattern: string, previous: MessageHandl
   tail.next = previous;
 }
 
+function sameFlow(a: ResolvedHandlerExtras, b: ResolvedHandlerExtras): boolean {
+  const rate = a.rateLimit === b.rateLimit || (a.rateLimit?.max === b.rateLimit?.max && a.rateLimit?.perMs === b.rateLimit?.perMs);
+  const permits =
+    a.globalConcurrency === b.globalConcurrency ||
+    (a.globalConcurrency?.max === b.globalConcurrency?.max && a.globalConcurrency?.leaseMs === b.globalConcurrency?.leaseMs);
+  return rate && permits;
+}
+
 function sameBatch(a: ResolvedHandlerExtras['batch'], b: ResolvedHandlerExtras['batch']): boolean {
   return a === b || (a !== undefined && b !== undefined && a.size === b.size && a.waitMs === b.waitMs);
 }
@@ -126,19 +143,29 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
   }
 }
 
+export function hasSharedLimit(binding: HandledStream): boolean {
+  return binding.rateLimit !== undefined || binding.globalConcurrency !== undefined;
+}
+
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, isEventHandler } = binding;
-  return { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, isEventHandler };
+  const { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, isEventHandler } = binding;
+  return { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, isEventHandler };
 }
 
 /**
  * Bindings that one blocking connection reads together: per group; on a Cluster per group and hash
  * slot (one XREADGROUP may only name keys of one slot; streams sharing a hash tag share a reader).
+ * A binding with a shared limit (`rateLimit`, `globalConcurrency`) has a reader of its own: its
+ * read's COUNT is what the limit grants, which must not be split with other streams.
  */
 export function groupBindingsForReaders(bindings: readonly StreamBinding[], perSlot: boolean): StreamBinding[][] {
   const byReader = new Map<string, StreamBinding[]>();
   for (const binding of bindings) {
-    const key = perSlot ? `${binding.group}\n${hashSlotOf(binding.stream)}` : binding.group;
+    const key = hasSharedLimit(binding)
+      ? `limited\n${binding.key}`
+      : perSlot
+        ? `${binding.group}\n${hashSlotOf(binding.stream)}`
+        : binding.group;
     const list = byReader.get(key);
     if (list) list.push(binding);
     else byReader.set(key, [binding]);

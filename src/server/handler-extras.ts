@@ -2,6 +2,14 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { partitionCountOption } from '../partitions/partition-keys.js';
+import {
+  resolveGlobalConcurrency,
+  resolveRateLimit,
+  type GlobalConcurrencyOption,
+  type RateLimitOption,
+  type ResolvedGlobalConcurrency,
+  type ResolvedRateLimit,
+} from '../flow/flow-options.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batch/batch-options.js';
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
@@ -51,6 +59,18 @@ export interface RedisStreamsHandlerExtras {
    * different count is a `RedisStreamsPartitionMismatchError` at `listen()`. See docs/high-availability.md.
    */
   partitions?: number;
+  /**
+   * At most `max` entries of this handler started per `per` (ms or ISO-8601), shared by every
+   * worker of its group (a token bucket in Redis). Entries beyond it are not read, so they count
+   * no delivery and no worker spins. See docs/flow-control.md.
+   */
+  rateLimit?: RateLimitOption;
+  /**
+   * At most this many entries of this handler in hand (read, not yet settled) over every worker of
+   * its group: `n` or `{ max, lease? }`. A crashed worker's permits come back after `lease`
+   * (default 30 s). See docs/flow-control.md.
+   */
+  globalConcurrency?: GlobalConcurrencyOption;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -75,6 +95,10 @@ export interface ResolvedHandlerExtras {
   readonly batch: ResolvedBatch | undefined;
   /** `extras.partitions`: streams the pattern is spread over (1: not partitioned). */
   readonly partitions: number;
+  /** `extras.rateLimit`, resolved; `undefined` when there is none. */
+  readonly rateLimit: ResolvedRateLimit | undefined;
+  /** `extras.globalConcurrency`, resolved; `undefined` when there is none. */
+  readonly globalConcurrency: ResolvedGlobalConcurrency | undefined;
 }
 
 /** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
@@ -106,6 +130,8 @@ export function resolveHandlerExtras(
     idempotency,
     batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
     partitions: partitionCountOption(name('partitions'), given.partitions),
+    rateLimit: resolveRateLimit(name('rateLimit'), given.rateLimit),
+    globalConcurrency: resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency),
   };
 }
 

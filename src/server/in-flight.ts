@@ -2,6 +2,7 @@ import type { MessageHandler } from '@nestjs/microservices';
 import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../codec/stream-deserializer.js';
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
 import type { HandledStream } from './handled-stream.js';
+import type { BindingLimits } from './server-flow.js';
 
 /**
  * One handler bound to one stream and consumer group, with its options resolved once (never per
@@ -16,6 +17,8 @@ export interface StreamBinding extends HandledStream {
   readonly queue: InFlightEntry[];
   /** Handler lane: handlers of this binding running now. */
   running: number;
+  /** Its shared limits' state (server-flow.ts), set once the server's flow control is built; `undefined` without limits. */
+  limits: BindingLimits | undefined;
 }
 
 /** The server's decoder, and the same one when it is exactly the default (it decodes straight from the reply). */
@@ -61,6 +64,8 @@ export class InFlightEntry {
   returning = false;
   /** It holds a prefetch slot and its bytes: set by `PrefetchSlots.admit`, cleared by the one release that frees them. */
   held = false;
+  /** It holds one of its binding's `globalConcurrency` permits, given back when its slot is released. */
+  permit = false;
   /** Its place in the prefetch slots' index while held (in-flight-index.ts), -1 otherwise. */
   indexSlot = -1;
   /**

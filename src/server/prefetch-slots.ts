@@ -266,6 +266,10 @@ export class PrefetchSlots {
   private drop(entry: InFlightEntry): boolean {
     if (!entry.held) return false;
     entry.held = false;
+    if (entry.permit) {
+      entry.permit = false;
+      entry.binding.limits?.permits?.release(1);
+    }
     this.inFlight.remove(entry);
     this.inFlightTotal--;
     this.bytes.free(entry.size);

@@ -10,6 +10,7 @@ import type { ResolvedServerOptions } from './options.js';
 import type { PrefetchSlots } from './prefetch-slots.js';
 import { pendingDeliveriesOf } from './redelivery-check.js';
 import type { ServerEventEmitter } from './server-events.js';
+import type { ServerFlow } from './server-flow.js';
 
 /** What the readers share: the read options, the slots and lanes their entries go to, and the rare paths (re-reads, lost groups, deleted entries). */
 export interface ReaderHostParts {
@@ -23,6 +24,8 @@ export interface ReaderHostParts {
   /** Set only when OpenTelemetry is there and on. */
   readonly telemetry: Telemetry | undefined;
   readonly recovery: RecoveryScheduler;
+  /** Paused groups and shared limits, asked before each read. */
+  readonly flow: ServerFlow;
 }
 
 /**
@@ -41,6 +44,7 @@ export class ReaderHost {
   readonly commands: RedisClient;
   readonly logger: Logger;
   readonly telemetry: Telemetry | undefined;
+  readonly flow: ServerFlow;
 
   constructor(private readonly parts: ReaderHostParts) {
     const { options } = parts;
@@ -49,7 +53,7 @@ export class ReaderHost {
     this.readBatch = options.readBatch;
     this.reconnectInitialMs = options.reconnectInitialMs;
     this.reconnectMaxMs = options.reconnectMaxMs;
-    ({ slots: this.slots, lanes: this.lanes, commands: this.commands, logger: this.logger, telemetry: this.telemetry } = parts);
+    ({ slots: this.slots, lanes: this.lanes, commands: this.commands, logger: this.logger, telemetry: this.telemetry, flow: this.flow } = parts);
   }
 
   /**

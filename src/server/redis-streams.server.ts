@@ -12,6 +12,12 @@ import type { RedisClient } from '../redis/connection.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
 import { Telemetry } from '../telemetry/telemetry.js';
+import { errorMessage } from '../error-message.js';
+import { RedisStreamsOptionError } from '../errors.js';
+import { pauseGroup, pausedSince, resumeGroup } from '../flow/pause-state.js';
+import { streamKeyFor } from '../redis/keys.js';
+import { withTimeout } from '../timeout.js';
+import { describe } from '../validation.js';
 import type { RedisStreamsStatus } from './connection-status.js';
 import { DelayedPromoter } from './delayed-promoter.js';
 import { drain, stopReading } from './drain.js';
@@ -29,6 +35,9 @@ import { ServerEventEmitter, type RedisStreamsServerEvents } from './server-even
 import { ServerObservation } from './server-observation.js';
 import { buildServerParts, type ServerParts } from './server-parts.js';
 import type { ServerRecoveryHost } from './server-recovery-host.js';
+
+/** Bound of giving back permits on close when Redis does not answer (their lease brings them back anyway). */
+const FLOW_STOP_TIMEOUT_MS = 5_000;
 
 /** Transport id of this server: `@EventPattern('x', REDIS_STREAMS_TRANSPORT)` binds a handler to it only. */
 export const REDIS_STREAMS_TRANSPORT = Symbol.for('nestjs-redis-streams');
@@ -133,6 +142,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       this.promoter?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
+      await this.stopFlow();
       await this.parts?.recovery.stop();
       this.observation.stop();
       await this.connections.close();
@@ -198,6 +208,41 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     return this.parts.host;
   }
 
+  /**
+   * Pauses `pattern`'s group (default: the server's `group`) for every worker at once: they stop
+   * reading it within one pause poll (half `blockMs`, at most 1 s), handlers already running
+   * finish, nothing is lost. The state is kept in Redis, so it outlasts restarts. Resolves `true`
+   * when it was running. Only after `listen()`. See docs/flow-control.md.
+   */
+  pause(pattern: string, group = this.options.group): Promise<boolean> {
+    return pauseGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+  }
+
+  /** Resumes `pattern`'s group for every worker. Resolves `true` when it was paused. Only after `listen()`. */
+  resume(pattern: string, group = this.options.group): Promise<boolean> {
+    return resumeGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+  }
+
+  /** Whether `pattern`'s group is paused, as Redis says now. Only after `listen()`. */
+  async isPaused(pattern: string, group = this.options.group): Promise<boolean> {
+    return (await pausedSince(this.commandConnection(), this.flowStreamOf(pattern), group)) !== undefined;
+  }
+
+  /** The stream a pattern's pause is kept on: `streamPrefix + pattern` (a partitioned pattern's partitions all follow it). */
+  private flowStreamOf(pattern: string): string {
+    if (typeof pattern !== 'string' || pattern === '') throw new RedisStreamsOptionError('pattern', `must be a non-empty string, got ${describe(pattern)}`);
+    return streamKeyFor(pattern, this.options.streamPrefix);
+  }
+
+  /** Stops the pause watch and gives back global-concurrency permits; bounded, as every Redis step of close(). */
+  private async stopFlow(): Promise<void> {
+    try {
+      await withTimeout(this.parts?.flow.stop() ?? Promise.resolve(), FLOW_STOP_TIMEOUT_MS, 'giving back global-concurrency permits');
+    } catch (error) {
+      this.logger.warn(`${errorMessage(error)}; they come back when this worker's lease runs out`);
+    }
+  }
+
   private useProcessingHooks(): ProcessingHooks {
     this.hooks.processing ??= new ProcessingHooks(
       () => this.transportId,
@@ -223,8 +268,11 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     }
     // close() ran while the groups were being created: it closed the connections; start nothing.
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
+    const { readers, telemetry, recovery, flow } = this.parts as ServerParts;
+    // The pause state is read before the first read: a paused group is not read at start-up.
+    await flow.start();
+    if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     this.state = 'listening';
-    const { readers, telemetry, recovery } = this.parts as ServerParts;
     for (const reader of readers) reader.start();
     recovery.start();
     this.startPromotion();

@@ -23,6 +23,7 @@ import { ReaderHost, recreateGroups } from './reader-host.js';
 import { RetryReleaser } from './retry-releaser.js';
 import type { ServerConnections } from './server-connections.js';
 import type { ServerEventEmitter } from './server-events.js';
+import { ServerFlow } from './server-flow.js';
 import { ServerRecoveryHost } from './server-recovery-host.js';
 import { StreamReader } from './stream-reader.js';
 
@@ -41,6 +42,8 @@ export interface ServerParts {
   readonly recovery: RecoveryScheduler;
   /** Set only when OpenTelemetry is there and on. */
   readonly telemetry: Telemetry | undefined;
+  /** Paused groups and shared limits across workers; started before the readers. */
+  readonly flow: ServerFlow;
 }
 
 /** What building the parts takes from the server. */
@@ -134,12 +137,17 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   });
   lanes.handledBy(handling);
 
-  const readerHost = new ReaderHost({ options, logger, events, slots, lanes, commands, telemetry, recovery });
+  // Before the readers: a reader of a limited binding finds its limits on the binding.
+  const flow = new ServerFlow(commands, bindings, options.consumer, options.blockMs, logger, (target, paused) => {
+    // A reader blocked on a stream just paused returns now, and reads without it.
+    if (paused) for (const reader of readers) if (reader.reads(target.stream, target.group)) void reader.interrupt();
+  });
+  const readerHost = new ReaderHost({ options, logger, events, slots, lanes, commands, telemetry, recovery, flow });
   for (const group of readerGroups) {
     const first = group[0] as StreamBinding;
     readers.push(new StreamReader(first.group, group, connections.openReader(first.group, perSlot), readerHost, plan.shares[readers.length] as number));
   }
-  return { bindings, slots, lanes, readers, acker, retries, handling, host, recovery, telemetry };
+  return { bindings, slots, lanes, readers, acker, retries, handling, host, recovery, telemetry, flow };
 }
 
 /** Partitions of one stream hashed to one slot live on one master (and share a reader): correct, but not spread. */

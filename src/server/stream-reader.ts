@@ -3,11 +3,12 @@ import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
 import { errorMessage } from '../error-message.js';
 import { isNoGroupError } from './groups.js';
-import type { StreamBinding } from './in-flight.js';
+import type { InFlightEntry, StreamBinding } from './in-flight.js';
 import { ReaderPulse } from './liveness.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
+import { PERMIT_RETRY_MS, type BindingLimits } from './server-flow.js';
 
 /** Non-blocking reads of the streams with a backlog only, before all streams are read again. */
 const MAX_FOCUSED_READS = 3;
@@ -38,6 +39,8 @@ export class StreamReader {
   readonly pulse = new ReaderPulse();
   /** A handler of this group wants the exact bytes (`extras.raw: 'buffers'`): read with the Buffer variant. */
   private readonly readsBytes: boolean;
+  /** The one binding of a reader of a binding with shared limits (rateLimit, globalConcurrency), else undefined. */
+  private readonly limited: StreamBinding | undefined;
 
   constructor(
     readonly group: string,
@@ -49,6 +52,7 @@ export class StreamReader {
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
+    this.limited = bindings.length === 1 && bindings[0]?.limits !== undefined ? bindings[0] : undefined;
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -57,6 +61,11 @@ export class StreamReader {
 
   start(): void {
     this.loop ??= this.run();
+  }
+
+  /** Whether this reader reads `binding`'s stream in its group. */
+  reads(stream: string, group: string): boolean {
+    return this.group === group && this.bindings.some((binding) => (binding.partitionOf ?? binding.stream) === stream);
   }
 
   /** Makes a blocked read return now (as if its BLOCK timed out), so its reserved slots come back. */
@@ -128,30 +137,55 @@ export class StreamReader {
   }
 
   private async readNew(): Promise<void> {
+    const readable = this.unpausedBindings();
+    if (readable.length === 0) {
+      await this.waitUntil(undefined, this.host.flow.pauses.waitForChange());
+      return;
+    }
+    const all = readable === this.bindings;
     // COUNT applies per stream and the slots are reserved for every stream read: with a backlog
     // on some streams only, reading all of them would split the free slots among idle ones. So
     // after a read that filled COUNT on some streams, the next reads (non-blocking) take only
     // those, at most MAX_FOCUSED_READS in a row: every few reads all streams are read again.
+    const backlog = all ? this.backlog : this.backlog.filter((stream) => readable.some((binding) => binding.stream === stream));
     const focus =
-      this.backlog.length > 0 && this.backlog.length < this.bindings.length && this.focusedInARow < MAX_FOCUSED_READS
-        ? this.backlog
-        : undefined;
-    const streams = focus?.length ?? this.bindings.length;
-    const { count, bytes } = await this.reserveSlots(streams);
-    if (count === 0) return;
-    const reserved = count * streams;
+      backlog.length > 0 && backlog.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? backlog : undefined;
+    const streams = focus?.length ?? readable.length;
+    const reservation = await this.reserveSlots(streams);
+    if (reservation.count === 0) return;
+    const { bytes } = reservation;
+    const reserved = reservation.count * streams;
+    let count = reservation.count;
+    // A limited binding reads alone (handler-binding.ts): COUNT is what its limits grant.
+    const limits = this.limited?.limits;
+    if (limits !== undefined) {
+      try {
+        count = await this.grantFrom(limits, count);
+      } catch (error) {
+        this.host.slots.unreserveRead(reserved, bytes);
+        await this.recover(error);
+        return;
+      }
+      if (count === 0) {
+        this.host.slots.unreserveRead(reserved, bytes);
+        return;
+      }
+    }
     let reply: unknown;
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
       this.reading = true;
       const read =
-        focus === undefined
-          ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
-          : this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'));
+        focus !== undefined
+          ? this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'))
+          : all
+            ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
+            : this.xreadgroup(...this.blockingHead, count, 'BLOCK', this.host.blockMs, 'STREAMS', ...readable.map((b) => b.stream), ...readable.map(() => '>'));
       reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
       this.host.slots.unreserveRead(reserved, bytes);
+      if (limits !== undefined) this.giveBack(limits, count, 0);
       this.backlog = [];
       await this.recover(error);
       return;
@@ -161,18 +195,67 @@ export class StreamReader {
     this.focusedInARow = focus === undefined ? 0 : this.focusedInARow + 1;
     this.host.slots.unreserveRead(reserved, bytes);
     let delivered = 0;
-    const backlog: string[] = [];
+    let admitted = 0;
+    const backlogNow: string[] = [];
     forEachStreamOfRawReply(reply, (stream, entries) => {
       const binding = this.byStream.get(stream);
       delivered += entries.length;
-      if (entries.length >= count) backlog.push(stream);
-      if (binding !== undefined && entries.length > 0) this.admitFresh(binding, entries);
+      if (entries.length >= count) backlogNow.push(stream);
+      if (binding !== undefined && entries.length > 0) admitted += this.admitFresh(binding, entries);
     });
-    this.backlog = backlog;
+    this.backlog = backlogNow;
+    if (limits !== undefined) this.giveBack(limits, count, admitted);
     // A short read means no backlog: let the handlers just started run their first steps before
     // the next read is written to the socket, or that write sits in front of every handler. A
     // full read means backlog: read on at once so Redis works while the handlers do.
     if (delivered > 0 && delivered < reserved) await afterPendingMicrotasks();
+  }
+
+  /** The bindings not paused: `this.bindings` itself when none is (no allocation per read), else a subset. */
+  private unpausedBindings(): readonly StreamBinding[] {
+    const { flow } = this.host;
+    if (!this.bindings.some((binding) => flow.isPaused(binding))) return this.bindings;
+    return this.bindings.filter((binding) => !flow.isPaused(binding));
+  }
+
+  /**
+   * How many entries the limited binding's shared limits let this read take (≤ `wanted`): global
+   * permits first (within the handler's own concurrency on this worker), then rate-limit tokens
+   * for those. 0 after waiting: until a permit may be free (PERMIT_RETRY_MS, or sooner when one of
+   * ours comes back) or the bucket has tokens again (the script says when); the loop asks again.
+   */
+  private async grantFrom(limits: BindingLimits, wanted: number): Promise<number> {
+    const binding = this.limited as StreamBinding;
+    let granted = wanted;
+    const { permits, rate } = limits;
+    if (permits !== undefined) {
+      const room = Math.min(wanted, binding.concurrency - permits.heldHere);
+      granted = room > 0 ? await permits.acquire(room) : 0;
+      if (granted === 0) {
+        await this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased());
+        return 0;
+      }
+    }
+    if (rate !== undefined) {
+      const tokens = await rate.take(granted);
+      if (tokens.granted < granted) permits?.release(granted - tokens.granted);
+      if (tokens.granted === 0) {
+        await this.waitUntil(tokens.waitMs);
+        return 0;
+      }
+      granted = tokens.granted;
+    }
+    return granted;
+  }
+
+  /** After a limited read: tokens and permits granted for entries the read did not bring go back. */
+  private giveBack(limits: BindingLimits, granted: number, admitted: number): void {
+    const unused = granted - admitted;
+    if (unused <= 0) return;
+    limits.permits?.release(unused);
+    limits.rate?.refund(unused).catch(() => {
+      // Lost tokens only slow this handler down for a moment: the limit errs on the safe side.
+    });
   }
 
   /**
@@ -232,10 +315,17 @@ export class StreamReader {
    * A fresh read's entries (`>`): first deliveries, so none is past `maxDeliveries` and none needs
    * the check. They take their slots as the reply holds them, and the lanes start their handlers.
    */
-  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): void {
+  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): number {
     const { host } = this;
     host.telemetry?.consumed(binding.stream, binding.group, entries.length);
-    host.lanes.queued(binding, host.slots.admitFresh(binding, entries));
+    const admitted = host.slots.admitFresh(binding, entries);
+    // The entries just queued hold the permits this read took, each until its slot is released.
+    if (binding.limits?.permits !== undefined) {
+      const { queue } = binding;
+      for (let i = queue.length - admitted; i < queue.length; i++) (queue[i] as InFlightEntry).permit = true;
+    }
+    host.lanes.queued(binding, admitted);
+    return admitted;
   }
 
   private xreadgroup(...args: (string | number)[]): Promise<unknown> {
@@ -280,13 +370,23 @@ export class StreamReader {
   }
 
   private sleep(ms: number): Promise<void> {
+    return this.waitUntil(ms);
+  }
+
+  /** Waits `ms` (`undefined`: no timer) or until `early` resolves, whichever is first; stop() ends it at once. */
+  private waitUntil(ms: number | undefined, early?: Promise<void>): Promise<void> {
+    if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
-      this.wakeSleep = resolve;
-      this.sleepTimer = setTimeout(() => {
+      const done = (): void => {
+        if (this.wakeSleep !== done) return;
+        if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
         this.sleepTimer = undefined;
         this.wakeSleep = undefined;
         resolve();
-      }, ms);
+      };
+      this.wakeSleep = done;
+      if (ms !== undefined) this.sleepTimer = setTimeout(done, ms);
+      void early?.then(done);
     });
   }
 

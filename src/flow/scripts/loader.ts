@@ -1,0 +1,26 @@
+import type { RedisClient } from '../../redis/connection.js';
+import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
+
+/**
+ * The flow-control Lua scripts (shared rate limits and global concurrency), each in its own
+ * `.lua` file next to this loader, registered by the one Lua loader (redis/lua-scripts.ts).
+ * Every key they touch is in KEYS.
+ */
+
+const SCRIPTS = {
+  nrsRateLimit: { file: 'rate-limit.lua', numberOfKeys: 1 },
+  nrsPermits: { file: 'permits.lua', numberOfKeys: 2 },
+} as const satisfies Record<string, LuaScript>;
+
+/** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
+export interface FlowScriptCommands {
+  nrsRateLimit(bucket: string, op: 'take' | 'refund' | 'backoff', max: number, perMs: number, n: number): Promise<[number, number]>;
+  nrsPermits(holders: string, leases: string, op: 'acquire' | 'release' | 'renew', worker: string, n: number, max: number, leaseMs: number): Promise<[number, number]>;
+}
+
+const SCRIPT_SET = new LuaScripts<FlowScriptCommands>(new URL('./', import.meta.url), SCRIPTS);
+
+/** Registers the flow-control scripts on `client` (idempotent per client) and returns it typed. */
+export function flowScripts(client: RedisClient): FlowScriptCommands {
+  return SCRIPT_SET.on(client);
+}
