@@ -41,6 +41,11 @@ export class PauseWatch {
     this.schedule();
   }
 
+  /** Reads the state now (after this process paused or resumed a group), besides the regular polls. */
+  refresh(): Promise<void> {
+    return this.stopped ? Promise.resolve() : this.poll();
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);

@@ -27,6 +27,8 @@ export interface EntrySettler {
   /** `delayMs`: `nack({ delay })`, the entry comes back after that wait. */
   nack(entry: ContextEntry, delayMs?: number): void;
   extendLease(entry: ContextEntry, ms: number | undefined): Promise<void>;
+  /** `ctx.rateLimited(ms)`: every worker of the group backs off for `ms`; the entry comes back after it. */
+  rateLimited(entry: ContextEntry, ms: number): Promise<void>;
 }
 
 /** The message a context describes; `getArgs()[0]`. */
@@ -155,6 +157,18 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
    */
   extendLease(): Promise<void> {
     return this.settler.extendLease(this.entry, undefined);
+  }
+
+  /**
+   * The API this handler calls answered "too many requests" (HTTP 429): no entry of this handler
+   * starts on any worker of the group for `wait` (ms or ISO-8601, such as a `Retry-After`), and
+   * this entry is nacked with that delay (it comes back after it, its delivery count one higher,
+   * as any redelivery). Needs `extras.rateLimit` on the handler (the group's shared bucket holds
+   * the back-off); without it, or with a bad wait, it throws `RedisStreamsOptionError`. Resolves
+   * once every worker can see the back-off. See docs/flow-control.md.
+   */
+  rateLimited(wait: number | string): Promise<void> {
+    return this.settler.rateLimited(this.entry, timerDurationOption('wait', wait));
   }
 
   /** @internal Called by Nest's RPC exception filter (see handler-error-capture.ts) with the handler's own error. */

@@ -9,6 +9,7 @@ import type { Telemetry } from '../telemetry/telemetry.js';
 import type { AckBatcher } from './ack-batcher.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
+import { RedisStreamsOptionError } from '../errors.js';
 import type { EntryRunner, HandlerLanes } from './handler-lanes.js';
 import type { IdempotencyRecords } from './idempotency.js';
 import type { EntryDecoders, InFlightEntry } from './in-flight.js';
@@ -179,6 +180,23 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     // Stays pending; the slot is free at once.
     entry.settled = true;
     this.slots.release(entry);
+  }
+
+  async rateLimited(entry: InFlightEntry, ms: number): Promise<void> {
+    const { binding } = entry;
+    const rate = binding.limits?.rate;
+    if (rate === undefined) {
+      throw new RedisStreamsOptionError(
+        `extras.rateLimit (handler "${binding.pattern}")`,
+        'is needed by ctx.rateLimited(): the back-off is kept in the group\'s shared rate limit',
+      );
+    }
+    // The back-off first: a nack alone would let the next entry hit the API at once.
+    try {
+      await rate.backOff(ms);
+    } finally {
+      this.nack(entry, ms);
+    }
   }
 
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {

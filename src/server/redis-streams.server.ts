@@ -214,13 +214,18 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
    * finish, nothing is lost. The state is kept in Redis, so it outlasts restarts. Resolves `true`
    * when it was running. Only after `listen()`. See docs/flow-control.md.
    */
-  pause(pattern: string, group = this.options.group): Promise<boolean> {
-    return pauseGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+  async pause(pattern: string, group = this.options.group): Promise<boolean> {
+    const paused = await pauseGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+    // This worker need not wait for its next poll.
+    await this.parts?.flow.pauses.refresh();
+    return paused;
   }
 
   /** Resumes `pattern`'s group for every worker. Resolves `true` when it was paused. Only after `listen()`. */
-  resume(pattern: string, group = this.options.group): Promise<boolean> {
-    return resumeGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+  async resume(pattern: string, group = this.options.group): Promise<boolean> {
+    const resumed = await resumeGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+    await this.parts?.flow.pauses.refresh();
+    return resumed;
   }
 
   /** Whether `pattern`'s group is paused, as Redis says now. Only after `listen()`. */

@@ -142,35 +142,22 @@ export class StreamReader {
       await this.waitUntil(undefined, this.host.flow.pauses.waitForChange());
       return;
     }
+    if (this.limited !== undefined) {
+      await this.readLimited(this.limited, this.limited.limits as BindingLimits);
+      return;
+    }
     const all = readable === this.bindings;
     // COUNT applies per stream and the slots are reserved for every stream read: with a backlog
     // on some streams only, reading all of them would split the free slots among idle ones. So
     // after a read that filled COUNT on some streams, the next reads (non-blocking) take only
     // those, at most MAX_FOCUSED_READS in a row: every few reads all streams are read again.
-    const backlog = all ? this.backlog : this.backlog.filter((stream) => readable.some((binding) => binding.stream === stream));
-    const focus =
-      backlog.length > 0 && backlog.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? backlog : undefined;
+    const behind = all ? this.backlog : this.backlog.filter((stream) => readable.some((binding) => binding.stream === stream));
+    const focus = behind.length > 0 && behind.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? behind : undefined;
     const streams = focus?.length ?? readable.length;
     const reservation = await this.reserveSlots(streams);
     if (reservation.count === 0) return;
-    const { bytes } = reservation;
-    const reserved = reservation.count * streams;
-    let count = reservation.count;
-    // A limited binding reads alone (handler-binding.ts): COUNT is what its limits grant.
-    const limits = this.limited?.limits;
-    if (limits !== undefined) {
-      try {
-        count = await this.grantFrom(limits, count);
-      } catch (error) {
-        this.host.slots.unreserveRead(reserved, bytes);
-        await this.recover(error);
-        return;
-      }
-      if (count === 0) {
-        this.host.slots.unreserveRead(reserved, bytes);
-        return;
-      }
-    }
+    const { count, bytes } = reservation;
+    const reserved = count * streams;
     let reply: unknown;
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
@@ -185,7 +172,6 @@ export class StreamReader {
       this.failures = 0;
     } catch (error) {
       this.host.slots.unreserveRead(reserved, bytes);
-      if (limits !== undefined) this.giveBack(limits, count, 0);
       this.backlog = [];
       await this.recover(error);
       return;
@@ -195,20 +181,63 @@ export class StreamReader {
     this.focusedInARow = focus === undefined ? 0 : this.focusedInARow + 1;
     this.host.slots.unreserveRead(reserved, bytes);
     let delivered = 0;
-    let admitted = 0;
-    const backlogNow: string[] = [];
+    const backlog: string[] = [];
     forEachStreamOfRawReply(reply, (stream, entries) => {
       const binding = this.byStream.get(stream);
       delivered += entries.length;
-      if (entries.length >= count) backlogNow.push(stream);
-      if (binding !== undefined && entries.length > 0) admitted += this.admitFresh(binding, entries);
+      if (entries.length >= count) backlog.push(stream);
+      if (binding !== undefined && entries.length > 0) this.admitFresh(binding, entries);
     });
-    this.backlog = backlogNow;
-    if (limits !== undefined) this.giveBack(limits, count, admitted);
+    this.backlog = backlog;
     // A short read means no backlog: let the handlers just started run their first steps before
     // the next read is written to the socket, or that write sits in front of every handler. A
     // full read means backlog: read on at once so Redis works while the handlers do.
     if (delivered > 0 && delivered < reserved) await afterPendingMicrotasks();
+  }
+
+  /**
+   * A read of a binding with shared limits (it has this reader to itself). Entries are read only
+   * once the limits granted them, so an entry beyond the limit is never read (no delivery
+   * counted) and a back-off holds for every entry: grant, then a non-blocking read of at most
+   * that many, then what the read did not use goes back. With nothing to read, the reader waits
+   * for new entries with XREAD BLOCK (which delivers nothing) rather than in XREADGROUP: a reader
+   * blocked holding tokens or permits would keep them from the other workers, and would read
+   * entries arriving during a back-off. An entry added between the two commands waits for the
+   * next one or for `blockMs`.
+   */
+  private async readLimited(binding: StreamBinding, limits: BindingLimits): Promise<void> {
+    const { count, bytes } = await this.reserveSlots(1);
+    if (count === 0) return;
+    let granted = 0;
+    let admitted = 0;
+    try {
+      granted = await this.grantFrom(binding, limits, count);
+      if (granted === 0) return;
+      const reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>')));
+      this.failures = 0;
+      forEachStreamOfRawReply(reply, (stream, entries) => {
+        if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries);
+      });
+    } catch (error) {
+      await this.recover(error);
+      return;
+    } finally {
+      this.host.slots.unreserveRead(count, bytes);
+      this.giveBack(limits, granted, admitted);
+    }
+    if (admitted > 0) {
+      if (admitted < granted) await afterPendingMicrotasks();
+      return;
+    }
+    try {
+      if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
+      this.reading = true;
+      await this.inFlight.wrap(this.pulse.track(this.client.call('XREAD', 'COUNT', 1, 'BLOCK', this.host.blockMs, 'STREAMS', binding.stream, '$')));
+    } catch (error) {
+      await this.recover(error);
+    } finally {
+      this.reading = false;
+    }
   }
 
   /** The bindings not paused: `this.bindings` itself when none is (no allocation per read), else a subset. */
@@ -224,8 +253,7 @@ export class StreamReader {
    * for those. 0 after waiting: until a permit may be free (PERMIT_RETRY_MS, or sooner when one of
    * ours comes back) or the bucket has tokens again (the script says when); the loop asks again.
    */
-  private async grantFrom(limits: BindingLimits, wanted: number): Promise<number> {
-    const binding = this.limited as StreamBinding;
+  private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<number> {
     let granted = wanted;
     const { permits, rate } = limits;
     if (permits !== undefined) {

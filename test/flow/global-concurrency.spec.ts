@@ -1,0 +1,75 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { afterEach, describe, expect, it } from 'vitest';
+import { permitKeys } from '../../src/flow/flow-keys.js';
+import type { RedisStreamsContext } from '../../src/server/context.js';
+import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const GLOBAL = 3;
+let running = 0;
+let mostRunning = 0;
+const handled: Array<{ n: number; consumer: string; deliveryCount: number }> = [];
+
+@Controller()
+class SharedApiController {
+  @EventPattern<string>('calls', { globalConcurrency: GLOBAL })
+  async onCall(@Payload() data: { n: number; ms: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    running++;
+    mostRunning = Math.max(mostRunning, running);
+    await sleep(data.ms);
+    running--;
+    handled.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
+  }
+}
+
+describe('extras.globalConcurrency: at most n entries of a handler in hand over every worker', () => {
+  const redis = useRedisServer();
+  const servers: RunningServer[] = [];
+  const start = (consumer: string) =>
+    startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: 200, concurrency: 10, recovery: { minIdleTime: 60_000 } }, [SharedApiController]);
+  const heldInRedis = async (): Promise<number> => {
+    const counts = (await redis.client.hvals(permitKeys('calls', 'g').holders)) as string[];
+    return counts.reduce((sum, count) => sum + Number(count), 0);
+  };
+
+  afterEach(async () => {
+    for (const server of servers.splice(0)) await server.app.close();
+    handled.length = 0;
+    running = 0;
+    mostRunning = 0;
+  });
+
+  it('three workers of concurrency 10 run at most 3 handlers at once, all entries once, permits all given back', async () => {
+    servers.push(await start('c1'), await start('c2'), await start('c3'));
+    const published = 30;
+    for (let n = 0; n < published; n++) await xaddEvent(redis.client, 'calls', 'calls', { n, ms: 40 });
+    let mostHeld = 0;
+    await waitFor(
+      async () => {
+        mostHeld = Math.max(mostHeld, await heldInRedis());
+        return handled.length === published;
+      },
+      `${published} handled`,
+      { timeout: 20_000, interval: 5 },
+    );
+    await waitFor(async () => (await pendingCount(redis.client, 'calls', 'g')) === 0, 'every entry acked');
+    expect(mostRunning).toBe(GLOBAL);
+    expect(mostHeld).toBeLessThanOrEqual(GLOBAL);
+    expect(new Set(handled.map((h) => h.n)).size).toBe(published);
+    expect(handled.every((h) => h.deliveryCount === 1)).toBe(true);
+    await waitFor(async () => (await heldInRedis()) === 0, 'every permit given back');
+  });
+
+  it('close() gives back the permits of entries it hands off', async () => {
+    const worker = await start('c4');
+    servers.push(worker);
+    for (let n = 0; n < 3; n++) await xaddEvent(redis.client, 'calls', 'calls', { n, ms: 300 });
+    await waitFor(async () => (await heldInRedis()) === GLOBAL, 'the permits taken');
+    await worker.app.close();
+    servers.length = 0;
+    expect(await heldInRedis()).toBe(0);
+    expect(await redis.client.zcard(permitKeys('calls', 'g').leases)).toBe(0);
+  });
+});

@@ -1,0 +1,119 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rateLimitKey } from '../../src/flow/flow-keys.js';
+import { RedisStreamsContext } from '../../src/server/context.js';
+import { RedisStreamsOptionError } from '../../src/errors.js';
+import { redisNow as redisNowOf } from '../../src/redis/server-time.js';
+import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+interface Start {
+  n: number;
+  consumer: string;
+  deliveryCount: number;
+  /** Redis' clock when the handler started. */
+  at: number;
+}
+const starts: Start[] = [];
+const limitedErrors: unknown[] = [];
+let redisNow: () => Promise<number> = () => Promise.resolve(0);
+
+const MAX = 10;
+const PER_MS = 500;
+
+@Controller()
+class LimitedController {
+  @EventPattern<string>('limited', { rateLimit: { max: MAX, per: PER_MS } })
+  async onLimited(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+  }
+
+  @EventPattern<string>('api', { rateLimit: { max: 100, per: 'PT1S' } })
+  async onApi(@Payload() data: { n: number; answer429?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+    if (data.answer429 === true && ctx.getDeliveryCount() === 1) await ctx.rateLimited(700);
+  }
+
+  @EventPattern<string>('unlimited')
+  async onUnlimited(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    try {
+      await ctx.rateLimited(100);
+    } catch (error) {
+      limitedErrors.push(error);
+    }
+  }
+}
+
+describe('extras.rateLimit: one token bucket in Redis for every worker of the group', () => {
+  const redis = useRedisServer();
+  const running: RunningServer[] = [];
+  redisNow = () => redisNowOf(redis.client);
+  const start = (consumer: string) =>
+    startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: 200, recovery: { minIdleTime: 60_000, retry: { type: 'fixed', delay: 100 } } }, [LimitedController]);
+
+  afterEach(async () => {
+    for (const r of running.splice(0)) await r.app.close();
+    starts.length = 0;
+    limitedErrors.length = 0;
+  });
+
+  it('three workers together start at most max per period (plus the full bucket at first), each entry once, nothing lost', async () => {
+    running.push(await start('w1'), await start('w2'), await start('w3'));
+    const published = 60;
+    for (let n = 0; n < published; n++) await xaddEvent(redis.client, 'limited', 'limited', { n });
+    await waitFor(() => starts.length === published, `${published} handled`, { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'limited', 'g')) === 0, 'every entry acked');
+
+    expect(new Set(starts.map((s) => s.n)).size).toBe(published);
+    // Entries beyond the limit were not read: none was delivered twice.
+    expect(starts.every((s) => s.deliveryCount === 1)).toBe(true);
+    // In any stretch of time t, at most MAX + MAX × t / PER_MS started (the bucket starts full).
+    // 50 ms of slack: a grant is taken before the read, the start is stamped in the handler.
+    const times = starts.map((s) => s.at).sort((a, b) => a - b);
+    for (let i = 0; i < times.length; i++) {
+      for (let j = i; j < times.length; j++) {
+        const span = (times[j] as number) - (times[i] as number);
+        expect(j - i + 1).toBeLessThanOrEqual(MAX + Math.floor((MAX * (span + 50)) / PER_MS));
+      }
+    }
+    // 60 entries, 10 at once then 10 per 500 ms: at least 2.5 s from first to last.
+    expect((times[times.length - 1] as number) - (times[0] as number)).toBeGreaterThanOrEqual(((published - MAX) / MAX) * PER_MS - 100);
+    // Shared, not per worker: more than one worker took part.
+    expect(new Set(starts.map((s) => s.consumer)).size).toBeGreaterThan(1);
+  });
+
+  it('the bucket lives on Redis\' clock and expires when idle', async () => {
+    running.push(await start('w4'));
+    await xaddEvent(redis.client, 'limited', 'limited', { n: 1 });
+    await waitFor(() => starts.length === 1, 'handled');
+    const key = rateLimitKey('limited', 'g');
+    const ttl = await redis.client.pttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(2 * PER_MS);
+  });
+
+  it('ctx.rateLimited(ms): every worker backs off, the entry comes back after the wait', async () => {
+    running.push(await start('w5'), await start('w6'));
+    await xaddEvent(redis.client, 'api', 'api', { n: 0, answer429: true });
+    await waitFor(() => starts.length === 1, 'the first try');
+    await waitFor(async () => Number(await redis.client.hget(rateLimitKey('api', 'g'), 'until')) > 0, 'the back-off in the bucket');
+    const backedOffAt = starts[0]?.at as number;
+    for (let n = 1; n <= 5; n++) await xaddEvent(redis.client, 'api', 'api', { n });
+    await waitFor(() => starts.length === 7, 'the 429 entry again and the five others', { timeout: 15_000 });
+    // No entry of the handler started on any worker during the back-off.
+    for (const later of starts.slice(1)) expect(later.at - backedOffAt).toBeGreaterThanOrEqual(700 - 20);
+    const again = starts.find((s) => s.n === 0 && s.deliveryCount === 2);
+    expect(again).toBeDefined();
+    await waitFor(async () => (await pendingCount(redis.client, 'api', 'g')) === 0, 'every entry acked');
+  });
+
+  it('ctx.rateLimited() on a handler without rateLimit throws an error naming the option', async () => {
+    running.push(await start('w7'));
+    await xaddEvent(redis.client, 'unlimited', 'unlimited', {});
+    await waitFor(() => limitedErrors.length === 1, 'the error');
+    expect(limitedErrors[0]).toBeInstanceOf(RedisStreamsOptionError);
+    expect(String((limitedErrors[0] as Error).message)).toContain('extras.rateLimit (handler "unlimited")');
+  });
+});
