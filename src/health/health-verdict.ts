@@ -42,6 +42,8 @@ export function stuckReaders(liveness: RedisStreamsLiveness, limits: LivenessLim
   const problems: string[] = [];
   const allowed = liveness.blockMs + limits.readGraceMs;
   for (const reader of liveness.readers) {
+    // Paused, or waiting for a shared limit: quiet on purpose (a restart would not help).
+    if (reader.held !== null && reader.held !== undefined) continue;
     if (reader.readStartedAt !== null) {
       const blocked = liveness.at - reader.readStartedAt;
       if (blocked > allowed) problems.push(`reader of group "${reader.group}": a read has been waiting for Redis for ${blocked} ms (allowed ${allowed} ms)`);

@@ -141,7 +141,7 @@ export class PendingRecoverer {
         await this.deadLetterPoison(retryPoison.map((candidate) => candidate.row), maxDeliveries, result, records, retryConsumer);
       }
       // Never more than the free prefetch slots: what does not fit waits for the next tick.
-      const reserved = claimable.length === 0 ? 0 : await host.reservePrefetchSlots(claimable.length);
+      const reserved = claimable.length === 0 ? 0 : await host.reservePrefetchSlots(claimable.length, undefined, { stream, group });
       const firstLeft = claimable[reserved]?.index ?? rows.length;
       if (reserved > 0) await this.claim(claimable.slice(0, reserved), reserved, result);
 
@@ -257,7 +257,7 @@ export class PendingRecoverer {
       // Not returned and not gone: someone else took it first, or it is not due after all.
       for (const { id, status } of retryClaim?.skipped ?? []) if (status !== 'deleted') returned.add(id);
     } catch (error) {
-      host.releasePrefetchSlots(reserved);
+      host.releasePrefetchSlots(reserved, { stream, group });
       throw error;
     }
     for (const item of replies.flatMap((reply) => (Array.isArray(reply) ? reply : []))) {

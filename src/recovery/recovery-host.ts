@@ -37,10 +37,14 @@ export interface RecoveryHost {
   readonly consumer: string;
   /** Prefetch slots free now. */
   freePrefetchSlots(): number;
-  /** Reserves up to `max` prefetch slots for a claim (a blocked read gives its slots back); claim at most the result. */
-  reservePrefetchSlots(max: number, waitMs?: number): Promise<number>;
-  /** Gives back reserved slots no entry used. */
-  releasePrefetchSlots(count: number): void;
+  /**
+   * Reserves up to `max` prefetch slots for a claim (a blocked read gives its slots back); claim at
+   * most the result. With `target`, the host may grant fewer (or none) for that stream + group: its
+   * flow control (a paused group, shared concurrency permits).
+   */
+  reservePrefetchSlots(max: number, waitMs?: number, target?: { stream: string; group: string }): Promise<number>;
+  /** Gives back reserved slots no entry used (with the `target` they were reserved for). */
+  releasePrefetchSlots(count: number, target?: { stream: string; group: string }): void;
   /** Whether this process holds (queued, running, awaiting its ack) the entry. */
   isInFlight(stream: string, group: string, id: string): boolean;
   /** Hands claimed entries to the same handlers as fresh reads, releasing `reserved` slots; returns how many were taken. */

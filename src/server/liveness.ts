@@ -14,6 +14,19 @@ export class ReaderPulse {
   readStartedAt: number | null = null;
   /** Epoch ms a read last returned a reply, or null before the first one. */
   lastReadAt: number | null = null;
+  /** Why the loop waits without reading (its groups are paused, its shared limits granted nothing), or null. */
+  held: ReaderHold | null = null;
+
+  /** Wraps a wait in which the loop reads nothing on purpose: not a stuck loop. The quiet time counts from its end. */
+  async holding(reason: ReaderHold, wait: Promise<void>): Promise<void> {
+    this.held = reason;
+    try {
+      await wait;
+    } finally {
+      this.held = null;
+      this.lastReadAt = Date.now();
+    }
+  }
 
   /** Wraps one read: the pulse notes its start, and its reply (a failure is no sign of life). */
   track<T>(read: Promise<T>): Promise<T> {
@@ -31,6 +44,9 @@ export class ReaderPulse {
     );
   }
 }
+
+/** `paused`: every stream of the reader is paused (flow control); `limited`: its shared rate limit or global concurrency granted nothing yet. */
+export type ReaderHold = 'paused' | 'limited';
 
 /** One connection of a server and its ioredis status (`ready` when usable). */
 export interface ConnectionLiveness {
@@ -50,6 +66,8 @@ export interface ReaderLiveness {
   readonly lastReadAt: number | null;
   /** Epoch ms the reader was created (the baseline before its first read). */
   readonly since: number;
+  /** Why it reads nothing on purpose now (paused, or waiting for its shared limits), or null. */
+  readonly held: ReaderHold | null;
 }
 
 /** One stream + group this server consumes, and the dead-letter stream of its stream. */
@@ -59,6 +77,8 @@ export interface StreamLiveness {
   readonly deadLetterKey: string;
   /** A partition (`orders:p3`): the partitioned stream it belongs to (`orders`); else undefined. */
   readonly partitionOf?: string;
+  /** `true` while this worker sees the group paused (flow control, as of its last pause poll): nothing of it is read. */
+  readonly paused?: boolean;
 }
 
 /** Recovery's part: its ticks and how many failed in a row. */
@@ -122,6 +142,7 @@ export function livenessOf(sources: LivenessSources): RedisStreamsLiveness {
       readStartedAt: pulse.readStartedAt,
       lastReadAt: pulse.lastReadAt,
       since: pulse.since,
+      held: pulse.held,
     })),
     streams: sources.streams,
     prefetch: { size: sources.prefetch, free: sources.freeSlots, inFlight: sources.inFlight },

@@ -100,6 +100,11 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   // A redelivery kept aside during its twin's ack is checked by the reader host (declared below; called only at run time).
   const slots = new PrefetchSlots(plan.prefetch, options.maxPrefetchBytes, (binding, incoming) => readerHost.readmitIfPending(binding, incoming));
   const readers: StreamReader[] = [];
+  // Before the readers: a reader of a limited binding finds its limits on the binding.
+  const flow = new ServerFlow(commands, bindings, options.consumer, options.blockMs, logger, (target, paused) => {
+    // A reader blocked on a stream just paused returns now, and reads without it.
+    if (paused) for (const reader of readers) if (reader.reads(target.stream, target.group)) void reader.interruptStaleRead();
+  });
   const host = new ServerRecoveryHost({
     consumer: options.consumer,
     handoffConsumer: options.handoffConsumer,
@@ -112,6 +117,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     hooks,
     deletePolicyOf,
     telemetry,
+    flow,
   });
   const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery, sources.recoveryLogger);
   const records = new IdempotencyRecords(commands);
@@ -137,11 +143,6 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   });
   lanes.handledBy(handling);
 
-  // Before the readers: a reader of a limited binding finds its limits on the binding.
-  const flow = new ServerFlow(commands, bindings, options.consumer, options.blockMs, logger, (target, paused) => {
-    // A reader blocked on a stream just paused returns now, and reads without it.
-    if (paused) for (const reader of readers) if (reader.reads(target.stream, target.group)) void reader.interrupt();
-  });
   const readerHost = new ReaderHost({ options, logger, events, slots, lanes, commands, telemetry, recovery, flow });
   for (const group of readerGroups) {
     const first = group[0] as StreamBinding;

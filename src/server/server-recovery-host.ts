@@ -5,9 +5,10 @@ import type { AckDeletePolicy } from './ack-policy.js';
 import type { HandlingHooks } from './entry-handling.js';
 import { bindingKey, describeBinding, type HandledStream } from './handler-binding.js';
 import type { HandlerLanes } from './handler-lanes.js';
-import type { IncomingEntry, StreamBinding } from './in-flight.js';
+import type { InFlightEntry, IncomingEntry, StreamBinding } from './in-flight.js';
 import type { ServerState } from './liveness.js';
 import type { PrefetchSlots } from './prefetch-slots.js';
+import type { ServerFlow } from './server-flow.js';
 import type { StreamReader } from './stream-reader.js';
 
 /** What the host works with: the running server's parts (server-parts.ts builds it with them). */
@@ -26,6 +27,8 @@ export interface ServerRecoveryHostParts {
   readonly deletePolicyOf: (binding: StreamBinding) => AckDeletePolicy | undefined;
   /** Set only when OpenTelemetry is there and on: claimed entries count as consumed. */
   readonly telemetry: Telemetry | undefined;
+  /** Paused groups take no claims; claims of a `globalConcurrency` handler take its permits. */
+  readonly flow: ServerFlow;
 }
 
 /**
@@ -36,6 +39,8 @@ export interface ServerRecoveryHostParts {
 export class ServerRecoveryHost implements RecoveryHost {
   readonly consumer: string;
   private readonly bindingsByKey: ReadonlyMap<string, StreamBinding>;
+  /** `globalConcurrency` permits reserved with claim slots, per binding, not yet handed to entries. */
+  private readonly claimPermits = new Map<StreamBinding, number>();
 
   constructor(private readonly parts: ServerRecoveryHostParts) {
     this.consumer = parts.consumer;
@@ -61,7 +66,29 @@ export class ServerRecoveryHost implements RecoveryHost {
    * the returned count, then pass it to `dispatchEntries(…, reserved)` (or give it back with
    * `releasePrefetchSlots`).
    */
-  async reservePrefetchSlots(max: number, waitMs = 250): Promise<number> {
+  async reservePrefetchSlots(max: number, waitMs = 250, target?: { stream: string; group: string }): Promise<number> {
+    const reserved = await this.reserveSlotsOnly(max, waitMs);
+    const binding = target === undefined ? undefined : this.bindingsByKey.get(bindingKey(target.stream, target.group));
+    if (binding === undefined || reserved === 0) return reserved;
+    // A paused group takes no claims either: they wait (pending, counted) for the resume.
+    if (this.parts.flow.isPaused(binding)) {
+      this.parts.slots.unreserve(reserved);
+      return 0;
+    }
+    const permits = binding.limits?.permits;
+    if (permits === undefined) return reserved;
+    let granted = 0;
+    try {
+      granted = await permits.acquire(Math.min(reserved, Math.max(0, binding.concurrency - permits.heldHere)));
+    } catch {
+      // No permit known to be free: the claim waits for a later tick.
+    }
+    if (granted < reserved) this.parts.slots.unreserve(reserved - granted);
+    this.claimPermits.set(binding, (this.claimPermits.get(binding) ?? 0) + granted);
+    return granted;
+  }
+
+  private async reserveSlotsOnly(max: number, waitMs: number): Promise<number> {
     if (this.parts.state() !== 'listening' || max <= 0) return 0;
     const { slots, readers } = this.parts;
     // Slots held by entries come back only as handlers finish: not worth waiting for. Slots
@@ -79,8 +106,19 @@ export class ServerRecoveryHost implements RecoveryHost {
   }
 
   /** Gives back slots from `reservePrefetchSlots` that no entry used. */
-  releasePrefetchSlots(count: number): void {
-    if (count > 0) this.parts.slots.unreserve(count);
+  releasePrefetchSlots(count: number, target?: { stream: string; group: string }): void {
+    if (count <= 0) return;
+    this.parts.slots.unreserve(count);
+    const binding = target === undefined ? undefined : this.bindingsByKey.get(bindingKey(target.stream, target.group));
+    if (binding !== undefined) binding.limits?.permits?.release(this.takeClaimPermits(binding, count));
+  }
+
+  /** Up to `count` of the permits reserved for claims of `binding` and not yet given to entries. */
+  private takeClaimPermits(binding: StreamBinding, count: number): number {
+    const held = this.claimPermits.get(binding) ?? 0;
+    const taken = Math.min(held, count);
+    if (taken > 0) this.claimPermits.set(binding, held - taken);
+    return taken;
   }
 
   /** Whether this process holds (queued, running or awaiting its ack) that entry. */
@@ -103,11 +141,17 @@ export class ServerRecoveryHost implements RecoveryHost {
     // While closing (before the handoff: close() waits for the tick that claimed them) they are
     // queued without starting, and handed off with the other unstarted entries.
     const state = this.parts.state();
+    const permits = reserved > 0 && binding.limits?.permits !== undefined ? this.takeClaimPermits(binding, reserved) : 0;
     if (state === 'listening' || state === 'closing') {
       admitted = slots.admit(binding, entries);
+      // The entries just queued hold the permits their claim took, each until its slot is released.
+      const { queue } = binding;
+      const marked = Math.min(admitted, permits);
+      for (let i = queue.length - admitted; i < queue.length - admitted + marked; i++) (queue[i] as InFlightEntry).permit = true;
       lanes.queued(binding, admitted);
       this.parts.telemetry?.consumed(stream, group, admitted);
     }
+    if (permits > admitted) binding.limits?.permits?.release(permits - admitted);
     // After admit: the entries now hold slots, so giving the reservation back frees nothing twice.
     if (reserved > 0) slots.unreserve(reserved);
     return admitted;

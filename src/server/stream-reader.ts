@@ -10,6 +10,10 @@ import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 import { PERMIT_RETRY_MS, type BindingLimits } from './server-flow.js';
 
+/** Unblocks of a read that went out before a pause was seen: enough for it to reach Redis (~0.5 s). */
+const STALE_READ_UNBLOCKS = 50;
+const STALE_READ_RETRY_MS = 10;
+
 /** Non-blocking reads of the streams with a backlog only, before all streams are read again. */
 const MAX_FOCUSED_READS = 3;
 
@@ -23,6 +27,8 @@ export class StreamReader {
   private stopping = false;
   private loop: Promise<void> | undefined;
   private reading = false;
+  /** Counts the reads sent, so an unblock meant for one read never ends the next. */
+  private readSerial = 0;
   private clientId: number | undefined;
   private failures = 0;
   private sleepTimer: NodeJS.Timeout | undefined;
@@ -66,6 +72,19 @@ export class StreamReader {
   /** Whether this reader reads `binding`'s stream in its group. */
   reads(stream: string, group: string): boolean {
     return this.group === group && this.bindings.some((binding) => (binding.partitionOf ?? binding.stream) === stream);
+  }
+
+  /**
+   * A group of this reader was just paused: its blocked read, sent before, must return now. The
+   * CLIENT UNBLOCK goes over the command connection and may reach Redis before the read itself
+   * (sent just before the pause was seen): it is repeated while that same read is in flight.
+   */
+  async interruptStaleRead(): Promise<void> {
+    const stale = this.readSerial;
+    for (let attempt = 0; attempt < STALE_READ_UNBLOCKS && this.reading && this.readSerial === stale; attempt++) {
+      await this.unblock();
+      if (this.reading && this.readSerial === stale) await new Promise((resolve) => setTimeout(resolve, STALE_READ_RETRY_MS));
+    }
   }
 
   /** Makes a blocked read return now (as if its BLOCK timed out), so its reserved slots come back. */
@@ -139,7 +158,7 @@ export class StreamReader {
   private async readNew(): Promise<void> {
     const readable = this.unpausedBindings();
     if (readable.length === 0) {
-      await this.waitUntil(undefined, this.host.flow.pauses.waitForChange());
+      await this.pulse.holding('paused', this.waitUntil(undefined, this.host.flow.pauses.waitForChange()));
       return;
     }
     if (this.limited !== undefined) {
@@ -162,6 +181,7 @@ export class StreamReader {
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
       this.reading = true;
+      this.readSerial++;
       const read =
         focus !== undefined
           ? this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'))
@@ -232,6 +252,7 @@ export class StreamReader {
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
       this.reading = true;
+      this.readSerial++;
       await this.inFlight.wrap(this.pulse.track(this.client.call('XREAD', 'COUNT', 1, 'BLOCK', this.host.blockMs, 'STREAMS', binding.stream, '$')));
     } catch (error) {
       await this.recover(error);
@@ -260,7 +281,7 @@ export class StreamReader {
       const room = Math.min(wanted, binding.concurrency - permits.heldHere);
       granted = room > 0 ? await permits.acquire(room) : 0;
       if (granted === 0) {
-        await this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased());
+        await this.pulse.holding('limited', this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()));
         return 0;
       }
     }
@@ -268,7 +289,7 @@ export class StreamReader {
       const tokens = await rate.take(granted);
       if (tokens.granted < granted) permits?.release(granted - tokens.granted);
       if (tokens.granted === 0) {
-        await this.waitUntil(tokens.waitMs);
+        await this.pulse.holding('limited', this.waitUntil(tokens.waitMs));
         return 0;
       }
       granted = tokens.granted;

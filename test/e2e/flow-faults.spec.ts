@@ -93,6 +93,9 @@ describe('flow control under faults (worker processes, real redis-server)', () =
     await waitFor(async () => Object.keys(await permitsHeld(stream)).length === 0, 'no permit left held');
   });
 
+  /** How late a handler's stamp of Redis' clock may come after its grant, on a loaded machine. */
+  const STAMP_SLACK_MS = 250;
+
   it('workers whose clocks are an hour apart share one rate limit: Redis\' clock decides', async () => {
     const max = 10;
     const perMs = 500;
@@ -110,7 +113,7 @@ describe('flow control under faults (worker processes, real redis-server)', () =
     for (let i = 0; i < times.length; i++) {
       for (let j = i; j < times.length; j++) {
         const span = (times[j] as number) - (times[i] as number);
-        expect(j - i + 1).toBeLessThanOrEqual(max + Math.floor((max * (span + 50)) / perMs));
+        expect(j - i + 1).toBeLessThanOrEqual(max + Math.floor((max * (span + STAMP_SLACK_MS)) / perMs));
       }
     }
   });

@@ -62,6 +62,33 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     await waitFor(async () => (await heldInRedis()) === 0, 'every permit given back');
   });
 
+  it('entries claimed by recovery take permits too: a dead consumer\'s six entries run at most three at once', async () => {
+    await redis.client.flushall();
+    await redis.client.xgroup('CREATE', 'calls', 'g', '$', 'MKSTREAM');
+    for (let n = 0; n < 6; n++) await xaddEvent(redis.client, 'calls', 'calls', { n, ms: 100 });
+    // A consumer that read them and died: only recovery brings them back.
+    await redis.client.xreadgroup('GROUP', 'g', 'ghost', 'COUNT', 6, 'STREAMS', 'calls', '>');
+    servers.push(
+      await startServer(
+        { connection: redis.server.url, group: 'g', consumer: 'c5', blockMs: 200, concurrency: 10, recovery: { minIdleTime: 300, interval: 100 } },
+        [SharedApiController],
+      ),
+    );
+    let mostHeld = 0;
+    await waitFor(
+      async () => {
+        mostHeld = Math.max(mostHeld, await heldInRedis());
+        return handled.length === 6;
+      },
+      'the six claimed entries handled',
+      { timeout: 15_000, interval: 5 },
+    );
+    expect(handled.every((h) => h.deliveryCount === 2)).toBe(true);
+    expect(mostRunning).toBe(GLOBAL);
+    expect(mostHeld).toBeLessThanOrEqual(GLOBAL);
+    await waitFor(async () => (await heldInRedis()) === 0, 'every permit given back');
+  });
+
   it('close() gives back the permits of entries it hands off', async () => {
     const worker = await start('c4');
     servers.push(worker);

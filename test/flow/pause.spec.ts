@@ -1,9 +1,9 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pausedGroupsOf } from '../../src/flow/pause-state.js';
+import { pausedGroupsOf, pauseGroup } from '../../src/flow/pause-state.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 
@@ -63,8 +63,9 @@ describe('pause / resume a stream\'s group for every worker (state in Redis)', (
     expect(await w1.server.pause('orders')).toBe(true);
     expect(await w1.server.pause('orders')).toBe(false);
     expect(await w1.server.isPaused('orders')).toBe(true);
-    // Half blockMs (the poll) and the interrupted read: both workers see it well within blockMs.
-    await sleep(BLOCK_MS / 2 + 100);
+    // Every worker sees it within one poll (half blockMs), and reads without that stream from then on.
+    const seePause = (server: RunningServer) => server.server.liveness().streams.some((s) => s.stream === 'orders' && s.paused === true);
+    await waitFor(() => servers.every(seePause), 'both workers seeing the pause', { timeout: 3 * BLOCK_MS });
     for (let n = 1; n <= 5; n++) await xaddEvent(redis.client, 'orders', 'orders', { n });
     await xaddEvent(redis.client, 'audit', 'audit', { n: 100 });
     await waitFor(() => handled.some((h) => h.stream === 'audit'), 'the other stream, not paused');
@@ -82,13 +83,15 @@ describe('pause / resume a stream\'s group for every worker (state in Redis)', (
 
   it('the pause outlasts a restart: a worker started on a paused group reads nothing of it', async () => {
     const w = await start('p3');
-    await w.server.pause('orders');
+    for (const pattern of ['orders', 'audit', 'slow', 'parted']) await w.server.pause(pattern);
     await w.app.close();
     for (let n = 1; n <= 3; n++) await xaddEvent(redis.client, 'orders', 'orders', { n });
     const again = await start('p3');
     servers.push(again);
     await sleep(BLOCK_MS + 200);
     expect(handled).toEqual([]);
+    // Every stream of its one reader is paused: it waits on purpose, health checks must not call it stuck.
+    expect(again.server.liveness().readers.map((reader) => reader.held)).toEqual(['paused']);
     expect(await pendingCount(redis.client, 'orders', 'g')).toBe(0);
     expect([...(await pausedGroupsOf(redis.client, 'orders')).keys()]).toEqual(['g']);
     await again.server.resume('orders');
@@ -124,6 +127,24 @@ describe('pause / resume a stream\'s group for every worker (state in Redis)', (
     expect(handled).toEqual([]);
     await w.server.resume('parted');
     await waitFor(() => handled.length === 2, 'both partitions');
+  });
+
+  it('recovery takes no claims for a paused group; after resume it does', async () => {
+    await redis.client.xgroup('CREATE', 'orders', 'g', '$', 'MKSTREAM');
+    await xaddEvent(redis.client, 'orders', 'orders', { n: 7 });
+    await redis.client.xreadgroup('GROUP', 'g', 'ghost', 'COUNT', 1, 'STREAMS', 'orders', '>');
+    // Paused before the worker starts: not even its first recovery tick may claim.
+    await pauseGroup(redis.client, 'orders', 'g');
+    const w = await startServer(
+      { connection: redis.server.url, group: 'g', consumer: 'p7', blockMs: BLOCK_MS, recovery: { minIdleTime: 200, interval: 100 } },
+      [PausableController],
+    );
+    servers.push(w);
+    await sleep(1_000);
+    expect(handled).toEqual([]);
+    expect((await pendingRows(redis.client, 'orders', 'g')).map((row) => row.consumer)).toEqual(['ghost']);
+    await w.server.resume('orders');
+    await waitFor(() => handled.length === 1, 'the entry claimed and handled after resume');
   });
 
   it('pause() with a bad pattern names it', async () => {

@@ -21,6 +21,8 @@ const limitedErrors: unknown[] = [];
 let redisNow: () => Promise<number> = () => Promise.resolve(0);
 
 const MAX = 10;
+/** How late a handler's stamp of Redis' clock may come after its grant (60 unlimited entries start within it, far over the bound). */
+const STAMP_SLACK_MS = 250;
 const PER_MS = 500;
 
 @Controller()
@@ -70,12 +72,13 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     // Entries beyond the limit were not read: none was delivered twice.
     expect(starts.every((s) => s.deliveryCount === 1)).toBe(true);
     // In any stretch of time t, at most MAX + MAX × t / PER_MS started (the bucket starts full).
-    // 50 ms of slack: a grant is taken before the read, the start is stamped in the handler.
+    // A grant is taken before the read and the start is stamped in the handler, one round trip
+    // later: on a loaded machine the stamps bunch up by more than the refill of a few tokens.
     const times = starts.map((s) => s.at).sort((a, b) => a - b);
     for (let i = 0; i < times.length; i++) {
       for (let j = i; j < times.length; j++) {
         const span = (times[j] as number) - (times[i] as number);
-        expect(j - i + 1).toBeLessThanOrEqual(MAX + Math.floor((MAX * (span + 50)) / PER_MS));
+        expect(j - i + 1).toBeLessThanOrEqual(MAX + Math.floor((MAX * (span + STAMP_SLACK_MS)) / PER_MS));
       }
     }
     // 60 entries, 10 at once then 10 per 500 ms: at least 2.5 s from first to last.

@@ -209,7 +209,7 @@ describe('health verdict of a snapshot', () => {
     at: 100_000,
     blockMs: 5_000,
     connections: [{ name: 'commands', status: 'ready' }, { name: 'reader:g', status: 'ready' }],
-    readers: [{ group: 'g', streams: ['s'], reading: true, readStartedAt: 90_000, lastReadAt: 90_000, since: 0 }],
+    readers: [{ group: 'g', streams: ['s'], reading: true, readStartedAt: 90_000, lastReadAt: 90_000, since: 0, held: null }],
     streams: [{ stream: 's', group: 'g', deadLetterKey: '{s}:dead' }],
     prefetch: { size: 10, free: 10, inFlight: 0 },
     recovery: { scheduled: true, ticks: 9, failedTicksInARow: 0, lastTickAt: 99_000, lastError: null },
@@ -220,6 +220,13 @@ describe('health verdict of a snapshot', () => {
     expect(readinessProblems(base, limits)).toEqual([]);
     const stuck = { ...base, readers: [{ ...base.readers[0]!, readStartedAt: 89_999 }] };
     expect(livenessProblems(stuck, limits)).toEqual(['reader of group "g": a read has been waiting for Redis for 10001 ms (allowed 10000 ms)']);
+  });
+
+  it('counts a reader quiet on purpose (its groups paused, or its shared limits granting nothing) as alive however long', () => {
+    const quiet = { ...base.readers[0]!, reading: false, readStartedAt: null, lastReadAt: 1_000 };
+    expect(livenessProblems({ ...base, readers: [quiet] }, limits)).toEqual(['reader of group "g": no read returned for 99000 ms (allowed 10000 ms)']);
+    expect(livenessProblems({ ...base, readers: [{ ...quiet, held: 'paused' as const }] }, limits)).toEqual([]);
+    expect(livenessProblems({ ...base, readers: [{ ...quiet, held: 'limited' as const }] }, limits)).toEqual([]);
   });
 
   it('is not ready when a connection is not ready or recovery ticks failed more than maxFailedRecoveryTicks in a row', () => {
