@@ -5,7 +5,8 @@ import { companionKey } from '../redis/keys.js';
  * (the stream itself, or for a partitioned pattern the stream its partitions are named after), so
  * every worker of the group, whichever partition it reads, meets the same keys:
  * - `{orders}:paused`: a hash of paused group → when it was paused (ms, the pauser's clock);
- * - `{orders}:rate:<group>`: the token bucket of `extras.rateLimit` (expires when idle);
+ * - `{orders}:rate:<group>`: the token bucket of `extras.rateLimit` (expires when idle); with a
+ *   per-key limit one bucket per key, `{orders}:rate:<group>:<key>`;
  * - `{orders}:permits:<group>` / `{orders}:permit-leases:<group>`: the `extras.globalConcurrency`
  *   permits each worker holds, and when each worker's hold runs out unless renewed.
  */

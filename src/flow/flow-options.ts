@@ -2,12 +2,21 @@ import { timerDurationOption } from '../duration.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe, integerOption } from '../validation.js';
 
+/** A per-key limit's key of an entry (a tenant, a customer), from its decoded payload and its context. */
+export type RateLimitKey = (payload: unknown, ctx: unknown) => string;
+
 /** `extras.rateLimit`: at most `max` entries of this handler started per `per`, over every worker of its group. */
-export interface RateLimitOption {
+export interface RateLimitOption<Context = unknown> {
   /** Entries per period (≥ 1). */
   max: number;
   /** The period: ms or an ISO-8601 duration (`PT1S`). */
   per: number | string;
+  /**
+   * One limit per key instead of one for the handler (per tenant): `(payload, ctx) => string`. An
+   * entry whose key has no token left is held in Redis (not run, its delivery not counted) and
+   * comes back when the key has one. See docs/flow-control.md.
+   */
+  key?(payload: unknown, ctx: Context): string;
 }
 
 /**
@@ -20,6 +29,8 @@ export type GlobalConcurrencyOption = number | { max: number; lease?: number | s
 export interface ResolvedRateLimit {
   readonly max: number;
   readonly perMs: number;
+  /** Set for a per-key limit. */
+  readonly key: RateLimitKey | undefined;
 }
 
 export interface ResolvedGlobalConcurrency {
@@ -33,10 +44,13 @@ const MIN_PERMIT_LEASE_MS = 1_000;
 
 export function resolveRateLimit(option: string, value: unknown): ResolvedRateLimit | undefined {
   if (value === undefined) return undefined;
-  const { max, per } = objectWith(option, value, ['max', 'per'], '{ max, per }');
+  const { max, per, key } = objectWith(option, value, ['max', 'per', 'key'], '{ max, per, key? }');
   if (max === undefined) throw new RedisStreamsOptionError(`${option}.max`, 'is required (entries per period)');
   if (per === undefined) throw new RedisStreamsOptionError(`${option}.per`, 'is required (the period: ms or ISO-8601 such as PT1S)');
-  return { max: integerOption(`${option}.max`, max, 0, 1), perMs: timerDurationOption(`${option}.per`, per) };
+  if (key !== undefined && typeof key !== 'function') {
+    throw new RedisStreamsOptionError(`${option}.key`, `must be a function (payload, ctx) => string, got ${describe(key)}`);
+  }
+  return { max: integerOption(`${option}.max`, max, 0, 1), perMs: timerDurationOption(`${option}.per`, per), key: key as RateLimitKey | undefined };
 }
 
 export function resolveGlobalConcurrency(option: string, value: unknown): ResolvedGlobalConcurrency | undefined {

@@ -26,19 +26,25 @@ export class SharedRateLimit {
     this.key = rateLimitKey(stream, group);
   }
 
-  async take(wanted: number): Promise<TokenGrant> {
-    const [granted, waitMs] = await flowScripts(this.redis).nrsRateLimit(this.key, 'take', this.limit.max, this.limit.perMs, wanted);
+  /** `tenant`: the bucket of that key, for a per-key limit (`limit.key`); none: the handler's one bucket. */
+  async take(wanted: number, tenant?: string): Promise<TokenGrant> {
+    const [granted, waitMs] = await flowScripts(this.redis).nrsRateLimit(this.bucketOf(tenant), 'take', this.limit.max, this.limit.perMs, wanted);
     return { granted: Number(granted), waitMs: Number(waitMs) };
   }
 
   /** Gives back tokens taken and not used. A failure loses them: the limit errs on the slow side. */
-  async refund(unused: number): Promise<void> {
+  async refund(unused: number, tenant?: string): Promise<void> {
     if (unused <= 0) return;
-    await flowScripts(this.redis).nrsRateLimit(this.key, 'refund', this.limit.max, this.limit.perMs, unused);
+    await flowScripts(this.redis).nrsRateLimit(this.bucketOf(tenant), 'refund', this.limit.max, this.limit.perMs, unused);
   }
 
-  /** No entry of this handler starts on any worker for `ms` (an API answered 429). */
-  async backOff(ms: number): Promise<void> {
-    await flowScripts(this.redis).nrsRateLimit(this.key, 'backoff', this.limit.max, this.limit.perMs, Math.ceil(ms));
+  /** No entry of this handler (of this key) starts on any worker for `ms` (an API answered 429). */
+  async backOff(ms: number, tenant?: string): Promise<void> {
+    await flowScripts(this.redis).nrsRateLimit(this.bucketOf(tenant), 'backoff', this.limit.max, this.limit.perMs, Math.ceil(ms));
+  }
+
+  /** One bucket per key, next to the handler's (same hash slot); each expires when idle, so memory follows the keys in use. */
+  private bucketOf(tenant: string | undefined): string {
+    return tenant === undefined ? this.key : `${this.key}:${tenant}`;
   }
 }

@@ -17,6 +17,11 @@ export interface FailedEntry {
   delayMs: number;
   /** Text of the handler's error. */
   error: string;
+  /**
+   * The hold was no delivery (a per-key rate limit had no token for it): the entry's delivery
+   * count is set one lower, so the claim that brings it back leaves it where it was.
+   */
+  uncounted?: boolean;
 }
 
 export interface RetryReleaseRequest {
@@ -45,8 +50,10 @@ export async function releaseForRetry(client: RedisClient, request: RetryRelease
     const keys = [stream, ...batch.map((entry) => retryRecordKey(stream, group, entry.id))];
     const args: (string | number)[] = [group, consumer, retryConsumer, batch.length];
     for (const entry of batch) {
-      const record = encodeRetryRecord({ deliveryCount: entry.deliveryCount, delayMs: entry.delayMs, consumer, error: entry.error });
-      args.push(entry.id, record, entry.delayMs + RETRY_RECORD_RETENTION_MS);
+      // The record's count matches the pending entry's, which recovery checks before it trusts the wait.
+      const count = entry.uncounted === true ? Math.max(0, entry.deliveryCount - 1) : entry.deliveryCount;
+      const record = encodeRetryRecord({ deliveryCount: count, delayMs: entry.delayMs, consumer, error: entry.error });
+      args.push(entry.id, record, entry.delayMs + RETRY_RECORD_RETENTION_MS, entry.uncounted === true ? count : '');
     }
     const rows = await scripts.nrsReleaseForRetry(keys.length, ...keys, ...args);
     for (const row of rows) {

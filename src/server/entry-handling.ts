@@ -10,6 +10,8 @@ import type { AckBatcher } from './ack-batcher.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { RedisStreamsOptionError } from '../errors.js';
+import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
+import { describe } from '../validation.js';
 import type { EntryRunner, HandlerLanes } from './handler-lanes.js';
 import type { IdempotencyRecords } from './idempotency.js';
 import type { EntryDecoders, InFlightEntry } from './in-flight.js';
@@ -184,7 +186,8 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   async rateLimited(entry: InFlightEntry, ms: number): Promise<void> {
     const { binding } = entry;
-    const rate = binding.limits?.rate;
+    // A per-key limit backs off the entry's key only: other tenants go on.
+    const rate = binding.limits?.rate ?? binding.limits?.perKey;
     if (rate === undefined) {
       throw new RedisStreamsOptionError(
         `extras.rateLimit (handler "${binding.pattern}")`,
@@ -193,7 +196,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     }
     // The back-off first: a nack alone would let the next entry hit the API at once.
     try {
-      await rate.backOff(ms);
+      await rate.backOff(ms, entry.rateKey);
     } finally {
       this.nack(entry, ms);
     }
@@ -261,12 +264,67 @@ export class EntryHandling implements EntryRunner, EntrySettler {
    * filters) is the only pipeline per entry.
    */
   private handle(entry: InFlightEntry, decoded: DecodedEntry): void {
+    if (entry.rateKey === undefined && entry.binding.limits?.perKey !== undefined) {
+      this.handleWithinKeyLimit(entry, decoded, entry.binding.limits.perKey);
+      return;
+    }
     if (this.telemetry !== undefined) {
       // The handler runs inside the entry's process span, so the user's own spans nest under it.
       this.telemetry.process(entry, decoded.headers, this.consumer, () => this.runDecoded(entry, decoded));
       return;
     }
     this.runDecoded(entry, decoded);
+  }
+
+  /**
+   * A per-key rate limit (`extras.rateLimit.key`): the entry's key, then a token of that key's
+   * bucket; with one the entry runs (`handle` again, its key now set). Without, it is held: released
+   * to the retry consumer until the key has a token, its delivery count set back (no delivery
+   * counted), so it neither runs nor holds a slot here meanwhile. Where recovery does not run on the
+   * stream it waits here instead, keeping its slots. Nothing of telemetry or the processing hooks
+   * starts for a held entry: it did not run.
+   */
+  private handleWithinKeyLimit(entry: InFlightEntry, decoded: DecodedEntry, perKey: SharedRateLimit): void {
+    const { binding } = entry;
+    let key: unknown;
+    try {
+      key = perKey.limit.key?.(decoded.data, new RedisStreamsContext(entry, this.consumer, decoded.pattern ?? binding.pattern, decoded.headers, this));
+    } catch (error) {
+      this.eventFailed(entry, error);
+      return;
+    }
+    if (typeof key !== 'string' || key === '') {
+      this.eventFailed(entry, new Error(`extras.rateLimit.key of handler "${binding.pattern}" must return a non-empty string, returned ${describe(key)}`));
+      return;
+    }
+    const tenant = key;
+    perKey.take(1, tenant).then(
+      ({ granted, waitMs }) => {
+        if (granted > 0) {
+          entry.rateKey = tenant;
+          this.handle(entry, decoded);
+        } else this.holdForKey(entry, decoded, perKey, tenant, waitMs);
+      },
+      (error: unknown) => {
+        this.events.error(new Error(`rate limit of key "${tenant}" (handler "${binding.pattern}") could not be read; entry ${entry.id} stays pending: ${errorMessage(error)}`));
+        this.finish(entry, false);
+      },
+    );
+  }
+
+  private holdForKey(entry: InFlightEntry, decoded: DecodedEntry, perKey: SharedRateLimit, tenant: string, waitMs: number): void {
+    const { stream, group } = entry.binding;
+    if (this.isClosed()) {
+      this.finish(entry, false);
+      return;
+    }
+    if (this.recovery.recovers(stream, group) && this.retries.holdUncounted(entry, waitMs, `rate limit of key "${tenant}": no token for ${waitMs} ms`)) {
+      this.recovery.retryAfterNack(stream, group, waitMs);
+      this.lanes.finished(entry);
+      return;
+    }
+    const timer = setTimeout(() => (this.isClosed() ? this.finish(entry, false) : this.handleWithinKeyLimit(entry, decoded, perKey)), waitMs);
+    timer.unref();
   }
 
   private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {

@@ -124,7 +124,9 @@ export function keepEarlierEventHandlers(pattern: string, previous: MessageHandl
 }
 
 function sameFlow(a: ResolvedHandlerExtras, b: ResolvedHandlerExtras): boolean {
-  const rate = a.rateLimit === b.rateLimit || (a.rateLimit?.max === b.rateLimit?.max && a.rateLimit?.perMs === b.rateLimit?.perMs);
+  const rate =
+    a.rateLimit === b.rateLimit ||
+    (a.rateLimit?.max === b.rateLimit?.max && a.rateLimit?.perMs === b.rateLimit?.perMs && a.rateLimit?.key === b.rateLimit?.key);
   const permits =
     a.globalConcurrency === b.globalConcurrency ||
     (a.globalConcurrency?.max === b.globalConcurrency?.max && a.globalConcurrency?.leaseMs === b.globalConcurrency?.leaseMs);
@@ -143,8 +145,9 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
   }
 }
 
+/** A limit its reader applies (a per-key rate limit is applied per entry, once its key is known). */
 export function hasSharedLimit(binding: HandledStream): boolean {
-  return binding.rateLimit !== undefined || binding.globalConcurrency !== undefined;
+  return (binding.rateLimit !== undefined && binding.rateLimit.key === undefined) || binding.globalConcurrency !== undefined;
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {

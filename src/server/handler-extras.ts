@@ -13,6 +13,7 @@ import {
 import { booleanOption, describe, integerOption, nonEmptyStringOption, streamIdOption } from '../validation.js';
 import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batch/batch-options.js';
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
+import type { RedisStreamsContext } from './context.js';
 import { ackModeOption, START_ID_SPECIALS, type AckMode, type ResolvedServerOptions } from './options.js';
 
 /** Per-handler options, given as the pattern decorator's `extras`. */
@@ -64,7 +65,7 @@ export interface RedisStreamsHandlerExtras {
    * worker of its group (a token bucket in Redis). Entries beyond it are not read, so they count
    * no delivery and no worker spins. See docs/flow-control.md.
    */
-  rateLimit?: RateLimitOption;
+  rateLimit?: RateLimitOption<RedisStreamsContext>;
   /**
    * At most this many entries of this handler in hand (read, not yet settled) over every worker of
    * its group: `n` or `{ max, lease? }`. A crashed worker's permits come back after `lease`
@@ -116,6 +117,11 @@ export function resolveHandlerExtras(
   }
   const ackMode = ackModeOption(name('ackMode'), given.ackMode, server.ackMode);
   const idempotency = resolveIdempotency(name('idempotency'), given.idempotency);
+  const rateLimit = resolveRateLimit(name('rateLimit'), given.rateLimit);
+  // A key is known per entry, a batch is started as one: a batch cannot wait for some of its keys.
+  if (rateLimit?.key !== undefined && given.batch !== undefined && given.batch !== false) {
+    throw new RedisStreamsOptionError(`${name('rateLimit')}.key`, 'cannot be used with extras.batch (a per-key limit is applied per entry); limit the batch handler as a whole or drop batch');
+  }
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
     raw: rawOption(name('raw'), given.raw),
@@ -130,7 +136,7 @@ export function resolveHandlerExtras(
     idempotency,
     batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
     partitions: partitionCountOption(name('partitions'), given.partitions),
-    rateLimit: resolveRateLimit(name('rateLimit'), given.rateLimit),
+    rateLimit,
     globalConcurrency: resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency),
   };
 }

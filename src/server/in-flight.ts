@@ -64,6 +64,8 @@ export class InFlightEntry {
   returning = false;
   /** It holds a prefetch slot and its bytes: set by `PrefetchSlots.admit`, cleared by the one release that frees them. */
   held = false;
+  /** Its key under a per-key rate limit (`extras.rateLimit.key`), once it got a token of that key; else undefined. */
+  rateKey: string | undefined = undefined;
   /** It holds one of its binding's `globalConcurrency` permits, given back when its slot is released. */
   permit = false;
   /** Its place in the prefetch slots' index while held (in-flight-index.ts), -1 otherwise. */

@@ -79,10 +79,22 @@ export class RetryReleaser {
     return true;
   }
 
-  private queue(entry: InFlightEntry, delayMs: number, error: string): void {
+  /**
+   * Queues the hold of an entry a per-key rate limit had no token for: released to the retry
+   * consumer for `delayMs` like a nack with a delay, but uncounted (its delivery count is set back,
+   * so the claim that returns it leaves the count as it was). False when it is settled already.
+   */
+  holdUncounted(entry: InFlightEntry, delayMs: number, reason: string): boolean {
+    if (entry.settled) return false;
+    this.queue(entry, delayMs, reason, true);
+    return true;
+  }
+
+  private queue(entry: InFlightEntry, delayMs: number, error: string, uncounted = false): void {
     entry.settled = true;
     this.slots.markReturning(entry);
-    this.batches.of(entry.binding).push({ entry, failed: { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error } });
+    const failed: FailedEntry = { id: entry.id, deliveryCount: entry.deliveryCount, delayMs, error, ...(uncounted ? { uncounted } : {}) };
+    this.batches.of(entry.binding).push({ entry, failed });
   }
 
   /** Sends what is queued and waits for every release in progress (close()). */

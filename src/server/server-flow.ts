@@ -7,7 +7,10 @@ import type { StreamBinding } from './in-flight.js';
 
 /** A binding's shared limits (one object for every partition of a pattern in one group). */
 export interface BindingLimits {
+  /** `extras.rateLimit` without a key: its reader takes tokens before it reads. */
   readonly rate: SharedRateLimit | undefined;
+  /** `extras.rateLimit` with a key: each entry takes a token of its key's bucket before its handler runs. */
+  readonly perKey: SharedRateLimit | undefined;
   readonly permits: GlobalPermits | undefined;
 }
 
@@ -49,8 +52,10 @@ export class ServerFlow {
       const key = `${stream}\u0000${binding.group}`;
       let limits = shared.get(key);
       if (limits === undefined) {
+        const rate = binding.rateLimit && new SharedRateLimit(commands, stream, binding.group, binding.rateLimit);
         limits = {
-          rate: binding.rateLimit && new SharedRateLimit(commands, stream, binding.group, binding.rateLimit),
+          rate: binding.rateLimit?.key === undefined ? rate : undefined,
+          perKey: binding.rateLimit?.key === undefined ? undefined : rate,
           permits: binding.globalConcurrency && new GlobalPermits(commands, stream, binding.group, consumer, binding.globalConcurrency, warn),
         };
         shared.set(key, limits);

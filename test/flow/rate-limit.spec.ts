@@ -18,6 +18,7 @@ interface Start {
 }
 const starts: Start[] = [];
 const limitedErrors: unknown[] = [];
+const tenantStarts: Array<{ tenant: string; n: number; deliveryCount: number; at: number }> = [];
 let redisNow: () => Promise<number> = () => Promise.resolve(0);
 
 const MAX = 10;
@@ -38,6 +39,11 @@ class LimitedController {
     if (data.answer429 === true && ctx.getDeliveryCount() === 1) await ctx.rateLimited(700);
   }
 
+  @EventPattern<string>('tenants', { rateLimit: { max: 2, per: 1000, key: (data: { tenant: string }) => data.tenant } })
+  async onTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+  }
+
   @EventPattern<string>('unlimited')
   async onUnlimited(@Payload() _data: unknown, @Ctx() ctx: RedisStreamsContext): Promise<void> {
     try {
@@ -53,12 +59,13 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
   const running: RunningServer[] = [];
   redisNow = () => redisNowOf(redis.client);
   const start = (consumer: string) =>
-    startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: 200, recovery: { minIdleTime: 60_000, retry: { type: 'fixed', delay: 100 } } }, [LimitedController]);
+    startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: 200, recovery: { minIdleTime: 60_000, interval: 100, retry: { type: 'fixed', delay: 100 } } }, [LimitedController]);
 
   afterEach(async () => {
     for (const r of running.splice(0)) await r.app.close();
     starts.length = 0;
     limitedErrors.length = 0;
+    tenantStarts.length = 0;
   });
 
   it('three workers together start at most max per period (plus the full bucket at first), each entry once, nothing lost', async () => {
@@ -110,6 +117,30 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     const again = starts.find((s) => s.n === 0 && s.deliveryCount === 2);
     expect(again).toBeDefined();
     await waitFor(async () => (await pendingCount(redis.client, 'api', 'g')) === 0, 'every entry acked');
+  });
+
+  it('a per-key limit: a busy tenant waits, held in Redis without a delivery counted; another tenant is not held up', async () => {
+    running.push(await start('w8'), await start('w9'));
+    for (let n = 0; n < 6; n++) await xaddEvent(redis.client, 'tenants', 'tenants', { n, tenant: 'acme' });
+    for (let n = 0; n < 2; n++) await xaddEvent(redis.client, 'tenants', 'tenants', { n: 100 + n, tenant: 'globex' });
+    await waitFor(() => tenantStarts.length === 8, 'every entry of both tenants', { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'tenants', 'g')) === 0, 'every entry acked');
+    const acme = tenantStarts.filter((s) => s.tenant === 'acme').map((s) => s.at).sort((a, b) => a - b);
+    const globex = tenantStarts.filter((s) => s.tenant === 'globex').map((s) => s.at);
+    // 2 at once, then one every 500 ms: the sixth no sooner than 2 s after the first, and in any
+    // stretch t at most 2 + 2 × t / 1 s.
+    expect((acme[5] as number) - (acme[0] as number)).toBeGreaterThanOrEqual(2_000 - STAMP_SLACK_MS);
+    for (let i = 0; i < acme.length; i++) {
+      for (let j = i; j < acme.length; j++) expect(j - i + 1).toBeLessThanOrEqual(2 + Math.floor((2 * ((acme[j] as number) - (acme[i] as number) + STAMP_SLACK_MS)) / 1_000));
+    }
+    // The other tenant's entries did not wait behind acme's.
+    expect(Math.max(...globex) - (acme[0] as number)).toBeLessThan(1_000);
+    // Held entries came back with the count they had: the holds were no deliveries.
+    expect(tenantStarts.map((s) => s.deliveryCount)).toEqual(tenantStarts.map(() => 1));
+    // One bucket per key, each expiring once idle for two periods: memory follows the keys in use.
+    const acmeTtl = await redis.client.pttl(`${rateLimitKey('tenants', 'g')}:acme`);
+    expect(acmeTtl).toBeGreaterThan(0);
+    expect(acmeTtl).toBeLessThanOrEqual(2_000);
   });
 
   it('ctx.rateLimited() on a handler without rateLimit throws an error naming the option', async () => {
