@@ -43,6 +43,7 @@ export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-stre
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
 export type { AckMode, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';
 export type { RawMode, RedisStreamsHandlerExtras } from './server/handler-extras.js';
+export type { GlobalConcurrencyOption, RateLimitOption } from './flow/flow-options.js';
 export type { RedisStreamsStatus } from './server/connection-status.js';
 export type { TelemetryOptions } from './telemetry/telemetry-options.js';
 export type {

@@ -31,13 +31,15 @@ describe('extras.rateLimit and extras.globalConcurrency: resolved, and bad value
   });
 
   it.each([
-    [{ rateLimit: 100 }, 'extras.rateLimit (handler "calls")', 'must be { max, per }'],
+    [{ rateLimit: 100 }, 'extras.rateLimit (handler "calls")', 'must be { max, per, key? }'],
     [{ rateLimit: { per: 1000 } }, 'extras.rateLimit (handler "calls").max', 'is required'],
     [{ rateLimit: { max: 10 } }, 'extras.rateLimit (handler "calls").per', 'is required'],
     [{ rateLimit: { max: 0, per: 1000 } }, 'extras.rateLimit (handler "calls").max', 'must be >= 1'],
     [{ rateLimit: { max: 1.5, per: 1000 } }, 'extras.rateLimit (handler "calls").max', 'must be an integer'],
     [{ rateLimit: { max: 10, per: 'soon' } }, 'extras.rateLimit (handler "calls").per', 'ISO-8601'],
-    [{ rateLimit: { max: 10, per: 1000, burst: 5 } }, 'extras.rateLimit (handler "calls").burst', 'is not an option here (max, per)'],
+    [{ rateLimit: { max: 10, per: 1000, burst: 5 } }, 'extras.rateLimit (handler "calls").burst', 'is not an option here (max, per, key)'],
+    [{ rateLimit: { max: 10, per: 1000, key: 'tenant' } }, 'extras.rateLimit (handler "calls").key', 'must be a function'],
+    [{ rateLimit: { max: 10, per: 1000, key: () => 't' }, batch: { size: 10 } }, 'extras.rateLimit (handler "calls").key', 'cannot be used with extras.batch'],
     [{ globalConcurrency: 0 }, 'extras.globalConcurrency (handler "calls")', 'must be >= 1'],
     [{ globalConcurrency: '3' }, 'extras.globalConcurrency (handler "calls")', 'must be a number or { max, lease? }'],
     [{ globalConcurrency: { lease: 5000 } }, 'extras.globalConcurrency (handler "calls").max', 'is required'],
