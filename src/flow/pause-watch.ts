@@ -83,6 +83,14 @@ export class PauseWatch {
       if (this.failing) this.warn('reading the pause state works again');
       this.failing = false;
     } catch (error) {
+      if (isNoPermission(error)) {
+        // Asking again would only fill the ACL log: this worker runs without pause/resume.
+        this.warn(
+          `pause / resume is off on this worker: its ACL user may not read the pause state (${errorMessage(error)}); grant +hmget on ${[...this.groupsByStream.keys()].map((stream) => `~${pausedKey(stream)}`).join(' ')} (docs/security.md)`,
+        );
+        this.stop();
+        return;
+      }
       // The last state stands: a Redis that cannot be asked cannot be read from either.
       if (!this.failing) this.warn(`could not read the pause state (${errorMessage(error)}); keeping the last one`);
       this.failing = true;
@@ -109,6 +117,10 @@ export class PauseWatch {
     this.waiters = [];
     for (const resolve of waiters) resolve();
   }
+}
+
+function isNoPermission(error: unknown): boolean {
+  return errorMessage(error).startsWith('NOPERM');
 }
 
 function targetKey(stream: string, group: string): string {

@@ -2,7 +2,7 @@ import type { MessageHandler } from '@nestjs/microservices';
 import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../codec/stream-deserializer.js';
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
 import type { HandledStream } from './handled-stream.js';
-import type { BindingLimits } from './server-flow.js';
+import type { BindingLimits } from './binding-limits.js';
 
 /**
  * One handler bound to one stream and consumer group, with its options resolved once (never per

@@ -3,16 +3,8 @@ import { GlobalPermits } from '../flow/global-permits.js';
 import { PauseWatch, type PauseTarget } from '../flow/pause-watch.js';
 import { SharedRateLimit } from '../flow/shared-rate-limit.js';
 import type { RedisClient } from '../redis/connection.js';
+import type { BindingLimits } from './binding-limits.js';
 import type { StreamBinding } from './in-flight.js';
-
-/** A binding's shared limits (one object for every partition of a pattern in one group). */
-export interface BindingLimits {
-  /** `extras.rateLimit` without a key: its reader takes tokens before it reads. */
-  readonly rate: SharedRateLimit | undefined;
-  /** `extras.rateLimit` with a key: each entry takes a token of its key's bucket before its handler runs. */
-  readonly perKey: SharedRateLimit | undefined;
-  readonly permits: GlobalPermits | undefined;
-}
 
 /** How long a reader short of permits waits before it asks again, unless one of its own comes back first. */
 export const PERMIT_RETRY_MS = 100;

@@ -8,7 +8,8 @@ import { ReaderPulse } from './liveness.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
-import { PERMIT_RETRY_MS, type BindingLimits } from './server-flow.js';
+import type { BindingLimits } from './binding-limits.js';
+import { PERMIT_RETRY_MS } from './server-flow.js';
 
 /** Unblocks of a read that went out before a pause was seen: enough for it to reach Redis (~0.5 s). */
 const STALE_READ_UNBLOCKS = 50;
