@@ -42,6 +42,9 @@ export function stuckReaders(liveness: RedisStreamsLiveness, limits: LivenessLim
   const problems: string[] = [];
   const allowed = liveness.blockMs + limits.readGraceMs;
   for (const reader of liveness.readers) {
+    // Paused by an operator (every stream it reads): not reading is what it was asked to do.
+    // A read still in flight is judged as usual; one that never came back is stuck all the same.
+    if (reader.paused && reader.readStartedAt === null) continue;
     if (reader.readStartedAt !== null) {
       const blocked = liveness.at - reader.readStartedAt;
       if (blocked > allowed) problems.push(`reader of group "${reader.group}": a read has been waiting for Redis for ${blocked} ms (allowed ${allowed} ms)`);
@@ -54,6 +57,22 @@ export function stuckReaders(liveness: RedisStreamsLiveness, limits: LivenessLim
     }
   }
   return problems;
+}
+
+/**
+ * The paused groups of a server's streams, as `stream` + `group` where `stream` is the one the
+ * pause is kept on (a partitioned stream's own name, for all its partitions): details, never a
+ * problem. Who paused a group wants it to stay up (a restart would not resume it; the state is
+ * in Redis) while entries wait; a `lag` threshold still says when they wait too long.
+ */
+export function pausedGroups(liveness: RedisStreamsLiveness): { stream: string; group: string }[] {
+  const paused = new Map<string, { stream: string; group: string }>();
+  for (const { stream, group, partitionOf, paused: isPaused } of liveness.streams) {
+    if (!isPaused) continue;
+    const target = { stream: partitionOf ?? stream, group };
+    paused.set(`${target.stream}\u0000${group}`, target);
+  }
+  return [...paused.values()];
 }
 
 /** Liveness problems: not listening, stuck read loops. */

@@ -50,6 +50,8 @@ export interface ReaderLiveness {
   readonly lastReadAt: number | null;
   /** Epoch ms the reader was created (the baseline before its first read). */
   readonly since: number;
+  /** Every stream + group it reads is paused (docs/cli.md, "Pause and resume"): it waits, by design, and reads nothing. */
+  readonly paused: boolean;
 }
 
 /** One stream + group this server consumes, and the dead-letter stream of its stream. */
@@ -59,6 +61,8 @@ export interface StreamLiveness {
   readonly deadLetterKey: string;
   /** A partition (`orders:p3`): the partitioned stream it belongs to (`orders`); else undefined. */
   readonly partitionOf?: string;
+  /** The group is paused on this stream, as this worker last read the pause state (within one poll; no Redis command here). */
+  readonly paused: boolean;
 }
 
 /** Recovery's part: its ticks and how many failed in a row. */
@@ -122,6 +126,7 @@ export function livenessOf(sources: LivenessSources): RedisStreamsLiveness {
       readStartedAt: pulse.readStartedAt,
       lastReadAt: pulse.lastReadAt,
       since: pulse.since,
+      paused: bindings.length > 0 && bindings.every(({ stream }) => sources.streams.some((each) => each.stream === stream && each.group === group && each.paused)),
     })),
     streams: sources.streams,
     prefetch: { size: sources.prefetch, free: sources.freeSlots, inFlight: sources.inFlight },

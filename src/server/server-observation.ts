@@ -44,11 +44,12 @@ export class ServerObservation {
       prefetch: slots?.prefetchSize ?? options.prefetch,
       commands: this.server.commands(),
       readers: parts?.readers ?? [],
-      streams: (parts?.bindings ?? []).map(({ stream, group, partitionOf }) => ({
-        stream,
-        group,
-        ...(partitionOf === undefined ? {} : { partitionOf }),
-        deadLetterKey: recovery?.deadLetterKeyFor(stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(stream),
+      streams: (parts?.bindings ?? []).map((binding) => ({
+        stream: binding.stream,
+        group: binding.group,
+        ...(binding.partitionOf === undefined ? {} : { partitionOf: binding.partitionOf }),
+        paused: parts?.flow.isPaused(binding) ?? false,
+        deadLetterKey: recovery?.deadLetterKeyFor(binding.stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(binding.stream),
       })),
       freeSlots: slots?.freeSlots() ?? 0,
       inFlight: slots?.inFlightCount() ?? 0,
