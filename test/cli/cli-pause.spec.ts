@@ -103,6 +103,32 @@ describe('CLI pause / resume (real redis-server)', { timeout: 120_000 }, () => {
     expect(await redis.client.exists(pausedKey('parted:p1'))).toBe(0);
   });
 
+  it('info shows paused groups: a line each, the mark in the groups table, `paused` in the JSON; a partitioned stream for all partitions', async () => {
+    await redis.client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
+    await redis.client.xgroup('CREATE', 'orders', 'audit', '0');
+    await cli('pause', 'orders', 'billing');
+    const since = new Date(Number(await redis.client.hget(pausedKey('orders'), 'billing'))).toISOString();
+    const info = await atTerminal('info', 'orders');
+    expect(info.out.split('\n').slice(1, 6)).toEqual([
+      `paused: group billing since ${since}`,
+      '',
+      expect.stringMatching(/^GROUP {13}CONSUMERS/),
+      expect.stringMatching(/^audit {21}0 /),
+      expect.stringMatching(/^billing \(paused\) {10}0 /),
+    ]);
+    expect(JSON.parse((await cli('info', 'orders')).stdout)).toMatchObject({ paused: [{ group: 'billing', pausedAt: since }] });
+    await cli('resume', 'orders', 'billing');
+    expect(JSON.parse((await cli('info', 'orders')).stdout)).not.toHaveProperty('paused');
+
+    await redis.client.set(partitionsMetadataKey('parted'), '2');
+    for (const partition of ['parted:p0', 'parted:p1']) await redis.client.xgroup('CREATE', partition, 'billing', '0', 'MKSTREAM');
+    await cli('pause', 'parted', 'billing');
+    const parted = await atTerminal('info', 'parted');
+    expect(parted.out).toMatch(/^paused: group billing since \S+ \(all partitions\)$/m);
+    expect(parted.out.split('\n').filter((line) => line.startsWith('billing (paused)  '))).toHaveLength(3);
+    expect(JSON.parse((await cli('info', 'parted')).stdout)).toMatchObject({ paused: [{ group: 'billing' }] });
+  });
+
   it("a partitioned stream's workers stop at the CLI's pause and handle what waited once resumed", async () => {
     const moduleRef = await Test.createTestingModule({ controllers: [PartedController] }).compile();
     const server = new RedisStreamsServer({ connection: redis.server.url, group: 'billing', consumer: 'c1', blockMs: 100, recovery: false });
