@@ -1,5 +1,5 @@
 import { pauseGroup, pausedSince, resumeGroup } from '../flow/pause-state.js';
-import { isNoPermission, recordedPartitionCount } from '../partitions/partition-metadata.js';
+import { partitionCountOrOne, partitionedStreamOf } from '../partitions/partition-of-key.js';
 import type { RedisClient } from '../redis/connection.js';
 import { redisNow } from '../redis/server-time.js';
 import { CliError } from './errors.js';
@@ -20,9 +20,6 @@ export interface PauseChange {
   partitions?: number;
 }
 
-/** A partition key `orders:p3`: where it would be paused nobody looks. */
-const PARTITION_KEY = /^(.+):p(\d+)$/;
-
 /**
  * Pauses or resumes `group` on `key` (docs/cli.md "Pause and resume"), then says what changed.
  * A partition's key is refused: workers watch the partitioned stream's own state (one pause for
@@ -30,7 +27,7 @@ const PARTITION_KEY = /^(.+):p(\d+)$/;
  */
 export async function changePause(redis: RedisClient, key: string, group: string, pause: boolean): Promise<PauseChange> {
   await refusePartitionKey(redis, key);
-  const partitions = await partitionCountOf(redis, key);
+  const partitions = await partitionCountOrOne(redis, key);
   const before = pause ? undefined : await pausedSince(redis, key, group);
   const changed = pause ? await pauseGroup(redis, key, group) : await resumeGroup(redis, key, group);
   // After a pause (new or not), the pause in force; after a resume, the one lifted (if this run lifted it).
@@ -48,15 +45,7 @@ export async function changePause(redis: RedisClient, key: string, group: string
 }
 
 async function refusePartitionKey(redis: RedisClient, key: string): Promise<void> {
-  const match = PARTITION_KEY.exec(key);
-  if (match === null) return;
-  const [, base, index] = match as unknown as [string, string, string];
-  if (Number(index) < (await partitionCountOf(redis, base))) {
-    throw new CliError(`invalid <key>: ${key} is partition ${index} of ${base}; name ${base}: one pause covers every partition`, 2);
-  }
-}
-
-/** The recorded partition count; 1 when the ACL refuses the metadata key (an operator's rules from before partitions). */
-async function partitionCountOf(redis: RedisClient, key: string): Promise<number> {
-  return recordedPartitionCount(redis, key).catch((error: unknown) => (isNoPermission(error) ? 1 : Promise.reject(error)));
+  const partition = await partitionedStreamOf(redis, key);
+  if (partition === undefined) return;
+  throw new CliError(`invalid <key>: ${key} is partition ${partition.index} of ${partition.stream}; name ${partition.stream}: one pause covers every partition`, 2);
 }
