@@ -40,6 +40,13 @@ export {
 } from './client/errors.js';
 export type { RawReply } from './client/raw-reply.js';
 export { RedisStreamsServer, REDIS_STREAMS_TRANSPORT } from './server/redis-streams.server.js';
+// Pause / resume a stream's group for every worker from any process with a Redis client (an admin
+// API that runs no server): the same state as `server.pause()` and the CLI's `pause`.
+export {
+  pauseGroup as pauseStreamGroup,
+  pausedGroupsOf as pausedStreamGroups,
+  resumeGroup as resumeStreamGroup,
+} from './flow/pause-state.js';
 export type { RedisStreamsConnections, RedisStreamsServerEvents } from './server/redis-streams.server.js';
 export type { AckMode, RedisStreamsServerOptions, WorkQueuePolicy } from './server/options.js';
 export type { RawMode, RedisStreamsHandlerExtras } from './server/handler-extras.js';

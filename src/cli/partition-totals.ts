@@ -8,6 +8,8 @@ export interface PartitionedInfoOutput {
   partitionCount: number;
   partitions: InfoOutput[];
   total: PartitionTotals;
+  /** Groups paused for every worker: kept on the stream's own name, for every partition; absent when none. */
+  paused?: NonNullable<InfoOutput['paused']>;
 }
 
 export interface PartitionTotals {

@@ -15,7 +15,7 @@ export const CLI_NAME = 'nestjs-redis-streams';
  */
 export function createProgram(context: CliContext): Command {
   const program = new Command(CLI_NAME)
-    .description('Redis Streams consumer-group tools: claim, ack, pending, info, dlq, delayed, top. Tables at a terminal, JSON otherwise.')
+    .description('Redis Streams consumer-group tools: claim, ack, pending, info, dlq, delayed, top, pause, resume. Tables at a terminal, JSON otherwise.')
     .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({

@@ -1,5 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { RedisStreamsOptionError } from '../errors.js';
+import { pauseGroup, resumeGroup } from '../flow/pause-state.js';
+import { partitionedStreamOf } from '../partitions/partition-of-key.js';
 import { Redactor } from '../redaction.js';
 import { reapConsumers, type ReapResult } from '../recovery/consumer-reaper.js';
 import type { PurgeResult, RedriveResult } from '../recovery/dead-letter-results.js';
@@ -74,6 +76,30 @@ export class DashboardActions {
     const group = nameParameter('group', request.group);
     const consumer = nameParameter('consumer', request.consumer);
     return this.logged('delete consumer', { stream, group, consumer }, () => reapConsumers(this.context.redis, { stream, group, consumers: [consumer] }), (result) => result.outcomes[0]?.status ?? 'no outcome');
+  }
+
+  /**
+   * Pauses (`pause` true) or resumes a group for every worker: they stop, or start again, reading
+   * within one pause poll. Kept on the stream's own name (a partitioned stream's, for all its
+   * partitions); a partition's key is refused, as a pause written there would stop nothing.
+   */
+  setPaused(body: unknown, pause: boolean): Promise<{ stream: string; group: string; paused: boolean; changed: boolean }> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const group = nameParameter('group', request.group);
+    return this.logged(
+      pause ? 'pause group' : 'resume group',
+      { stream, group },
+      async () => {
+        const partition = await partitionedStreamOf(this.context.redis, stream);
+        if (partition !== undefined) {
+          throw new RedisStreamsOptionError('stream', `${stream} is partition ${partition.index} of ${partition.stream}: pause or resume ${partition.stream}, for every partition`);
+        }
+        const changed = pause ? await pauseGroup(this.context.redis, stream, group) : await resumeGroup(this.context.redis, stream, group);
+        return { stream, group, paused: pause, changed };
+      },
+      ({ changed }) => (changed ? (pause ? 'paused' : 'resumed') : pause ? 'already paused' : 'was not paused'),
+    );
   }
 
   private deadLetterRequest(body: unknown): { stream: string; selection: readonly string[] | 'all' } {

@@ -20,6 +20,12 @@ export interface GroupView {
   entriesRead: number | null;
   lastDeliveredId: string | null;
   consumers: ConsumerView[];
+  /**
+   * Paused for every worker (`pause`; kept on the stream's own name, so a partitioned stream's
+   * pause shows on its total and on every partition), and since when (Redis' clock, ISO-8601).
+   */
+  paused: boolean;
+  pausedAt: string | null;
 }
 
 export interface DelayedView {

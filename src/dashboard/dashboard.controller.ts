@@ -120,6 +120,20 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       return answer(this.redactor, () => this.actions.claim(body));
     }
 
+    @Post('api/groups/pause')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    pauseGroup(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.setPaused(body, true));
+    }
+
+    @Post('api/groups/resume')
+    @HttpCode(200)
+    @UseGuards(SameOriginGuard, MutationGuard)
+    resumeGroup(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.setPaused(body, false));
+    }
+
     @Post('api/consumers/delete')
     @HttpCode(200)
     @UseGuards(SameOriginGuard, MutationGuard)

@@ -1,6 +1,7 @@
 import { RedisStreamsClaimError } from '../claim/claim.errors.js';
 import type { StreamInspector } from '../claim/stream-inspector.js';
 import { countHeldAndDue } from '../delayed/delayed-inspection.js';
+import { pausedGroupsOf } from '../flow/pause-state.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { ConsumerView, DelayedView, GroupView, StreamView } from './dashboard-views.js';
 import type { StreamTarget } from './stream-targets.js';
@@ -17,15 +18,38 @@ export interface SamplerParts {
 
 /**
  * One refresh of one stream. Per stream key: XINFO STREAM, XINFO GROUPS, XLEN of its dead-letter
- * stream, ZCARD and ZCOUNT of its delayed schedule, then XINFO CONSUMERS per group; all sent at once on the one connection. A partitioned
+ * stream, ZCARD and ZCOUNT of its delayed schedule, then XINFO CONSUMERS per group; all sent at once on the one connection;
+ * and HGETALL of the stream's pause state, once for a partitioned stream. A partitioned
  * stream costs that per partition (its partition keys come from the servers' bindings, or from
  * one GET of its metadata key when its name holds no stream). No SCAN, no KEYS.
  */
 export async function sampleTarget(parts: SamplerParts, target: StreamTarget): Promise<StreamView> {
+  // One HGETALL a stream, of its own name: a partitioned stream's pause covers every partition.
+  // Nothing paused when Redis refuses the key (an ACL from before pauses): the rest shows.
+  const paused = pausedGroupsOf(parts.redis, target.name).catch(() => new Map<string, number>());
+  const view = await sampleUnmarked(parts, target);
+  return markPaused(view, await paused);
+}
+
+async function sampleUnmarked(parts: SamplerParts, target: StreamTarget): Promise<StreamView> {
   if (target.partitions !== undefined && target.partitions.length > 0) return partitioned(parts, target, target.partitions);
   const sample = await sampleKey(parts, target.name, target.handledGroups, target.source);
   if (sample.partitionKeys === undefined) return sample.view;
   return partitioned(parts, target, sample.partitionKeys);
+}
+
+/** The stream's groups (and its partitions') with their pause state. */
+function markPaused(view: StreamView, paused: ReadonlyMap<string, number>): StreamView {
+  if (paused.size === 0) return view;
+  const mark = (one: StreamView): StreamView => ({
+    ...one,
+    groups: one.groups.map((group) => {
+      const since = paused.get(group.name);
+      return since === undefined ? group : { ...group, paused: true, pausedAt: new Date(since).toISOString() };
+    }),
+  });
+  const marked = mark(view);
+  return view.partitions === undefined ? marked : { ...marked, partitions: view.partitions.map(mark) };
 }
 
 async function partitioned(parts: SamplerParts, target: StreamTarget, keys: readonly string[]): Promise<StreamView> {
@@ -61,6 +85,8 @@ async function sampleKey(
       entriesRead: group.entriesRead,
       lastDeliveredId: group.lastDeliveredId,
       consumers: (await inspector.consumers(key, group.name).catch(() => [])).map(({ name, pending, idleMs, inactiveMs }) => ({ name, pending, idleMs, inactiveMs })),
+      paused: false,
+      pausedAt: null,
     })),
   );
   return {
@@ -128,6 +154,8 @@ function groupTotal(name: string, groups: readonly GroupView[]): GroupView {
     entriesRead: sum(groups.map((group) => group.entriesRead)),
     lastDeliveredId: null,
     consumers: [...consumers.values()],
+    paused: false,
+    pausedAt: null,
   };
 }
 

@@ -58,6 +58,22 @@ export function stuckReaders(liveness: RedisStreamsLiveness, limits: LivenessLim
   return problems;
 }
 
+/**
+ * The paused groups of a server's streams, as `stream` + `group` where `stream` is the one the
+ * pause is kept on (a partitioned stream's own name, for all its partitions): details, never a
+ * problem. Who paused a group wants it to stay up (a restart would not resume it; the state is
+ * in Redis) while entries wait; a `lag` threshold still says when they wait too long.
+ */
+export function pausedGroups(liveness: RedisStreamsLiveness): { stream: string; group: string }[] {
+  const paused = new Map<string, { stream: string; group: string }>();
+  for (const { stream, group, partitionOf, paused: isPaused } of liveness.streams) {
+    if (!isPaused) continue;
+    const target = { stream: partitionOf ?? stream, group };
+    paused.set(`${target.stream}\u0000${group}`, target);
+  }
+  return [...paused.values()];
+}
+
 /** Liveness problems: not listening, stuck read loops. */
 export function livenessProblems(liveness: RedisStreamsLiveness, limits: LivenessLimits): string[] {
   if (liveness.state !== 'listening') return [`server is ${liveness.state}, not listening`];

@@ -5,7 +5,7 @@ import { delayedKeys } from '../delayed/delayed-keys.js';
 import { redisNow } from '../redis/server-time.js';
 import { listeningServers, type LivenessSource, type RedisStreamsLiveness } from '../server/liveness.js';
 import { withTimeout } from '../timeout.js';
-import { livenessProblems, readinessProblems, thresholdProblems, type StreamCounts } from './health-verdict.js';
+import { livenessProblems, pausedGroups, readinessProblems, thresholdProblems, type StreamCounts } from './health-verdict.js';
 import { resolveHealthOptions, type RedisStreamsHealthOptions, type ResolvedHealthOptions } from './health.options.js';
 
 /** What the indicator reports of one server (the `servers` array of its result). */
@@ -18,6 +18,11 @@ export interface ServerHealthReport {
   connections: Record<string, string>;
   /** Per reader: whether a read is in flight, and ms since a read last returned (null: none yet). */
   readers: { group: string; reading: boolean; msSinceRead: number | null }[];
+  /**
+   * Groups paused for every worker (`nestjs-redis-streams pause`), as this server last read the
+   * pause state; `stream` is the one the pause is on (a partitioned stream's name). Not a problem.
+   */
+  paused: { stream: string; group: string }[];
   /** `isHealthy` with thresholds: the counts read for each stream + group. */
   streams?: StreamCounts[];
 }
@@ -27,6 +32,7 @@ export interface ServerHealthReport {
  * - `isAlive`: liveness (no Redis command): the server listens and no read loop is stuck.
  * - `isHealthy`: readiness: liveness, every connection ready, Redis answers PING, recovery ticks
  *   not failing in a row, and lag / pending / dead letters under the thresholds you set.
+ * Both list paused groups in `paused`; a paused group is up (docs/observability.md says why).
  * See docs/observability.md.
  */
 @Injectable()
@@ -103,6 +109,7 @@ function report(liveness: RedisStreamsLiveness, problems: string[]): ServerHealt
       reading: reader.reading,
       msSinceRead: reader.lastReadAt === null ? null : liveness.at - reader.lastReadAt,
     })),
+    paused: pausedGroups(liveness),
   };
 }
 

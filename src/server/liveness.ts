@@ -77,8 +77,8 @@ export interface StreamLiveness {
   readonly deadLetterKey: string;
   /** A partition (`orders:p3`): the partitioned stream it belongs to (`orders`); else undefined. */
   readonly partitionOf?: string;
-  /** `true` while this worker sees the group paused (flow control, as of its last pause poll): nothing of it is read. */
-  readonly paused?: boolean;
+  /** The group is paused on this stream, as this worker last read the pause state (within one poll; no Redis command here). */
+  readonly paused: boolean;
 }
 
 /** Recovery's part: its ticks and how many failed in a row. */

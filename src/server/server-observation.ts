@@ -48,7 +48,7 @@ export class ServerObservation {
         stream: binding.stream,
         group: binding.group,
         ...(binding.partitionOf === undefined ? {} : { partitionOf: binding.partitionOf }),
-        ...(parts?.flow.isPaused(binding) === true ? { paused: true } : {}),
+        paused: parts?.flow.isPaused(binding) ?? false,
         deadLetterKey: recovery?.deadLetterKeyFor(binding.stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(binding.stream),
       })),
       freeSlots: slots?.freeSlots() ?? 0,

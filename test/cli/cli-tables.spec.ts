@@ -106,8 +106,8 @@ describe('CLI output at a terminal: aligned tables; JSON otherwise', () => {
     const counts = await countsReads();
     const [first, second] = lines.map((line) => JSON.parse(line) as { rows: Record<string, unknown>[] });
     expect(first!.rows).toEqual([
-      { stream: 'orders', group: 'billing', length: 3, inPerSecond: null, outPerSecond: null, lag: counts ? 1 : null, pending: 2, oldestPendingIdleMs: expect.any(Number), consumers: 1, deadLetters: 0, delayedHeld: 0, delayedDue: 0 },
-      { stream: 'orders', group: 'nope', length: 3, inPerSecond: null, outPerSecond: null, lag: null, pending: null, oldestPendingIdleMs: null, consumers: null, deadLetters: 0, delayedHeld: 0, delayedDue: 0, note: 'no such group' },
+      { stream: 'orders', group: 'billing', length: 3, inPerSecond: null, outPerSecond: null, lag: counts ? 1 : null, pending: 2, oldestPendingIdleMs: expect.any(Number), consumers: 1, deadLetters: 0, delayedHeld: 0, delayedDue: 0, paused: false },
+      { stream: 'orders', group: 'nope', length: 3, inPerSecond: null, outPerSecond: null, lag: null, pending: null, oldestPendingIdleMs: null, consumers: null, deadLetters: 0, delayedHeld: 0, delayedDue: 0, paused: false, note: 'no such group' },
     ]);
     expect(second!.rows[0]).toMatchObject(counts ? { inPerSecond: 0, outPerSecond: 0 } : { inPerSecond: null, outPerSecond: null });
   });
@@ -228,7 +228,7 @@ describe('hostile names and error text from Redis are shown, not obeyed, at a te
   });
 
   it("top's frame: every line escaped, before it is cut to the terminal's width", () => {
-    const row = { length: 3, inPerSecond: null, outPerSecond: null, lag: 1, pending: 2, oldestPendingIdleMs: 1500, consumers: 1, deadLetters: 0, delayedHeld: 0, delayedDue: 0 };
+    const row = { length: 3, inPerSecond: null, outPerSecond: null, lag: 1, pending: 2, oldestPendingIdleMs: 1500, consumers: 1, deadLetters: 0, delayedHeld: 0, delayedDue: 0, paused: false };
     const frame = topView(
       { source: 'redis://127.0.0.1:1/\u001b]0;x\u0007', intervalMs: 1_000, at: 0, rows: [{ stream: 'orders\u009b', group, ...row }, { stream: 'orders\u009b', group: other, ...row }] },
       120,
@@ -250,18 +250,18 @@ function escapeRegExp(text: string): string {
 describe('top figures and units', () => {
   const sample = (at: number, added: number, read: number, pending: number): TopSample => ({
     at,
-    streams: [{ key: 'orders', exists: true, length: added, entriesAdded: added, deadLetters: 4, delayed: { held: 5, due: 1 }, groups: [{ name: 'billing', consumers: 2, pending, lag: added - read, entriesRead: read, oldestPendingIdleMs: 1500 }] }],
+    streams: [{ key: 'orders', exists: true, length: added, entriesAdded: added, deadLetters: 4, delayed: { held: 5, due: 1 }, groups: [{ name: 'billing', consumers: 2, pending, lag: added - read, entriesRead: read, oldestPendingIdleMs: 1500 }], pausedGroups: new Set<string>() }],
   });
 
   it('rates: entries added per second, entries acknowledged (read minus pending) per second', () => {
     const [row] = topRows(sample(12_000, 130, 110, 10), sample(10_000, 100, 80, 20));
     expect(row).toEqual({
-      stream: 'orders', group: 'billing', length: 130, inPerSecond: 15, outPerSecond: 20, lag: 20, pending: 10, oldestPendingIdleMs: 1500, consumers: 2, deadLetters: 4, delayedHeld: 5, delayedDue: 1,
+      stream: 'orders', group: 'billing', length: 130, inPerSecond: 15, outPerSecond: 20, lag: 20, pending: 10, oldestPendingIdleMs: 1500, consumers: 2, deadLetters: 4, delayedHeld: 5, delayedDue: 1, paused: false,
     });
   });
 
   it("delayed counts: a partitioned stream's total sums its partitions' held and due; unknown when a partition could not be counted", () => {
-    const partition = (key: string, delayed: { held: number; due: number } | null): StreamSample => ({ key, exists: key !== 'orders:p2', length: 1, entriesAdded: 1, deadLetters: 0, delayed, groups: [] });
+    const partition = (key: string, delayed: { held: number; due: number } | null): StreamSample => ({ key, exists: key !== 'orders:p2', length: 1, entriesAdded: 1, deadLetters: 0, delayed, groups: [], pausedGroups: new Set<string>() });
     const counted = partitionedSamples('orders', [partition('orders:p0', { held: 3, due: 1 }), partition('orders:p1', { held: 4, due: 0 }), partition('orders:p2', { held: 2, due: 2 })]);
     // A partition whose stream does not exist yet still holds entries (its first promotion creates it).
     expect(counted.map((sample) => [sample.key, sample.delayed])).toEqual([

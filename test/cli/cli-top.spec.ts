@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord, type RedisStreamsRecordOptions } from '../../src/client/redis-streams-record.js';
 import { promoteDelayedNow } from '../../src/delayed/delayed-inspection.js';
+import { pauseGroup, resumeGroup } from '../../src/flow/pause-state.js';
 import { partitionIndexOf, partitionsMetadataKey } from '../../src/partitions/partition-keys.js';
 import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
@@ -115,6 +116,42 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     tmux('send-keys', '-t', session, 'C-c');
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
     expect(pane()).toContain('top exited with 0');
+  }, 240_000);
+
+  it('marks a paused group beside its name, partitions included, still visible in a narrow terminal; the mark goes on resume', async () => {
+    await redis.client.xgroup('CREATE', 'held', 'billing', '0', 'MKSTREAM');
+    await redis.client.xgroup('CREATE', 'held', 'audit', '0');
+    await redis.client.set(partitionsMetadataKey('parted2'), '2');
+    for (const partition of ['parted2:p0', 'parted2:p1']) await redis.client.xgroup('CREATE', partition, 'billing', '0', 'MKSTREAM');
+    const session = 'pause';
+    const command = `'${process.execPath}' '${CLI}' top held parted2 --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', session, '-x', '40', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', session);
+    /** The GROUP cell of each row of `stream` (whatever the terminal cut off to the right). */
+    const groupsOf = (stream: string) => {
+      const lines = pane().split('\n');
+      const at = lines.find((line) => line.startsWith('STREAM'))?.indexOf('GROUP') ?? -1;
+      return lines.filter((line) => line.startsWith(`${stream} `)).map((line) => line.slice(at).split('  ')[0]);
+    };
+
+    await waitFor(() => groupsOf('parted2 (total)').length === 1, 'top to show the partitioned stream', { timeout: 60_000, interval: 100 });
+    expect(groupsOf('held').sort()).toEqual(['audit', 'billing']);
+
+    // On the partitioned stream's own name: every partition's row and the total are marked.
+    await pauseGroup(redis.client, 'held', 'billing');
+    await pauseGroup(redis.client, 'parted2', 'billing');
+    await waitFor(() => groupsOf('parted2 (total)')[0] === 'billing (paused)', 'top to mark the paused groups', { timeout: 60_000, interval: 100 });
+    expect(groupsOf('held').sort()).toEqual(['audit', 'billing (paused)']);
+    expect([...groupsOf('parted2:p0'), ...groupsOf('parted2:p1')]).toEqual(['billing (paused)', 'billing (paused)']);
+    expect(pane().split('\n').every((line) => line.length <= 40)).toBe(true);
+
+    await resumeGroup(redis.client, 'parted2', 'billing');
+    await waitFor(() => groupsOf('parted2 (total)')[0] === 'billing', 'top to drop the mark on resume', { timeout: 60_000, interval: 100 });
+    expect(groupsOf('held').sort()).toEqual(['audit', 'billing (paused)']);
+
+    tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
   }, 240_000);
 
   it('shows hostile group and consumer names escaped: the screen is not cleared, the title not set', async () => {

@@ -127,8 +127,8 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     await redis.client.xadd(`${PARTITIONED_STREAM}:p1`, '*', 'pattern', PARTITIONED_STREAM, 'data', '{}');
     const server = [...listeningServers][0]!;
     expect(server.liveness().streams.filter((binding) => binding.partitionOf !== undefined)).toEqual([
-      { stream: `${PARTITIONED_STREAM}:p0`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p0}:dead` },
-      { stream: `${PARTITIONED_STREAM}:p1`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p1}:dead` },
+      { stream: `${PARTITIONED_STREAM}:p0`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p0}:dead`, paused: false },
+      { stream: `${PARTITIONED_STREAM}:p1`, group: 'billing', partitionOf: PARTITIONED_STREAM, deadLetterKey: `{${PARTITIONED_STREAM}:p1}:dead`, paused: false },
     ]);
     const view = await overview(app);
     expect(view.streams.map((stream) => stream.name)).toEqual([HANDLED_STREAM, PARTITIONED_STREAM]);

@@ -210,7 +210,7 @@ describe('health verdict of a snapshot', () => {
     blockMs: 5_000,
     connections: [{ name: 'commands', status: 'ready' }, { name: 'reader:g', status: 'ready' }],
     readers: [{ group: 'g', streams: ['s'], reading: true, readStartedAt: 90_000, lastReadAt: 90_000, since: 0, held: null }],
-    streams: [{ stream: 's', group: 'g', deadLetterKey: '{s}:dead' }],
+    streams: [{ stream: 's', group: 'g', deadLetterKey: '{s}:dead', paused: false }],
     prefetch: { size: 10, free: 10, inFlight: 0 },
     recovery: { scheduled: true, ticks: 9, failedTicksInARow: 0, lastTickAt: 99_000, lastError: null },
   };

@@ -4,6 +4,7 @@ import { registerClaimCommand } from './claim.command.js';
 import { registerDelayedCommand } from './delayed.command.js';
 import { registerDlqCommand } from './dlq.command.js';
 import { registerInfoCommand } from './info.command.js';
+import { registerPauseCommands } from './pause.command.js';
 import { registerPendingCommand } from './pending.command.js';
 import { registerTopCommand } from './top.command.js';
 
@@ -16,4 +17,5 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerDlqCommand,
   registerDelayedCommand,
   registerTopCommand,
+  registerPauseCommands,
 ];

@@ -14,7 +14,7 @@ interface InfoFlags {
 export function registerInfoCommand(program: Command, { io }: CliContext): void {
   program
     .command('info')
-    .description('stream length and first/last ids, its groups (pending, lag), its held delayed entries, and with --group that group\'s consumers; a partitioned stream: each partition and the total')
+    .description('stream length and first/last ids, its groups (pending, lag, paused), its held delayed entries, and with --group that group\'s consumers; a partitioned stream: each partition and the total')
     .argument('<key>', 'stream key')
     .option('--group <group>', 'also list the consumers of this group')
     .action(async (key: string, _options: unknown, command: Command) => {
@@ -39,17 +39,27 @@ export function registerInfoCommand(program: Command, { io }: CliContext): void 
     });
 }
 
-async function infoOf(redis: RedisClient, inspection: StreamInspector, key: string, group: string | undefined): Promise<InfoOutput> {
+/** `withPaused`: false for a partition, whose pause state is its partitioned stream's. */
+async function infoOf(redis: RedisClient, inspection: StreamInspector, key: string, group: string | undefined, withPaused = true): Promise<InfoOutput> {
   // Sent together: one connection pipelines them.
-  const [stream, groups, consumers, delayed] = await Promise.all([
+  const [stream, groups, consumers, delayed, paused] = await Promise.all([
     inspection.stream(key),
     inspection.groups(key),
     group === undefined ? undefined : inspection.consumers(key, group),
     delayedOf(redis, key),
+    withPaused ? pausedOf(redis, key) : undefined,
   ]);
   const output: InfoOutput = consumers === undefined ? { key, stream, groups } : { key, stream, groups, group, consumers };
   if (delayed !== undefined) output.delayed = delayed;
+  if (paused !== undefined) output.paused = paused;
   return output;
+}
+
+/** The groups paused for every worker (`pause`), when some are: the stream's own, or a partitioned stream's for all partitions. */
+async function pausedOf(redis: RedisClient, key: string): Promise<InfoOutput['paused']> {
+  const { pausedGroupsOrNone } = await import('../paused-groups.js');
+  const paused = [...(await pausedGroupsOrNone(redis, key))].map(([group, since]) => ({ group, pausedAt: new Date(since).toISOString() }));
+  return paused.length === 0 ? undefined : paused;
 }
 
 /**
@@ -80,6 +90,11 @@ async function partitionedInfoOf(
   ]);
   const partitionCount = await recordedPartitionCount(redis, key);
   if (partitionCount === 1) return undefined;
-  const partitions = await Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => infoOf(redis, inspection, partition, group)));
-  return { key, partitionCount, partitions, total: partitionTotals(partitions, group) };
+  const [partitions, paused] = await Promise.all([
+    Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => infoOf(redis, inspection, partition, group, false))),
+    pausedOf(redis, key),
+  ]);
+  const output: PartitionedInfoOutput = { key, partitionCount, partitions, total: partitionTotals(partitions, group) };
+  if (paused !== undefined) output.paused = paused;
+  return output;
 }

@@ -18,6 +18,8 @@ export function partitionedSamples(key: string, partitions: readonly StreamSampl
     deadLetters: sumOrNull(partitions.map((partition) => partition.deadLetters)) ?? 0,
     delayed: delayedTotal(partitions.map((partition) => partition.delayed)),
     groups: names.map((name) => groupTotal(name, existing.flatMap((partition) => partition.groups.filter((group) => group.name === name)))),
+    // One pause state for the whole stream: every partition carries the same.
+    pausedGroups: partitions[0]?.pausedGroups ?? new Set(),
   };
   return [...partitions, total];
 }

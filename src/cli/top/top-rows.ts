@@ -18,6 +18,8 @@ export interface TopRow {
   delayedHeld: number | null;
   /** Of those, due on Redis' clock and not promoted yet (above 0 for long: no worker promotes them). */
   delayedDue: number | null;
+  /** The group is paused for every worker (`nestjs-redis-streams pause`): its workers read nothing new. */
+  paused: boolean;
   /** Why the row has no figures: `no such stream`, `no such group`. */
   note?: string;
 }
@@ -41,6 +43,7 @@ export function topRows(current: TopSample, previous?: TopSample): TopRow[] {
       deadLetters: stream.deadLetters,
       delayedHeld: stream.delayed?.held ?? null,
       delayedDue: stream.delayed?.due ?? null,
+      paused: group !== null && stream.pausedGroups.has(group),
       ...figures,
     });
     if (!stream.exists) return [row(null, { inPerSecond: null, note: 'no such stream' })];

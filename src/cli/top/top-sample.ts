@@ -35,6 +35,11 @@ export interface StreamSample {
    */
   delayed: DelayedSample | null;
   groups: GroupSample[];
+  /**
+   * Groups paused for every worker (`{<key>}:paused`; a partition and a partitioned stream's total
+   * carry the partitioned stream's own, which covers them all).
+   */
+  pausedGroups: ReadonlySet<string>;
   /** A missing key that is a partitioned stream: its partition keys (sampled in its place). */
   partitionKeys?: readonly string[];
 }

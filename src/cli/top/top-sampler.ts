@@ -4,6 +4,7 @@ import { StreamInspector } from '../../claim/stream-inspector.js';
 import { countHeldAndDue } from '../../delayed/delayed-inspection.js';
 import { redisNow } from '../../redis/server-time.js';
 import { deadLetterKey } from '../../redis/keys.js';
+import { pausedGroupsOrNone } from '../paused-groups.js';
 import { partitionedSamples } from './partitioned-sample.js';
 import type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-sample.js';
 
@@ -13,8 +14,9 @@ export type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-
  * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
  * empty). Every command goes out at once on the one connection; the answers are read together.
  * Per stream key: XINFO STREAM, XINFO GROUPS, XLEN of its dead letters, ZCARD and ZCOUNT of its
- * delayed schedule, then XPENDING (one entry) per group with pending entries; one TIME a sample
- * (due times are on Redis' clock), sent with the first of them.
+ * delayed schedule, HGETALL of its pause state, then XPENDING (one entry) per group with pending
+ * entries; one TIME a sample (due times are on Redis' clock), sent with the first of them. A
+ * partitioned stream's pause state is read once, on its own name, for all its partitions.
  */
 export async function sampleStreams(
   redis: RedisClient,
@@ -29,10 +31,12 @@ export async function sampleStreams(
   now.catch(() => undefined);
   const streams = await Promise.all(
     keys.map(async (key) => {
-      const sample = await sampleStream(inspector, redis, key, groups, deadLetterKeyOf, now);
+      const paused = pausedNames(redis, key);
+      paused.catch(() => undefined);
+      const sample = await sampleStream(inspector, redis, key, groups, deadLetterKeyOf, now, paused);
       // A partitioned stream has no key of its own: its partitions, and their total.
       if (sample.partitionKeys === undefined) return [sample];
-      const partitions = await Promise.all(sample.partitionKeys.map((partition) => sampleStream(inspector, redis, partition, groups, deadLetterKeyOf, now)));
+      const partitions = await Promise.all(sample.partitionKeys.map((partition) => sampleStream(inspector, redis, partition, groups, deadLetterKeyOf, now, paused)));
       return partitionedSamples(key, partitions);
     }),
   );
@@ -46,6 +50,7 @@ async function sampleStream(
   wanted: readonly string[],
   deadLetterKeyOf: (stream: string) => string,
   now: Promise<number | null>,
+  paused: Promise<ReadonlySet<string>>,
 ): Promise<StreamSample> {
   const deadLetters = redis.xlen(deadLetterKeyOf(key));
   // Held entries may exist before their stream does (the promotion creates it): counted either way.
@@ -57,7 +62,7 @@ async function sampleStream(
     [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
   } catch (error) {
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') {
-      const missing: StreamSample = { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, delayed: await delayed, groups: [] };
+      const missing: StreamSample = { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, delayed: await delayed, groups: [], pausedGroups: await paused };
       return error.partitionKeys === undefined ? missing : { ...missing, partitionKeys: error.partitionKeys };
     }
     throw error;
@@ -79,7 +84,12 @@ async function sampleStream(
       };
     }),
   );
-  return { key, exists: true, length: stream.length, entriesAdded: stream.entriesAdded, deadLetters: await deadLetters, delayed: await delayed, groups: samples };
+  return { key, exists: true, length: stream.length, entriesAdded: stream.entriesAdded, deadLetters: await deadLetters, delayed: await delayed, groups: samples, pausedGroups: await paused };
+}
+
+/** The names of the groups paused on `key`. */
+async function pausedNames(redis: RedisClient, key: string): Promise<ReadonlySet<string>> {
+  return new Set((await pausedGroupsOrNone(redis, key)).keys());
 }
 
 /** ZCARD and ZCOUNT(-inf, now) of the stream's schedule: counts only, however many entries are held. */

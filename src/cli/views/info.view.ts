@@ -1,6 +1,7 @@
 import type { ConsumerInfo, GroupInfo, StreamInfo } from '../../claim/inspection.types.js';
 import { formatDuration } from '../human-units.js';
 import { formatTable } from '../table.js';
+import { PAUSED } from './top.view.js';
 
 export interface InfoOutput {
   key: string;
@@ -10,6 +11,8 @@ export interface InfoOutput {
   consumers?: ConsumerInfo[];
   /** Delayed entries held for the stream (docs/scheduling.md); absent when none (or the ACL refuses the keys). */
   delayed?: { held: number; due: number; nextDueAt: string | null };
+  /** Groups paused for every worker (`pause`), since when (Redis' clock); absent when none (or the ACL refuses the key). */
+  paused?: { group: string; pausedAt: string }[];
 }
 
 /** `info` at a terminal: the stream in one line, then its groups, then the chosen group's consumers. */
@@ -22,6 +25,7 @@ export function infoView(output: InfoOutput): string {
     const { held, due, nextDueAt } = output.delayed;
     text += `delayed: ${held} held, ${due} due and not promoted yet, next due ${nextDueAt ?? '-'}\n`;
   }
+  text += pausedLines(output.paused, '');
   if (output.groups.length > 0) {
     text += '\n' + formatTable(
       [
@@ -32,7 +36,7 @@ export function infoView(output: InfoOutput): string {
         { header: 'ENTRIES READ', align: 'right' },
         { header: 'LAST DELIVERED' },
       ],
-      output.groups.map((group) => [group.name, group.consumers, group.pending, group.lag, group.entriesRead, group.lastDeliveredId]),
+      output.groups.map((group) => [pausedName(group.name, output.paused), group.consumers, group.pending, group.lag, group.entriesRead, group.lastDeliveredId]),
     );
   }
   if (output.consumers !== undefined) {
@@ -45,4 +49,14 @@ export function infoView(output: InfoOutput): string {
         );
   }
   return text;
+}
+
+/** A group's name, marked as `top` marks it when it is paused. */
+export function pausedName(group: string, paused: InfoOutput['paused']): string {
+  return paused?.some((each) => each.group === group) === true ? `${group} ${PAUSED}` : group;
+}
+
+/** One line per paused group, under the stream's line (`where`: what the pause covers, as a suffix). */
+export function pausedLines(paused: InfoOutput['paused'], where: string): string {
+  return (paused ?? []).map(({ group, pausedAt }) => `paused: group ${group} since ${pausedAt}${where}\n`).join('');
 }

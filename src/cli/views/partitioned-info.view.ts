@@ -1,6 +1,7 @@
 import { formatDuration } from '../human-units.js';
 import type { PartitionedInfoOutput } from '../partition-totals.js';
 import { formatTable } from '../table.js';
+import { pausedLines, pausedName } from './info.view.js';
 
 /**
  * `info` of a partitioned stream at a terminal: one line (and one of the delayed entries when some
@@ -14,6 +15,7 @@ export function partitionedInfoView(output: PartitionedInfoOutput): string {
     const { held, due, nextDueAt } = total.delayed;
     text += `delayed: ${held} held, ${due} due and not promoted yet, next due ${nextDueAt ?? '-'} (all partitions)\n`;
   }
+  text += pausedLines(output.paused, ' (all partitions)');
   text += '\n';
   // The delayed columns only when some partition holds entries: a partition that holds none shows 0.
   const delayedColumns = total.delayed === undefined ? [] : [{ header: 'DELAYED', align: 'right' as const }, { header: 'DUE', align: 'right' as const }, { header: 'NEXT DUE' }];
@@ -29,9 +31,9 @@ export function partitionedInfoView(output: PartitionedInfoOutput): string {
   if (total.groups.length > 0) {
     const rows = total.groups.flatMap((group) => [
       ...output.partitions.flatMap(({ key, groups }) =>
-        groups.filter((info) => info.name === group.name).map((info) => [group.name, key, info.consumers, info.pending, info.lag, info.entriesRead]),
+        groups.filter((info) => info.name === group.name).map((info) => [pausedName(group.name, output.paused), key, info.consumers, info.pending, info.lag, info.entriesRead]),
       ),
-      [group.name, 'total', group.consumers, group.pending, group.lag, group.entriesRead],
+      [pausedName(group.name, output.paused), 'total', group.consumers, group.pending, group.lag, group.entriesRead],
     ]);
     text += '\n' + formatTable(
       [

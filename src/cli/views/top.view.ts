@@ -3,6 +3,9 @@ import { formatTable } from '../table.js';
 import type { TopRow } from '../top/top-rows.js';
 import { visibleLine } from '../visible-text.js';
 
+/** Marks a paused group in the GROUP column. */
+export const PAUSED = '(paused)';
+
 export interface TopFrame {
   /** Where the figures come from, passwords masked. */
   source: string;
@@ -37,7 +40,8 @@ export function topView(frame: TopFrame, columns = Number.POSITIVE_INFINITY): st
     ],
     frame.rows.map((row) => [
       row.stream,
-      row.group,
+      // Beside the name, not in a column of its own at the right: a narrow terminal cuts that off.
+      row.paused ? `${row.group} ${PAUSED}` : row.group,
       row.length,
       formatRate(row.inPerSecond),
       formatRate(row.outPerSecond),

@@ -148,7 +148,7 @@
         row.append(el('td', { colSpan: 5, className: 'muted', text: 'no consumer group' }));
       } else {
         row.append(
-          nameCell(group.name, { dataset: { col: 'group' } }),
+          el('td', { dataset: { col: 'group' } }, el('span', { className: 'name', text: group.name }), pausedBadge(group)),
           num(group.consumers.length, 'consumers'),
           num(group.pending, 'pending'),
           num(group.lag, 'lag'),
@@ -159,10 +159,16 @@
     });
   }
 
+  /** A paused group's mark (null when it runs): workers of every process stopped reading it. */
+  function pausedBadge(group) {
+    if (!group.paused) return null;
+    return el('span', { className: 'paused', text: ' paused', title: `Paused for every worker since ${group.pausedAt}` });
+  }
+
   function findStream(name) {
     for (const stream of state.overview ? state.overview.streams : []) {
-      if (stream.name === name) return { stream, partitioned: Boolean(stream.partitions) };
-      for (const partition of stream.partitions || []) if (partition.name === name) return { stream: partition, partitioned: false };
+      if (stream.name === name) return { stream, partitioned: Boolean(stream.partitions), partitionOf: null };
+      for (const partition of stream.partitions || []) if (partition.name === name) return { stream: partition, partitioned: false, partitionOf: stream.name };
     }
     return null;
   }
@@ -176,7 +182,7 @@
       section.replaceChildren();
       return;
     }
-    const { stream, partitioned } = found;
+    const { stream, partitioned, partitionOf } = found;
     const readOnly = state.session.readOnly;
     const [deadLetters, pendings] = await Promise.all([
       getJson('dead-letters', [['stream', stream.name]]).catch((error) => ({ error: error.message })),
@@ -188,14 +194,15 @@
         el('button', { type: 'button', text: 'Close', onclick: () => select(null) })),
       el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters, ` + (stream.delayed ? `${stream.delayed.held} delayed (${stream.delayed.due} due, not promoted)` : 'delayed entries not readable') }),
     ];
-    stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly)));
+    stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly, partitionOf)));
     parts.push(...deadLetterDetail(stream, deadLetters, partitioned, readOnly));
     section.replaceChildren(...parts);
     section.hidden = false;
   }
 
-  function groupDetail(stream, group, pending, partitioned, readOnly) {
-    const parts = [el('h3', {}, 'Group ', el('span', { className: 'name', text: group.name }), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null)];
+  function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf) {
+    const parts = [el('h3', {}, 'Group ', el('span', { className: 'name', text: group.name }), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null, pausedBadge(group))];
+    parts.push(pauseControl(stream, group, readOnly, partitionOf));
     const consumers = group.consumers.map((consumer) =>
       el('tr', { dataset: { consumer: consumer.name } },
         nameCell(consumer.name),
@@ -228,6 +235,21 @@
     parts.push(el('h3', { text: `Pending entries (oldest ${pending.entries.length}${pending.more ? ' shown' : ''})` }));
     parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
     return parts;
+  }
+
+  /**
+   * Pause / resume of a group for every worker. A partition shows where its pause is kept: on the
+   * partitioned stream, for every partition (the button is there).
+   */
+  function pauseControl(stream, group, readOnly, partitionOf) {
+    const since = group.paused ? `Paused for every worker since ${group.pausedAt}.` : 'Running.';
+    if (partitionOf !== null) return el('p', { className: 'hint', text: `${since} Pause and resume on the partitioned stream ${partitionOf}, for every partition.` });
+    if (readOnly) return el('p', { className: 'muted', text: since });
+    const where = `group "${group.name}" on "${stream.name}"`;
+    const button = group.paused
+      ? el('button', { type: 'button', text: 'Resume', dataset: { action: 'resume' }, onclick: () => act(`Resume ${where}? Every worker reads it again within a second.`, 'groups/resume', { stream: stream.name, group: group.name }) })
+      : el('button', { type: 'button', className: 'danger', text: 'Pause', dataset: { action: 'pause' }, onclick: () => act(`Pause ${where} for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`, 'groups/pause', { stream: stream.name, group: group.name }) });
+    return el('p', { className: 'actions' }, el('span', { className: 'muted', text: `${since} ` }), button);
   }
 
   function deadLetterDetail(stream, page, partitioned, readOnly) {
@@ -327,6 +349,11 @@
   }
 
   function describeResult(result) {
+    if (typeof result.paused === 'boolean') {
+      const where = `group "${result.group}" on "${result.stream}"`;
+      if (result.paused) return result.changed ? `${where} paused` : `${where} was already paused`;
+      return result.changed ? `${where} resumed` : `${where} was not paused`;
+    }
     if (result.redriven) return `${result.redriven.length} redriven, ${result.skipped.length} skipped`;
     if (typeof result.purged === 'number') return `${result.purged} purged`;
     if (typeof result.acked === 'number') return `${result.acked} acknowledged`;

@@ -1,0 +1,206 @@
+import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { OverviewView } from '../../src/dashboard/dashboard-views.js';
+import { pausedKey } from '../../src/flow/flow-keys.js';
+import { pauseGroup } from '../../src/flow/pause-state.js';
+import { partitionStreamKey } from '../../src/partitions/partition-keys.js';
+import { HANDLED_STREAM, PARTITIONED_STREAM, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** The app's guard of the tests: lets a request on when it carries `x-operator: yes`. */
+@Injectable()
+class OperatorGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-operator'] === 'yes';
+  }
+}
+
+const OPERATOR = { 'x-operator': 'yes' };
+
+async function getJson<T>(url: string): Promise<T> {
+  const response = await fetch(url, { headers: OPERATOR, signal: AbortSignal.timeout(5_000) });
+  expect(response.status).toBe(200);
+  return (await response.json()) as T;
+}
+
+async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(url, { method: 'POST', headers: { ...OPERATOR, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: AbortSignal.timeout(5_000) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** `[stream, group, paused]` of every group the overview shows, partitions included. */
+function pausedFlags(view: OverviewView): [string, string, boolean][] {
+  return view.streams.flatMap((stream) =>
+    [stream, ...(stream.partitions ?? [])].flatMap((one) => one.groups.map((group): [string, string, boolean] => [one.name, group.name, group.paused])),
+  );
+}
+
+describe('dashboard: paused groups and the pause / resume actions (HTTP)', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  it("shows each group's pause state, a partitioned stream's on its total and every partition", async () => {
+    app = await startDashboardApp(redis.server.url, {}, 'express', { partitioned: true });
+    await pauseGroup(redis.client, PARTITIONED_STREAM, 'billing');
+    const since = new Date(Number(await redis.client.hget(pausedKey(PARTITIONED_STREAM), 'billing'))).toISOString();
+    const view = await getJson<OverviewView>(`${app.page}/api/overview`);
+    expect(pausedFlags(view)).toEqual([
+      [HANDLED_STREAM, 'billing', false],
+      [PARTITIONED_STREAM, 'billing', true],
+      [partitionStreamKey(PARTITIONED_STREAM, 0), 'billing', true],
+      [partitionStreamKey(PARTITIONED_STREAM, 1), 'billing', true],
+    ]);
+    expect(view.streams[1]!.groups[0]).toMatchObject({ paused: true, pausedAt: since });
+    expect(view.streams[0]!.groups[0]).toMatchObject({ paused: false, pausedAt: null });
+  });
+
+  it('read-only by default: pause and resume refused with 403, nothing written', async () => {
+    app = await startDashboardApp(redis.server.url);
+    for (const path of ['groups/pause', 'groups/resume']) {
+      const refused = await post(`${app.page}/api/${path}`, { stream: HANDLED_STREAM, group: 'billing' }, {});
+      expect(refused.status, path).toBe(403);
+      expect(refused.body.message).toMatch(/read-only/);
+    }
+    expect(await redis.client.exists(pausedKey(HANDLED_STREAM))).toBe(0);
+  });
+
+  it('pauses and resumes behind the same guards as every action (app guard, CSRF, same origin), logged; a partition key is a 400', async () => {
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard }, 'express', { partitioned: true });
+    const session = await getJson<{ csrfToken: string }>(`${app.page}/api/session`);
+    const token = { 'x-csrf-token': session.csrfToken };
+    const pause = `${app.page}/api/groups/pause`;
+    const body = { stream: HANDLED_STREAM, group: 'billing' };
+    expect((await post(pause, body, {})).status).toBe(403);
+    expect((await post(pause, body, { ...token, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await post(pause, body, { ...token, origin: 'http://evil.example' })).status).toBe(403);
+    expect((await post(pause, body, { ...token, 'x-operator': 'no' })).status).toBe(403);
+    expect(await redis.client.exists(pausedKey(HANDLED_STREAM))).toBe(0);
+
+    expect(await post(pause, body, token)).toEqual({ status: 200, body: { stream: HANDLED_STREAM, group: 'billing', paused: true, changed: true } });
+    expect((await post(pause, body, token)).body).toMatchObject({ paused: true, changed: false });
+    expect(await redis.client.hexists(pausedKey(HANDLED_STREAM), 'billing')).toBe(1);
+    // The worker of the app sees it: its reader stops.
+    await waitFor(() => (app as DashboardApp).app.getMicroservices().length > 0 && pausedOfWorker(app as DashboardApp), 'the worker to see the pause', { timeout: 10_000 });
+    expect((await post(`${app.page}/api/groups/resume`, body, token)).body).toMatchObject({ paused: false, changed: true });
+    expect(await redis.client.exists(pausedKey(HANDLED_STREAM))).toBe(0);
+
+    const partition = await post(pause, { stream: partitionStreamKey(PARTITIONED_STREAM, 1), group: 'billing' }, token);
+    expect(partition.status).toBe(400);
+    expect(partition.body.message).toContain(`is partition 1 of ${PARTITIONED_STREAM}`);
+    expect((await post(pause, { stream: HANDLED_STREAM }, token)).status).toBe(400);
+
+    expect(app.logger.lines.filter((line) => /^(pause|resume) group/.test(line))).toEqual([
+      `pause group: stream "${HANDLED_STREAM}", group "billing": paused`,
+      `pause group: stream "${HANDLED_STREAM}", group "billing": already paused`,
+      `resume group: stream "${HANDLED_STREAM}", group "billing": resumed`,
+      `pause group: stream "${partitionStreamKey(PARTITIONED_STREAM, 1)}", group "billing": failed: Invalid option "stream": ${partitionStreamKey(PARTITIONED_STREAM, 1)} is partition 1 of ${PARTITIONED_STREAM}: pause or resume ${PARTITIONED_STREAM}, for every partition`,
+    ]);
+  });
+});
+
+/** Whether the app's RedisStreamsServer reports the handled stream's group paused (its liveness). */
+function pausedOfWorker(app: DashboardApp): boolean {
+  const server = (app.app.getMicroservices()[0] as unknown as { serverInstance: { liveness(): { streams: { stream: string; paused: boolean }[] } } }).serverInstance;
+  return server.liveness().streams.some((stream) => stream.stream === HANDLED_STREAM && stream.paused);
+}
+
+/** Debian's chromium (.ci/run installs it); puppeteer-core downloads no browser. */
+const CHROMIUM = '/usr/bin/chromium';
+const DOM_TIMEOUT = { timeout: 15_000 };
+
+/** The page's DOM as the callbacks below use it (the tests compile without lib "dom"). */
+interface PageElement {
+  readonly textContent: string | null;
+  readonly dataset: Record<string, string | undefined>;
+  querySelector(selector: string): PageElement | null;
+}
+declare const document: { querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement> };
+
+@Injectable()
+class AllowOperators implements CanActivate {
+  canActivate(): boolean {
+    return true;
+  }
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('dashboard: pause and resume from the page (headless Chromium)', () => {
+  const redis = useRedisServer();
+  let browser: Browser | undefined;
+  let app: DashboardApp | undefined;
+  let page: Page;
+  let dialogs: string[];
+
+  beforeAll(async () => {
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--headless=new'], timeout: 30_000 });
+  }, 40_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    dialogs = [];
+    page = await browser!.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('dialog', (dialog: Dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.accept();
+    });
+  });
+  afterEach(async () => {
+    await page.close();
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  /** Waits until the overview's GROUP cell of `stream` reads `text`. */
+  function untilGroupCell(stream: string, text: string): Promise<unknown> {
+    return page.waitForFunction(
+      (stream, text) => [...document.querySelectorAll('#streams tbody tr')].find((row) => row.dataset.stream === stream)?.querySelector('[data-col="group"]')?.textContent === text,
+      DOM_TIMEOUT,
+      stream,
+      text,
+    );
+  }
+
+  it('marks a paused group in the overview, and its Pause / Resume button (confirmed) changes it for every worker', async () => {
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'express', { partitioned: true });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilGroupCell(HANDLED_STREAM, 'billing');
+
+    // Paused elsewhere (the CLI): the page shows it on the next refresh, a partitioned stream's on each partition too.
+    await pauseGroup(redis.client, PARTITIONED_STREAM, 'billing');
+    await untilGroupCell(PARTITIONED_STREAM, 'billing paused');
+    await untilGroupCell(partitionStreamKey(PARTITIONED_STREAM, 1), 'billing paused');
+
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await page.locator('#detail button[data-action="pause"]').click();
+    await untilGroupCell(HANDLED_STREAM, 'billing paused');
+    expect(dialogs).toEqual([`Pause group "billing" on "${HANDLED_STREAM}" for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`]);
+    expect(await redis.client.hexists(pausedKey(HANDLED_STREAM), 'billing')).toBe(1);
+
+    await page.locator('#detail button[data-action="resume"]').click();
+    await untilGroupCell(HANDLED_STREAM, 'billing');
+    expect(await redis.client.exists(pausedKey(HANDLED_STREAM))).toBe(0);
+    expect(dialogs).toHaveLength(2);
+  }, 60_000);
+
+  it('read-only: the pause state shows, no Pause button', async () => {
+    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    await pauseGroup(redis.client, HANDLED_STREAM, 'billing');
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilGroupCell(HANDLED_STREAM, 'billing paused');
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await page.waitForSelector('#detail h3', DOM_TIMEOUT);
+    expect(await page.$$('#detail button[data-action]')).toHaveLength(0);
+    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Paused for every worker since');
+  }, 60_000);
+});
