@@ -50,6 +50,8 @@ export interface GroupAttributes {
   readonly group: Attributes;
   readonly succeeded: Attributes;
   readonly failed: Attributes;
+  /** The dead-letter span's: a settle operation named `dead_letter`. */
+  readonly deadLetter: Attributes;
 }
 
 /**
@@ -142,5 +144,6 @@ function buildGroup(stream: string, group: string): GroupAttributes {
     group: base,
     succeeded: { ...process, [Attr.outcome]: 'success' },
     failed: { ...process, [Attr.outcome]: 'failure' },
+    deadLetter: { ...base, 'messaging.operation.type': 'settle', 'messaging.operation.name': 'dead_letter' },
   };
 }

@@ -30,6 +30,8 @@ export interface LostEntries {
 }
 
 const SCOPE = 'nestjs-redis-streams';
+/** One name for every dead letter, whatever its stream (the stream is an attribute). */
+const DEAD_LETTER_SPAN = 'dead_letter';
 
 /** An entry as the server hands it: the telemetry keys its spans by this object. */
 export interface TracedEntry {
@@ -225,12 +227,14 @@ export class Telemetry {
   }
 
   /**
-   * Tracing on: a span `dead_letter <stream>` with a `dead_letter` event on the entry's own trace,
-   * whose context is in `headers` (read from the dead-letter record).
+   * Tracing on: a span `dead_letter` with a `dead_letter` event on the entry's own trace, whose
+   * context is in `headers` (read from the dead-letter record). A constant name, the conventions'
+   * settle operation (`messaging.operation.name` `dead_letter`, as Azure Service Bus names it);
+   * the stream is an attribute.
    */
   traceDeadLetter(notice: DeadLetteredEntry, headers: Headers | undefined): void {
     if (this.tracer === undefined || notice.deadLetterId === '' || headers === undefined) return;
-    const attributes = this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason);
+    const attributes = this.reasons.of(this.destinations.group(notice.stream, notice.group).deadLetter, notice.reason);
     const { api } = this;
     const parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
     if (api.trace.getSpanContext(parent) === undefined) return;
@@ -242,7 +246,7 @@ export class Telemetry {
       [Attr.deadLetterId]: notice.deadLetterId,
       'error.message': notice.error,
     };
-    const span = this.tracer.startSpan(`dead_letter ${notice.stream}`, { kind: api.SpanKind.INTERNAL, attributes: { ...attributes, ...eventAttributes } }, parent);
+    const span = this.tracer.startSpan(DEAD_LETTER_SPAN, { kind: api.SpanKind.INTERNAL, attributes: { ...attributes, ...eventAttributes } }, parent);
     span.addEvent('dead_letter', eventAttributes);
     span.end();
   }
@@ -296,4 +300,3 @@ function errorMessage(error: unknown): string {
   }
 }
 
-/** The trace headers of a dead letter's original entry (its `headers` field), if any. */
