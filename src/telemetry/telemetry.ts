@@ -117,14 +117,15 @@ export class Telemetry {
     const headers: Headers = {};
     let span: Span | undefined;
     if (tracer !== undefined) {
-      let attributes = destination.span;
-      if (temporaryName !== undefined || conversationId !== undefined) {
-        attributes = { ...attributes };
-        if (temporaryName !== undefined) attributes['messaging.destination.name'] = temporaryName;
-        if (conversationId !== undefined) attributes['messaging.message.conversation_id'] = conversationId;
-      }
       const active = parent ?? api.context.active();
-      span = tracer.startSpan(destination.spanName, { kind: api.SpanKind.PRODUCER, attributes }, active);
+      // The cached attributes only: the per-message ones are set once the span is known to record,
+      // so an unsampled send builds no attribute object (the sampler sees the destination's).
+      span = tracer.startSpan(destination.spanName, { kind: api.SpanKind.PRODUCER, attributes: destination.span }, active);
+      if (span.isRecording()) {
+        if (temporaryName !== undefined) span.setAttribute('messaging.destination.name', temporaryName);
+        if (conversationId !== undefined) span.setAttribute('messaging.message.conversation_id', conversationId);
+      }
+      // Unsampled too: the context says so downstream (a parent-based sampler follows it).
       api.propagation.inject(api.trace.setSpan(active, span), headers);
     }
     let ended = false;
@@ -137,8 +138,10 @@ export class Telemetry {
         const failed = error !== undefined;
         instruments?.sent.add(1, failed ? this.errorTypes.of(destination.metric, errorType(error)) : destination.metric);
         if (span === undefined) return;
-        if (typeof id === 'string') span.setAttribute('messaging.message.id', id);
-        if (failed) this.fail(span, error);
+        if (span.isRecording()) {
+          if (typeof id === 'string') span.setAttribute('messaging.message.id', id);
+          if (failed) this.fail(span, error);
+        }
         span.end();
       },
     };
@@ -163,14 +166,14 @@ export class Telemetry {
       return handle();
     }
     const parent = headers === undefined ? api.ROOT_CONTEXT : api.propagation.extract(api.ROOT_CONTEXT, headers);
-    const span = this.tracer.startSpan(
-      attributes.processSpanName,
-      {
-        kind: api.SpanKind.CONSUMER,
-        attributes: { ...attributes.process, 'messaging.message.id': entry.id, 'messaging.client.id': consumer, [Attr.deliveryCount]: entry.deliveryCount },
-      },
-      parent,
-    );
+    // The cached attributes only (what a sampler sees); the per-entry ones when the span records:
+    // an unsampled entry builds no attribute object.
+    const span = this.tracer.startSpan(attributes.processSpanName, { kind: api.SpanKind.CONSUMER, attributes: attributes.process }, parent);
+    if (span.isRecording()) {
+      span.setAttribute('messaging.message.id', entry.id);
+      span.setAttribute('messaging.client.id', consumer);
+      span.setAttribute(Attr.deliveryCount, entry.deliveryCount);
+    }
     this.processing.set(entry, { start: performance.now(), span, attributes });
     return api.context.with(api.trace.setSpan(parent, span), handle);
   }
@@ -196,8 +199,10 @@ export class Telemetry {
     }
     const span = processing.span;
     if (span === undefined) return;
-    span.setAttribute(Attr.outcome, outcome);
-    if (failed) this.fail(span, processing.error);
+    if (span.isRecording()) {
+      span.setAttribute(Attr.outcome, outcome);
+      if (failed) this.fail(span, processing.error);
+    }
     span.end();
   }
 
