@@ -22,6 +22,8 @@ export const Attr = {
   reason: 'messaging.redis_streams.reason',
   deadLetterStream: 'messaging.redis_streams.dead_letter.stream',
   deadLetterId: 'messaging.redis_streams.dead_letter.id',
+  /** A batch's span: how many of its entries failed (marked with `ctx.fail()`, or all when the handler threw). */
+  batchFailed: 'messaging.redis_streams.batch.failed_count',
 } as const;
 
 /**

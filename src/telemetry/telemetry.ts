@@ -1,4 +1,4 @@
-import type { Attributes, Context, Counter, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Counter, Histogram, Link, Meter, Span, Tracer } from '@opentelemetry/api';
 import type { Headers } from '../codec/wire-format.js';
 import { Attr, DestinationAttributes, Variants, type GroupAttributes, type SendAttributes } from './destination-attributes.js';
 import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
@@ -55,6 +55,11 @@ interface Processing {
   error?: unknown;
 }
 
+/** What the span of a batch keeps until the batch is settled. */
+interface BatchProcessing extends Processing {
+  readonly size: number;
+}
+
 /**
  * OpenTelemetry of one server or client: spans per the messaging semantic conventions, trace
  * context in the entry's headers through the global propagator, and the metrics. Exists only
@@ -63,6 +68,8 @@ interface Processing {
  */
 export class Telemetry {
   private readonly processing = new WeakMap<TracedEntry, Processing>();
+  /** Keyed by the batch's context object. */
+  private readonly batches = new WeakMap<object, BatchProcessing>();
   private readonly instruments: Instruments | undefined;
   private readonly destinations = new DestinationAttributes();
   private readonly errorTypes = new Variants('error.type');
@@ -206,6 +213,63 @@ export class Telemetry {
     span.end();
   }
 
+  /**
+   * A batch handler's batch (one binding), per the conventions' batch form: one CONSUMER span
+   * `process <stream>` with `messaging.batch.message_count` and a link to each entry's producer
+   * context (a batch has many producers, so none is its parent: it starts a trace of its own).
+   * `batch` keys it until `finishedBatch`; `headers[i]` are the headers of `entries[i]`.
+   */
+  processBatch<T>(batch: object, entries: readonly TracedEntry[], headers: readonly (Headers | undefined)[], consumer: string, handle: () => T): T {
+    const { api, tracer } = this;
+    const { stream, group } = (entries[0] as TracedEntry).binding;
+    const attributes = this.destinations.group(stream, group);
+    const size = entries.length;
+    if (tracer === undefined) {
+      this.batches.set(batch, { start: performance.now(), span: undefined, attributes, size });
+      return handle();
+    }
+    // Links go in at the start, where a sampler sees them.
+    const links: Link[] = [];
+    for (let i = 0; i < size; i += 1) {
+      const carrier = headers[i];
+      if (carrier === undefined) continue;
+      const producer = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, carrier));
+      if (producer !== undefined) links.push({ context: producer, attributes: { 'messaging.message.id': (entries[i] as TracedEntry).id } });
+    }
+    const span = tracer.startSpan(attributes.processSpanName, { kind: api.SpanKind.CONSUMER, attributes: attributes.process, links, root: true }, api.ROOT_CONTEXT);
+    if (span.isRecording()) {
+      span.setAttribute('messaging.batch.message_count', size);
+      span.setAttribute('messaging.client.id', consumer);
+    }
+    this.batches.set(batch, { start: performance.now(), span, attributes, size });
+    return api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), handle);
+  }
+
+  /**
+   * The batch is settled: `failed` of its entries failed (all of them when the handler threw
+   * `error`). Metrics per batch: one duration, the processed counter adds per outcome.
+   */
+  finishedBatch(batch: object, failed: number, error?: unknown): void {
+    const processing = this.batches.get(batch);
+    if (processing === undefined) return;
+    this.batches.delete(batch);
+    const { attributes, size, span } = processing;
+    const instruments = this.instruments;
+    if (instruments !== undefined) {
+      const threw = error !== undefined;
+      instruments.processDuration.record((performance.now() - processing.start) / 1000, threw ? this.errorTypes.of(attributes.process, errorType(error)) : attributes.process);
+      if (failed < size) instruments.processed.add(size - failed, attributes.succeeded);
+      if (failed > 0) instruments.processed.add(failed, attributes.failed);
+    }
+    if (span === undefined) return;
+    if (span.isRecording()) {
+      span.setAttribute(Attr.outcome, failed > 0 ? 'failure' : 'success');
+      if (failed > 0) span.setAttribute(Attr.batchFailed, failed);
+      if (error !== undefined) this.fail(span, error);
+    }
+    span.end();
+  }
+
   /** Acks were requested for `count` entries of this stream + group. */
   acked(stream: string, group: string, count = 1): void {
     this.instruments?.acked.add(count, this.destinations.group(stream, group).group);
@@ -279,7 +343,7 @@ class Instruments {
   constructor(readonly meter: Meter) {
     this.sent = meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' });
     this.consumed = meter.createCounter('messaging.client.consumed.messages', { unit: '{message}', description: 'Entries delivered to this consumer (read or claimed)' });
-    this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry' });
+    this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry, or one batch of a batch handler' });
     this.processed = new TurnCounter(meter.createCounter('redis_streams.processed.messages', { unit: '{message}', description: 'Entries handled, by outcome (success, failure)' }));
     this.acked = new TurnCounter(meter.createCounter('redis_streams.acked.messages', { unit: '{message}', description: 'Entries acknowledged (XACK)' }));
     this.deadLettered = meter.createCounter('redis_streams.dead_lettered.messages', { unit: '{message}', description: 'Entries moved to the dead-letter stream, by reason' });
