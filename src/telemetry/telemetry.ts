@@ -330,7 +330,8 @@ export class Telemetry {
 
 /** The metric instruments (names and units per the messaging semantic conventions where they have one). */
 class Instruments {
-  readonly sent: Counter;
+  /** Per emit, send and reply: summed per turn of the event loop, as the consumer's counters. */
+  readonly sent: TurnCounter;
   readonly consumed: Counter;
   readonly processDuration: Histogram;
   /** Per entry: summed per turn of the event loop (turn-counter.ts). */
@@ -341,7 +342,7 @@ class Instruments {
   readonly lost: Counter;
 
   constructor(readonly meter: Meter) {
-    this.sent = meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' });
+    this.sent = new TurnCounter(meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' }));
     this.consumed = meter.createCounter('messaging.client.consumed.messages', { unit: '{message}', description: 'Entries delivered to this consumer (read or claimed)' });
     this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry, or one batch of a batch handler' });
     this.processed = new TurnCounter(meter.createCounter('redis_streams.processed.messages', { unit: '{message}', description: 'Entries handled, by outcome (success, failure)' }));
