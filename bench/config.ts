@@ -1,6 +1,7 @@
 /**
  * How big each scenario is. `--quick` (or BENCH_QUICK=1) is a smoke run of a few seconds per
- * scenario; `--only e2e,claim` (or BENCH_ONLY) picks scenarios by id or id prefix.
+ * scenario; `--only e2e,claim` (or BENCH_ONLY) picks scenarios by id or id prefix; `--impl
+ * streams,streams-otel` (or BENCH_IMPL) the contenders within them, by impl.
  */
 export interface BenchConfig {
   quick: boolean;
@@ -9,6 +10,8 @@ export interface BenchConfig {
   warmups: number;
   /** Only run scenarios whose id contains one of these (from `--only a,b`). */
   only: string[];
+  /** Only run these contenders (by impl, from `--impl streams,streams-otel`), every one when empty. */
+  impls: string[];
   inFlight: number;
   emitMessages: number;
   consumeMessages: number;
@@ -47,9 +50,12 @@ export function benchConfig(argv: readonly string[] = process.argv.slice(2), env
 function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv): BenchConfig {
   const onlyIndex = argv.indexOf('--only');
   const only = onlyIndex >= 0 ? (argv[onlyIndex + 1] ?? '').split(',').filter(Boolean) : (env.BENCH_ONLY ?? '').split(',').filter(Boolean);
+  const implIndex = argv.indexOf('--impl');
+  const impls = implIndex >= 0 ? (argv[implIndex + 1] ?? '').split(',').filter(Boolean) : (env.BENCH_IMPL ?? '').split(',').filter(Boolean);
   const base = {
     quick,
     only,
+    impls,
     inFlight: 256,
     lightLoadRate: 1000,
     maxLen: 100_000,

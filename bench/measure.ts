@@ -93,7 +93,8 @@ export interface Scenario {
  */
 export async function runScenario(scenario: Scenario, ctx: BenchContext): Promise<ScenarioResult[]> {
   const { warmups, runs } = scenario.runs?.(ctx.config) ?? ctx.config;
-  const contenders = scenario.contenders(ctx);
+  const { impls } = ctx.config;
+  const contenders = scenario.contenders(ctx).filter((contender) => impls.length === 0 || impls.includes(contender.impl));
   const results = new Map<Contender, { runs: RunResult[]; error?: string }>();
   for (const contender of contenders) {
     results.set(contender, contender.unavailable ? { runs: [], error: contender.unavailable } : { runs: [] });

@@ -52,7 +52,20 @@ export class WorkerProcess {
     try {
       return await worker.result(timeoutMs);
     } finally {
-      worker.kill();
+      await worker.exitWithin(5_000);
+    }
+  }
+
+  /** Lets a one-shot child exit on its own (it writes its --cpu-prof profile then); kills it past `ms`. */
+  private async exitWithin(ms: number): Promise<void> {
+    if (this.exited) return;
+    const exit = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exit, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
+    if (!this.exited) {
+      this.child.kill('SIGKILL');
+      await exit;
     }
   }
 

@@ -22,6 +22,9 @@ export const consumeScenario: Scenario = {
     workerContender(ctx, 'streams-batch', 'RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     workerContender(ctx, 'raw-otel', 'raw XREADGROUP/XACK loop + the same SDK: span, histogram, counter per entry', 'raw-otel-worker'),
     workerContender(ctx, 'streams-otel', 'RedisStreamsServer, OpenTelemetry SDK registered (traces + metrics)', 'streams-otel-worker'),
+    workerContender(ctx, 'streams-otel-sampled', 'RedisStreamsServer, OpenTelemetry SDK, traces sampled at 1 % (parent-based) + metrics', 'streams-otel-worker', undefined, { otel: 'sampled' }),
+    workerContender(ctx, 'streams-otel-metrics', 'RedisStreamsServer, OpenTelemetry SDK, metrics only', 'streams-otel-worker', undefined, { otel: 'metrics' }),
+    workerContender(ctx, 'streams-batch-otel', 'RedisStreamsServer, batch handler (size 100), OpenTelemetry SDK (traces + metrics)', 'streams-otel-worker', undefined, { batch: true }),
   ],
 };
 
@@ -33,8 +36,19 @@ export interface ConsumeRunVariant {
   readonly expectedLeft: (total: number) => number;
 }
 
-/** The consume run (fill, fresh worker, time to the last entry); `variant` for scenarios built on it. */
-export function workerContender(ctx: BenchContext, impl: string, label: string, script: string, variant?: ConsumeRunVariant): Contender {
+/**
+ * The consume run (fill, fresh worker, time to the last entry); `variant` for scenarios built on
+ * it; `workerOptions` for the worker alone (which SDK set-up streams-otel-worker registers).
+ */
+export function workerContender(
+  ctx: BenchContext,
+  impl: string,
+  label: string,
+  script: string,
+  variant?: ConsumeRunVariant,
+  workerOptions?: Record<string, string | boolean>,
+): Contender {
+  const options = variant || workerOptions ? { ...variant?.options, ...workerOptions } : undefined;
   return {
     impl,
     label,
@@ -43,7 +57,7 @@ export function workerContender(ctx: BenchContext, impl: string, label: string, 
       const key = `bench:${variant?.scenario ?? 'consume'}:${impl}:${round}`;
       const group = 'bench';
       await fillStream(ctx.admin, key, total);
-      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false, ...(variant ? { options: variant.options } : {}) });
+      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group, recordLatency: false, ...(options ? { options } : {}) });
       try {
         const before = await worker.stats();
         const reached = worker.waitFor(total, 120_000);

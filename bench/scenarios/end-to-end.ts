@@ -22,37 +22,53 @@ export const endToEndScenario: Scenario = {
     streamsContender(ctx),
     streamsContender(ctx, 'streams-batch', 'RedisStreamsClient → RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     streamsContender(ctx, 'streams-otel', 'RedisStreamsClient → RedisStreamsServer, OpenTelemetry SDK in the worker', 'streams-otel-worker'),
+    // Telemetry on both sides: the producer in a child of its own, so it can register an SDK.
+    producerProcessContender(ctx, 'streams-pp', 'RedisStreamsClient (producer process) → RedisStreamsServer, no SDK', 'streams-worker', { client: 'streams', otel: 'none' }),
+    producerProcessContender(ctx, 'streams-otel-both', 'RedisStreamsClient → RedisStreamsServer, OpenTelemetry SDK in producer and worker', 'streams-otel-worker', { client: 'streams', otel: 'traces' }),
+    producerProcessContender(ctx, 'streams-otel-both-sampled', 'RedisStreamsClient → RedisStreamsServer, SDK in both, 1 % parent-based sampling', 'streams-otel-worker', { client: 'streams', otel: 'sampled' }, { otel: 'sampled' }),
+    producerProcessContender(ctx, 'streams-otel-both-metrics', 'RedisStreamsClient → RedisStreamsServer, SDK in both, metrics only', 'streams-otel-worker', { client: 'streams', otel: 'metrics' }, { otel: 'metrics' }),
+    producerProcessContender(ctx, 'raw-otel-both', 'raw XADD + XREADGROUP/XACK loop, the same SDK work per entry in producer and worker', 'raw-otel-worker', { client: 'raw', otel: 'traces' }),
     nestRedisContender(ctx),
     bullmqContender(ctx),
   ],
 };
+
+/** What a producer child reports (workers/otel-producer.ts): shared-clock readings at its first send and last reply. */
+interface ProducedElsewhere {
+  startedAt: number;
+  producedAt: number;
+  producerCpuMs: number;
+}
 
 interface E2eRun {
   ctx: BenchContext;
   script: string;
   key: string;
   total: number;
+  workerOptions?: Record<string, string | boolean>;
   /** Waits until the worker can receive (pub/sub loses messages sent before SUBSCRIBE). */
   whenListening?: () => Promise<void>;
-  produce: () => Promise<void>;
+  /** Produces here, or in a child that reports when it sent (then the run is timed from its first send). */
+  produce: () => Promise<void | ProducedElsewhere>;
   /** Stream and group to check for leftovers once the handler saw everything. */
   acked?: { key: string; group: string };
 }
 
-async function e2eRun({ ctx, script, key, total, whenListening, produce, acked }: E2eRun): Promise<RunResult> {
-  const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: false });
+async function e2eRun({ ctx, script, key, total, workerOptions, whenListening, produce, acked }: E2eRun): Promise<RunResult> {
+  const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: false, ...(workerOptions ? { options: workerOptions } : {}) });
   try {
     await worker.go();
     await whenListening?.();
     const before = await worker.stats();
     const reached = worker.waitFor(total, 180_000);
-    const start = nowNs();
-    await produce();
-    const producedAt = nowNs();
+    let start = nowNs();
+    const elsewhere = await produce();
+    let producedAt = nowNs();
+    if (elsewhere) ({ startedAt: start, producedAt } = elsewhere);
     const reachedAt = await reached;
     // The worker's CPU until the handler saw the last message (a shared host slows the clock, not this).
     const workerCpuMs = (await worker.stats()).cpuMs - before.cpuMs;
-    const extra: Record<string, number> = { produceMsgsPerSec: total / ((producedAt - start) / 1e9), workerCpuMs };
+    const extra: Record<string, number> = { produceMsgsPerSec: total / ((producedAt - start) / 1e9), workerCpuMs, ...(elsewhere ? { producerCpuMs: elsewhere.producerCpuMs } : {}) };
     if (acked) {
       const ackedAt = await waitAcked(ctx.admin, acked.key, acked.group);
       extra.ackedMsgsPerSec = total / ((Math.max(ackedAt, reachedAt) - start) / 1e9);
@@ -114,6 +130,40 @@ function streamsContender(ctx: BenchContext, impl = 'streams', label = 'RedisStr
       }
     },
     teardown: () => emitter.close(),
+  };
+}
+
+/**
+ * The producer in a child process of its own (workers/otel-producer.ts), `producer` its options;
+ * `script` the worker with `workerOptions`. The telemetry-on-both-sides contenders and their
+ * references, all produced the same way.
+ */
+function producerProcessContender(
+  ctx: BenchContext,
+  impl: string,
+  label: string,
+  script: string,
+  producer: { client: 'streams' | 'raw'; otel: 'none' | 'traces' | 'sampled' | 'metrics' },
+  workerOptions?: Record<string, string | boolean>,
+): Contender {
+  return {
+    impl,
+    label,
+    run: async (round) => {
+      const key = `bench:e2e:${impl}:${round}`;
+      const total = ctx.config.endToEndMessages;
+      const options = { ...producer, total, inFlight: ctx.config.inFlight, maxLen: ctx.config.maxLen };
+      try {
+        return await e2eRun({
+          ctx, script, key, total, ...(workerOptions ? { workerOptions } : {}),
+          produce: async () =>
+            (await WorkerProcess.runOnce('otel-producer', { redisUrl: ctx.server.url, key, group: 'bench', recordLatency: false, options }, 180_000)) as unknown as ProducedElsewhere,
+          acked: { key, group: 'bench' },
+        });
+      } finally {
+        await ctx.admin.del(key);
+      }
+    },
   };
 }
 

@@ -22,11 +22,13 @@ await serveWorker(async (probe, config) => {
   @Module({ controllers: [BenchBatchController] })
   class BenchModule {}
 
+  // `otel` and `batch`: streams-otel-worker's, when it runs this worker with an SDK registered.
+  const { otel: _otel, batch: _batch, ...rest } = config.options ?? {};
   const options: RedisStreamsServerOptions = {
     connection: config.redisUrl,
     group: config.group,
     consumer: 'bench-worker',
-    ...(config.options as Partial<RedisStreamsServerOptions> | undefined),
+    ...(rest as Partial<RedisStreamsServerOptions>),
   };
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(BenchModule, {
     strategy: new RedisStreamsServer(options),

@@ -214,6 +214,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       consumer: this.consumer,
       decoders: this.decoders,
       logger: this.logger,
+      telemetry: this.telemetry,
       undecodable: async (entry, error) => {
         this.reportDecodeError(entry, error);
         await this.recovery.deadLetterUndecodable(entry.binding.stream, entry.binding.group, entry.id, error);

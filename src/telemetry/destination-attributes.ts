@@ -22,6 +22,8 @@ export const Attr = {
   reason: 'messaging.redis_streams.reason',
   deadLetterStream: 'messaging.redis_streams.dead_letter.stream',
   deadLetterId: 'messaging.redis_streams.dead_letter.id',
+  /** A batch's span: how many of its entries failed (marked with `ctx.fail()`, or all when the handler threw). */
+  batchFailed: 'messaging.redis_streams.batch.failed_count',
 } as const;
 
 /**
@@ -50,6 +52,8 @@ export interface GroupAttributes {
   readonly group: Attributes;
   readonly succeeded: Attributes;
   readonly failed: Attributes;
+  /** The dead-letter span's: a settle operation named `dead_letter`. */
+  readonly deadLetter: Attributes;
 }
 
 /**
@@ -142,5 +146,6 @@ function buildGroup(stream: string, group: string): GroupAttributes {
     group: base,
     succeeded: { ...process, [Attr.outcome]: 'success' },
     failed: { ...process, [Attr.outcome]: 'failure' },
+    deadLetter: { ...base, 'messaging.operation.type': 'settle', 'messaging.operation.name': 'dead_letter' },
   };
 }

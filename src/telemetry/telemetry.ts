@@ -1,4 +1,4 @@
-import type { Attributes, Context, Counter, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Counter, Histogram, Link, Meter, Span, Tracer } from '@opentelemetry/api';
 import type { Headers } from '../codec/wire-format.js';
 import { Attr, DestinationAttributes, Variants, type GroupAttributes, type SendAttributes } from './destination-attributes.js';
 import { hasMeterProvider, hasTracerProvider, loadOpenTelemetryApi, registeredProviders, type OpenTelemetryApi } from './opentelemetry-api.js';
@@ -30,6 +30,8 @@ export interface LostEntries {
 }
 
 const SCOPE = 'nestjs-redis-streams';
+/** One name for every dead letter, whatever its stream (the stream is an attribute). */
+const DEAD_LETTER_SPAN = 'dead_letter';
 
 /** An entry as the server hands it: the telemetry keys its spans by this object. */
 export interface TracedEntry {
@@ -53,6 +55,11 @@ interface Processing {
   error?: unknown;
 }
 
+/** What the span of a batch keeps until the batch is settled. */
+interface BatchProcessing extends Processing {
+  readonly size: number;
+}
+
 /**
  * OpenTelemetry of one server or client: spans per the messaging semantic conventions, trace
  * context in the entry's headers through the global propagator, and the metrics. Exists only
@@ -61,6 +68,8 @@ interface Processing {
  */
 export class Telemetry {
   private readonly processing = new WeakMap<TracedEntry, Processing>();
+  /** Keyed by the batch's context object. */
+  private readonly batches = new WeakMap<object, BatchProcessing>();
   private readonly instruments: Instruments | undefined;
   private readonly destinations = new DestinationAttributes();
   private readonly errorTypes = new Variants('error.type');
@@ -115,14 +124,15 @@ export class Telemetry {
     const headers: Headers = {};
     let span: Span | undefined;
     if (tracer !== undefined) {
-      let attributes = destination.span;
-      if (temporaryName !== undefined || conversationId !== undefined) {
-        attributes = { ...attributes };
-        if (temporaryName !== undefined) attributes['messaging.destination.name'] = temporaryName;
-        if (conversationId !== undefined) attributes['messaging.message.conversation_id'] = conversationId;
-      }
       const active = parent ?? api.context.active();
-      span = tracer.startSpan(destination.spanName, { kind: api.SpanKind.PRODUCER, attributes }, active);
+      // The cached attributes only: the per-message ones are set once the span is known to record,
+      // so an unsampled send builds no attribute object (the sampler sees the destination's).
+      span = tracer.startSpan(destination.spanName, { kind: api.SpanKind.PRODUCER, attributes: destination.span }, active);
+      if (span.isRecording()) {
+        if (temporaryName !== undefined) span.setAttribute('messaging.destination.name', temporaryName);
+        if (conversationId !== undefined) span.setAttribute('messaging.message.conversation_id', conversationId);
+      }
+      // Unsampled too: the context says so downstream (a parent-based sampler follows it).
       api.propagation.inject(api.trace.setSpan(active, span), headers);
     }
     let ended = false;
@@ -135,8 +145,10 @@ export class Telemetry {
         const failed = error !== undefined;
         instruments?.sent.add(1, failed ? this.errorTypes.of(destination.metric, errorType(error)) : destination.metric);
         if (span === undefined) return;
-        if (typeof id === 'string') span.setAttribute('messaging.message.id', id);
-        if (failed) this.fail(span, error);
+        if (span.isRecording()) {
+          if (typeof id === 'string') span.setAttribute('messaging.message.id', id);
+          if (failed) this.fail(span, error);
+        }
         span.end();
       },
     };
@@ -161,14 +173,14 @@ export class Telemetry {
       return handle();
     }
     const parent = headers === undefined ? api.ROOT_CONTEXT : api.propagation.extract(api.ROOT_CONTEXT, headers);
-    const span = this.tracer.startSpan(
-      attributes.processSpanName,
-      {
-        kind: api.SpanKind.CONSUMER,
-        attributes: { ...attributes.process, 'messaging.message.id': entry.id, 'messaging.client.id': consumer, [Attr.deliveryCount]: entry.deliveryCount },
-      },
-      parent,
-    );
+    // The cached attributes only (what a sampler sees); the per-entry ones when the span records:
+    // an unsampled entry builds no attribute object.
+    const span = this.tracer.startSpan(attributes.processSpanName, { kind: api.SpanKind.CONSUMER, attributes: attributes.process }, parent);
+    if (span.isRecording()) {
+      span.setAttribute('messaging.message.id', entry.id);
+      span.setAttribute('messaging.client.id', consumer);
+      span.setAttribute(Attr.deliveryCount, entry.deliveryCount);
+    }
     this.processing.set(entry, { start: performance.now(), span, attributes });
     return api.context.with(api.trace.setSpan(parent, span), handle);
   }
@@ -194,8 +206,67 @@ export class Telemetry {
     }
     const span = processing.span;
     if (span === undefined) return;
-    span.setAttribute(Attr.outcome, outcome);
-    if (failed) this.fail(span, processing.error);
+    if (span.isRecording()) {
+      span.setAttribute(Attr.outcome, outcome);
+      if (failed) this.fail(span, processing.error);
+    }
+    span.end();
+  }
+
+  /**
+   * A batch handler's batch (one binding), per the conventions' batch form: one CONSUMER span
+   * `process <stream>` with `messaging.batch.message_count` and a link to each entry's producer
+   * context (a batch has many producers, so none is its parent: it starts a trace of its own).
+   * `batch` keys it until `finishedBatch`; `headers[i]` are the headers of `entries[i]`.
+   */
+  processBatch<T>(batch: object, entries: readonly TracedEntry[], headers: readonly (Headers | undefined)[], consumer: string, handle: () => T): T {
+    const { api, tracer } = this;
+    const { stream, group } = (entries[0] as TracedEntry).binding;
+    const attributes = this.destinations.group(stream, group);
+    const size = entries.length;
+    if (tracer === undefined) {
+      this.batches.set(batch, { start: performance.now(), span: undefined, attributes, size });
+      return handle();
+    }
+    // Links go in at the start, where a sampler sees them.
+    const links: Link[] = [];
+    for (let i = 0; i < size; i += 1) {
+      const carrier = headers[i];
+      if (carrier === undefined) continue;
+      const producer = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, carrier));
+      if (producer !== undefined) links.push({ context: producer, attributes: { 'messaging.message.id': (entries[i] as TracedEntry).id } });
+    }
+    const span = tracer.startSpan(attributes.processSpanName, { kind: api.SpanKind.CONSUMER, attributes: attributes.process, links, root: true }, api.ROOT_CONTEXT);
+    if (span.isRecording()) {
+      span.setAttribute('messaging.batch.message_count', size);
+      span.setAttribute('messaging.client.id', consumer);
+    }
+    this.batches.set(batch, { start: performance.now(), span, attributes, size });
+    return api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), handle);
+  }
+
+  /**
+   * The batch is settled: `failed` of its entries failed (all of them when the handler threw
+   * `error`). Metrics per batch: one duration, the processed counter adds per outcome.
+   */
+  finishedBatch(batch: object, failed: number, error?: unknown): void {
+    const processing = this.batches.get(batch);
+    if (processing === undefined) return;
+    this.batches.delete(batch);
+    const { attributes, size, span } = processing;
+    const instruments = this.instruments;
+    if (instruments !== undefined) {
+      const threw = error !== undefined;
+      instruments.processDuration.record((performance.now() - processing.start) / 1000, threw ? this.errorTypes.of(attributes.process, errorType(error)) : attributes.process);
+      if (failed < size) instruments.processed.add(size - failed, attributes.succeeded);
+      if (failed > 0) instruments.processed.add(failed, attributes.failed);
+    }
+    if (span === undefined) return;
+    if (span.isRecording()) {
+      span.setAttribute(Attr.outcome, failed > 0 ? 'failure' : 'success');
+      if (failed > 0) span.setAttribute(Attr.batchFailed, failed);
+      if (error !== undefined) this.fail(span, error);
+    }
     span.end();
   }
 
@@ -225,12 +296,14 @@ export class Telemetry {
   }
 
   /**
-   * Tracing on: a span `dead_letter <stream>` with a `dead_letter` event on the entry's own trace,
-   * whose context is in `headers` (read from the dead-letter record).
+   * Tracing on: a span `dead_letter` with a `dead_letter` event on the entry's own trace, whose
+   * context is in `headers` (read from the dead-letter record). A constant name, the conventions'
+   * settle operation (`messaging.operation.name` `dead_letter`, as Azure Service Bus names it);
+   * the stream is an attribute.
    */
   traceDeadLetter(notice: DeadLetteredEntry, headers: Headers | undefined): void {
     if (this.tracer === undefined || notice.deadLetterId === '' || headers === undefined) return;
-    const attributes = this.reasons.of(this.destinations.group(notice.stream, notice.group).group, notice.reason);
+    const attributes = this.reasons.of(this.destinations.group(notice.stream, notice.group).deadLetter, notice.reason);
     const { api } = this;
     const parent = api.propagation.extract(api.ROOT_CONTEXT, headers);
     if (api.trace.getSpanContext(parent) === undefined) return;
@@ -242,7 +315,7 @@ export class Telemetry {
       [Attr.deadLetterId]: notice.deadLetterId,
       'error.message': notice.error,
     };
-    const span = this.tracer.startSpan(`dead_letter ${notice.stream}`, { kind: api.SpanKind.INTERNAL, attributes: { ...attributes, ...eventAttributes } }, parent);
+    const span = this.tracer.startSpan(DEAD_LETTER_SPAN, { kind: api.SpanKind.INTERNAL, attributes: { ...attributes, ...eventAttributes } }, parent);
     span.addEvent('dead_letter', eventAttributes);
     span.end();
   }
@@ -257,7 +330,8 @@ export class Telemetry {
 
 /** The metric instruments (names and units per the messaging semantic conventions where they have one). */
 class Instruments {
-  readonly sent: Counter;
+  /** Per emit, send and reply: summed per turn of the event loop, as the consumer's counters. */
+  readonly sent: TurnCounter;
   readonly consumed: Counter;
   readonly processDuration: Histogram;
   /** Per entry: summed per turn of the event loop (turn-counter.ts). */
@@ -268,9 +342,9 @@ class Instruments {
   readonly lost: Counter;
 
   constructor(readonly meter: Meter) {
-    this.sent = meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' });
+    this.sent = new TurnCounter(meter.createCounter('messaging.client.sent.messages', { unit: '{message}', description: 'Entries the producer attempted to add (XADD)' }));
     this.consumed = meter.createCounter('messaging.client.consumed.messages', { unit: '{message}', description: 'Entries delivered to this consumer (read or claimed)' });
-    this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry' });
+    this.processDuration = meter.createHistogram('messaging.process.duration', { unit: 's', description: 'Duration of handling one entry, or one batch of a batch handler' });
     this.processed = new TurnCounter(meter.createCounter('redis_streams.processed.messages', { unit: '{message}', description: 'Entries handled, by outcome (success, failure)' }));
     this.acked = new TurnCounter(meter.createCounter('redis_streams.acked.messages', { unit: '{message}', description: 'Entries acknowledged (XACK)' }));
     this.deadLettered = meter.createCounter('redis_streams.dead_lettered.messages', { unit: '{message}', description: 'Entries moved to the dead-letter stream, by reason' });
@@ -296,4 +370,3 @@ function errorMessage(error: unknown): string {
   }
 }
 
-/** The trace headers of a dead letter's original entry (its `headers` field), if any. */

@@ -5,6 +5,7 @@ import { errorMessage } from '../../error-message.js';
 import type { EntryDecoders, InFlightEntry } from '../in-flight.js';
 import type { ProcessingHooks } from '../processing-hooks.js';
 import { followObservable, type RunningStreams } from '../running-streams.js';
+import type { Telemetry } from '../../telemetry/telemetry.js';
 import { RedisStreamsBatchContext } from './batch-context.js';
 
 /** What running a batch needs from the server. */
@@ -12,6 +13,8 @@ export interface BatchHost {
   readonly consumer: string;
   readonly decoders: EntryDecoders;
   readonly logger: Logger;
+  /** Set only when OpenTelemetry is there and on: one span and one set of metric updates per batch. */
+  readonly telemetry: Telemetry | undefined;
   /** Nest's processing hooks when one is set: they run once per batch, with its batch context. */
   processing(): ProcessingHooks | undefined;
   /** The handlers' Observables running: close() abandons a batch's that never completes. */
@@ -87,6 +90,22 @@ function run(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], decod
   const context = new RedisStreamsBatchContext(good, decoded, host.consumer, host);
   const payloads: unknown[] = [];
   for (const entry of decoded) payloads.push(entry.data);
+  const { telemetry } = host;
+  if (telemetry === undefined) {
+    runWithHooks(host, all, good, context, payloads);
+    return;
+  }
+  // The handler runs inside the batch's process span, so the user's own spans nest under it.
+  telemetry.processBatch(
+    context,
+    good,
+    decoded.map((entry) => entry.headers),
+    host.consumer,
+    () => runWithHooks(host, all, good, context, payloads),
+  );
+}
+
+function runWithHooks(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, payloads: unknown[]): void {
   const hooks = host.processing();
   if (hooks !== undefined) {
     hooks.run(
@@ -128,6 +147,7 @@ function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], 
     completed: () => settle(host, all, good, context, undefined),
     failed: (error) => settle(host, all, good, context, { error }),
     abandoned: () => {
+      host.telemetry?.finishedBatch(context, good.length);
       host.finished(all);
       host.processing()?.end(context);
       context.settle();
@@ -146,10 +166,12 @@ function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], co
   const where = `a batch of ${good.length} entries of "${binding.stream}" (group "${binding.group}", ids ${first.id}…${(good[good.length - 1] as InFlightEntry).id})`;
   if (failure !== undefined) {
     const error = thrown ?? failure.error;
+    host.telemetry?.finishedBatch(context, good.length, error ?? new Error('batch handler failed'));
     host.logger.error(`handler of "${binding.pattern}" failed on ${where}; they stay pending: ${describeError(error)}`);
     good.forEach((entry, i) => host.failed(entry, failures.has(i) ? failures.get(i) : error, delays.get(i)));
     return;
   }
+  host.telemetry?.finishedBatch(context, failures.size);
   if (failures.size > 0) {
     host.logger.error(
       `handler of "${binding.pattern}" marked ${failures.size} of ${where} failed; they stay pending: ${[...failures.values()].map(describeError).join('; ')}`,
