@@ -30,8 +30,18 @@ const RULES = {
   operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +hmget +zadd +zrangebyscore +zrem +hdel +zscore +hset +srem +multi +exec +hsetnx +hgetall ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed* ~{orders}:paused`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
+/** What a worker adds for handlers with shared limits (docs/security.md: rate limits and global concurrency). */
+const FLOW_RULES = '+xread +hmget +hset +pexpire +zrangebyscore +zremrangebyscore +hdel +hvals +hincrby +zadd +zrem +hget ~{orders}:rate:* ~{orders}:permits:* ~{orders}:permit-leases:*';
 
 const handled: { data: unknown; id: string; deliveryCount: number }[] = [];
+
+@Controller()
+class LimitedAclController {
+  @EventPattern<string>('orders', { group: 'limited', rateLimit: { max: 100, per: 1000 }, globalConcurrency: 2 })
+  onOrder(@Payload() data: unknown, @Ctx() ctx: RedisStreamsContext): void {
+    handled.push({ data, id: ctx.getId(), deliveryCount: ctx.getDeliveryCount() });
+  }
+}
 
 @Controller()
 class AclController {
@@ -174,6 +184,30 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     expect((await scheduler.get('orders', 'nightly'))?.data).toEqual({ n: 2 });
     expect(await scheduler.remove('orders', 'nightly')).toBe(true);
     expect(await denials()).toEqual([]);
+  });
+
+  it('a worker with the flow-control rules runs a rate-limited, globally limited handler with no ACL denial', async () => {
+    await redis.client.call('ACL', 'SETUSER', 'flow-worker', 'reset', 'on', '>flow-pw', ...RULES.worker.split(' '), ...FLOW_RULES.split(' '));
+    await allowHandshake('flow-worker');
+    const errors: Error[] = [];
+    const flow = await startServer(
+      { connection: `redis://flow-worker:flow-pw@127.0.0.1:${redis.server.port}`, group: 'g', consumer: 'f1', blockMs: 100 },
+      [LimitedAclController],
+      [],
+      (server) => server.on('error', (error: Error) => errors.push(error)),
+    );
+    try {
+      client = new RedisStreamsClient({ connection: url('producer'), commandTimeout: 5_000 });
+      for (let n = 0; n < 5; n++) await lastValueFrom(client.emit('orders', { n }));
+      await waitFor(() => handled.length === 5, 'the five entries handled');
+      await waitFor(async () => (await pendingCount(redis.client, 'orders', 'limited')) === 0, 'all acked');
+    } finally {
+      await flow.app.close();
+    }
+    expect(errors).toEqual([]);
+    expect(await denials()).toEqual([]);
+    // The permits all went back: nothing left held under the worker's name.
+    expect(await redis.client.hgetall('{orders}:permits:limited')).toEqual({});
   });
 
   it('a worker without +hmget (rules from before it) still promotes: the script reads each body with HGET instead', async () => {
