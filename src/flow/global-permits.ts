@@ -18,6 +18,8 @@ export class GlobalPermits {
   private renewTimer: NodeJS.Timeout | undefined;
   private lastRelease: Promise<void> = Promise.resolve();
   private readonly freed = new Set<() => void>();
+  /** Permits held by all workers at this worker's last acquire: whether they are scarce (taken as scarce before the first). */
+  private heldByAll = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly redis: RedisClient,
@@ -30,17 +32,13 @@ export class GlobalPermits {
     this.keys = permitKeys(stream, group);
   }
 
-  /** Permits this worker holds now. */
-  get heldHere(): number {
-    return this.held;
-  }
-
   /** Takes up to `wanted` free permits; resolves how many it got (0: all are held elsewhere). */
   async acquire(wanted: number): Promise<number> {
     if (wanted <= 0) return 0;
     const { holders, leases } = this.keys;
-    const [granted] = await flowScripts(this.redis).nrsPermits(holders, leases, 'acquire', this.worker, wanted, this.limit.max, this.limit.leaseMs);
+    const [granted, heldByAll] = await flowScripts(this.redis).nrsPermits(holders, leases, 'acquire', this.worker, wanted, this.limit.max, this.limit.leaseMs);
     const count = Number(granted);
+    this.heldByAll = Number(heldByAll);
     this.held += count;
     if (this.held > 0) this.renewWhileHeld();
     return count;
@@ -57,6 +55,17 @@ export class GlobalPermits {
       this.flushQueued = false;
       this.lastRelease = this.flush();
     });
+  }
+
+  /**
+   * How many more permits this worker may ask for. While they are scarce (half or more held at its
+   * last acquire) no more than its handlers can run (`concurrency`): held beyond that they would
+   * only wait here while other workers idle. While they are plenty, one read more (`readBatch`):
+   * reads as large as without the limit, not cut to what is left under `concurrency`.
+   */
+  roomHere(concurrency: number, readBatch: number): number {
+    const scarce = this.heldByAll * 2 >= this.limit.max;
+    return Math.max(0, (scarce ? concurrency : concurrency + readBatch) - this.held);
   }
 
   /** Resolves at the next release of one of this worker's permits (a reader short of permits may ask again then). */

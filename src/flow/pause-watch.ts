@@ -20,6 +20,8 @@ export class PauseWatch {
   private waiters: Array<() => void> = [];
   private failing = false;
   private stopped = false;
+  /** Counts the changes seen: a reader that read it before an await knows whether it still holds. */
+  version = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -71,9 +73,13 @@ export class PauseWatch {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  private schedule(): void {
+  /** Polls every `pollMs` from one poll's start to the next, so a round trip does not stretch the period. */
+  private schedule(delayMs = this.pollMs): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.poll().finally(() => this.schedule()), this.pollMs);
+    this.timer = setTimeout(() => {
+      const started = Date.now();
+      void this.poll().finally(() => this.schedule(Math.max(0, this.pollMs - (Date.now() - started))));
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -107,6 +113,7 @@ export class PauseWatch {
       if (paused) this.paused.add(key);
       else this.paused.delete(key);
       anyChange = true;
+      this.version++;
       if (!this.stopped) this.changed({ stream, group }, paused);
     });
     if (anyChange) this.wake();

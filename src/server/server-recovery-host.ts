@@ -79,7 +79,7 @@ export class ServerRecoveryHost implements RecoveryHost {
     if (permits === undefined) return reserved;
     let granted = 0;
     try {
-      granted = await permits.acquire(Math.min(reserved, Math.max(0, binding.concurrency - permits.heldHere)));
+      granted = await permits.acquire(Math.min(reserved, permits.roomHere(binding.concurrency, 0)));
     } catch {
       // No permit known to be free: the claim waits for a later tick.
     }

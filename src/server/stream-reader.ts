@@ -157,6 +157,8 @@ export class StreamReader {
   }
 
   private async readNew(): Promise<void> {
+    const { pauses } = this.host.flow;
+    const pauseVersion = pauses.version;
     const readable = this.unpausedBindings();
     if (readable.length === 0) {
       await this.pulse.holding('paused', this.waitUntil(undefined, this.host.flow.pauses.waitForChange()));
@@ -181,6 +183,11 @@ export class StreamReader {
     let reply: unknown;
     try {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
+      // A group paused (or resumed) while this read waited for slots: the streams to read changed.
+      if (pauses.version !== pauseVersion) {
+        this.host.slots.unreserveRead(reserved, bytes);
+        return;
+      }
       this.reading = true;
       this.readSerial++;
       const read =
@@ -271,7 +278,7 @@ export class StreamReader {
 
   /**
    * How many entries the limited binding's shared limits let this read take (≤ `wanted`): global
-   * permits first (within the handler's own concurrency on this worker), then rate-limit tokens
+   * permits first (within what this worker may hold, `GlobalPermits.roomHere`), then rate-limit tokens
    * for those. 0 after waiting: until a permit may be free (PERMIT_RETRY_MS, or sooner when one of
    * ours comes back) or the bucket has tokens again (the script says when); the loop asks again.
    */
@@ -279,7 +286,7 @@ export class StreamReader {
     let granted = wanted;
     const { permits, rate } = limits;
     if (permits !== undefined) {
-      const room = Math.min(wanted, binding.concurrency - permits.heldHere);
+      const room = Math.min(wanted, permits.roomHere(binding.concurrency, this.host.readBatch));
       granted = room > 0 ? await permits.acquire(room) : 0;
       if (granted === 0) {
         await this.pulse.holding('limited', this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()));
