@@ -164,14 +164,18 @@ async function pauseRun(ctx: BenchContext, impl: 'self' | 'other', round: number
     await sleep(1000);
     const pauses: number[] = [];
     const resumes: number[] = [];
+    /** The worker's longest event-loop delay in each cycle's pause window. */
+    const lags: number[] = [];
     let late = 0;
     for (let cycle = 0; cycle < ctx.config.flowPauseCycles; cycle++) {
       // A random phase against the worker's poll timer.
       await sleep(PAUSE_SETTLE_MS + Math.random() * PAUSE_POLL_MS);
+      await worker.call('lag');
       const paused = await pauser.call('pause', key);
       await sleep(PAUSE_OBSERVE_MS);
       const seen = await worker.call('starts');
       pauses.push(Math.max(0, seen.lastStartAt! - paused.at!) / 1e6);
+      lags.push((await worker.call('lag')).maxMs!);
       const mark = await worker.call('mark');
       // A handler started after the observed window: the pause took longer than the window.
       if (mark.lastStartAt !== seen.lastStartAt) late++;
@@ -187,13 +191,17 @@ async function pauseRun(ctx: BenchContext, impl: 'self' | 'other', round: number
     }
     load.abort();
     const emitted = await sending;
+    const slowest = pauses.indexOf(Math.max(...pauses));
+    const slowestLagMs = lags[slowest]!;
+    const medianLagMs = percentileSorted([...lags].sort((a, b) => a - b), 50);
     pauses.sort((a, b) => a - b);
     resumes.sort((a, b) => a - b);
     const boundMs = (impl === 'self' ? 0 : PAUSE_POLL_MS) + PAUSE_HANDLER_MS;
     ctx.log(
       `  flow-pause ${impl}: pause → last handler start p50 ${percentileSorted(pauses, 50).toFixed(1)} / p90 ${percentileSorted(pauses, 90).toFixed(1)} / p99 ${percentileSorted(pauses, 99).toFixed(1)} ms ` +
         `(documented bound ${boundMs} ms${impl === 'other' ? `: poll ${PAUSE_POLL_MS} + handler ${PAUSE_HANDLER_MS}` : ': handler'}); ` +
-        `resume → first handler start p50 ${percentileSorted(resumes, 50).toFixed(1)} / p99 ${percentileSorted(resumes, 99).toFixed(1)} ms; ${pauses.length} cycles, ${late} late`,
+        `resume → first handler start p50 ${percentileSorted(resumes, 50).toFixed(1)} / p99 ${percentileSorted(resumes, 99).toFixed(1)} ms; ${pauses.length} cycles, ${late} late; ` +
+        `the worker's event loop stalled up to ${slowestLagMs.toFixed(0)} ms in the slowest cycle (median cycle ${medianLagMs.toFixed(0)} ms)`,
     );
     return {
       p50Ms: percentileSorted(pauses, 50),
@@ -205,6 +213,8 @@ async function pauseRun(ctx: BenchContext, impl: 'self' | 'other', round: number
         resumeP50Ms: percentileSorted(resumes, 50),
         resumeP99Ms: percentileSorted(resumes, 99),
         resumeMaxMs: resumes.at(-1)!,
+        slowestCycleLoopDelayMs: slowestLagMs,
+        medianCycleLoopDelayMs: medianLagMs,
         cycles: pauses.length,
         lateStarts: late,
         boundMs,

@@ -2,8 +2,10 @@
 // the options name (flow-* scenarios). Options: `rateLimitMax` + `rateLimitPer` (extras.rateLimit),
 // `globalConcurrency`, `delayMs` (the handler's time after it started), `trackStarts` (keep handler
 // start times for `call('starts')`), `consumer`; the rest go to the server as they are (blockMs...).
-// Operations (`WorkerProcess.call`): `pause` / `resume` [pattern] through this server, `mark`, `starts`.
+// Operations (`WorkerProcess.call`): `pause` / `resume` [pattern] through this server, `mark`, `starts`,
+// `lag` (the event loop's longest delay since the last `lag`).
 import 'reflect-metadata';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Controller, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { EventPattern, type MicroserviceOptions } from '@nestjs/microservices';
@@ -55,10 +57,16 @@ await serveWorker(async (probe, config) => {
     consumer: typeof consumer === 'string' ? consumer : `bench-worker-${process.pid}`,
     ...(serverOptions as Partial<RedisStreamsServerOptions>),
   });
+  // A slow pause on a busy host: was this process kept off the CPU (a stalled loop) at the time?
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(FlowModule, { strategy: server, logger: ['error', 'warn'] });
   return {
     start: () => app.listen(),
-    stop: () => app.close(),
+    stop: async () => {
+      loopDelay.disable();
+      await app.close();
+    },
     call: async (op, arg): Promise<Record<string, number>> => {
       switch (op) {
         case 'pause':
@@ -75,6 +83,11 @@ await serveWorker(async (probe, config) => {
           return { at: markAt, lastStartAt, count: probe.count };
         case 'starts':
           return { at: nowNs(), lastStartAt, firstAfterMark, count: probe.count };
+        case 'lag': {
+          const maxMs = loopDelay.max / 1e6;
+          loopDelay.reset();
+          return { maxMs };
+        }
         default:
           throw new Error(`unknown operation ${op}`);
       }
