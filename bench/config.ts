@@ -31,6 +31,11 @@ export interface BenchConfig {
   delayedSeconds: number;
   /** Entries held for the memory figure (delayed-memory). */
   delayedMemoryEntries: number;
+  /** Measured seconds of the shared rate limit (flow-rate), after a warm-up; and the backlog it reads. */
+  flowRateSeconds: number;
+  flowRateBacklog: number;
+  /** Pause/resume cycles under load (flow-pause). */
+  flowPauseCycles: number;
   /** MAXLEN ~ used by every raw XADD (the same cap our client applies by default). */
   maxLen: number;
 }
@@ -78,6 +83,9 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
       delayedEntries: 10_000,
       delayedSeconds: 2,
       delayedMemoryEntries: 10_000,
+      flowRateSeconds: 5,
+      flowRateBacklog: 10_000,
+      flowPauseCycles: 5,
     };
   }
   return {
@@ -97,5 +105,9 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
     delayedEntries: 100_000,
     delayedSeconds: 10,
     delayedMemoryEntries: 100_000,
+    flowRateSeconds: 30,
+    // 30 s at 1000/s, the warm-up and the first full bucket, with room to spare.
+    flowRateBacklog: 40_000,
+    flowPauseCycles: 20,
   };
 }

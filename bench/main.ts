@@ -16,6 +16,7 @@ import { clusterPartitionsScenario } from './scenarios/cluster-partitions.js';
 import { consumeScenario } from './scenarios/consume.js';
 import { delayedLatencyScenario, delayedMemoryScenario, delayedPromoteScenario } from './scenarios/delayed.js';
 import { emitScenario } from './scenarios/emit.js';
+import { flowCostScenario, flowPauseScenario, flowRateScenario } from './scenarios/flow.js';
 import { endToEndScenario } from './scenarios/end-to-end.js';
 import { largePayloadScenario } from './scenarios/large-payload.js';
 import { lightLoadScenario } from './scenarios/light-load.js';
@@ -41,6 +42,9 @@ const SCENARIOS: readonly Scenario[] = [
   delayedPromoteScenario,
   delayedLatencyScenario,
   delayedMemoryScenario,
+  flowRateScenario,
+  flowCostScenario,
+  flowPauseScenario,
   clusterPartitionsScenario,
 ];
 

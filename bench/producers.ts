@@ -70,3 +70,31 @@ export async function waitAcked(redis: Pick<Redis, 'xpending'>, key: string, gro
     await sleep(2);
   }
 }
+
+/**
+ * Sends `rate` messages a second, on schedule (a late tick catches up), until `signal` aborts;
+ * resolves with the count once every send has settled (flow-pause: a load that outlasts the cycles).
+ */
+export async function sendPacedUntil(rate: number, signal: AbortSignal, sendOne: () => Promise<unknown>): Promise<number> {
+  const start = nowNs();
+  let sent = 0;
+  let settled = 0;
+  let failure: unknown;
+  const done = (): void => {
+    settled++;
+  };
+  while (!signal.aborted) {
+    const due = Math.floor(((nowNs() - start) / 1e9) * rate) + 1;
+    while (sent < due) {
+      sent++;
+      sendOne().then(done, (error: unknown) => {
+        failure ??= error;
+        done();
+      });
+    }
+    await sleep(1);
+  }
+  while (settled < sent) await sleep(1);
+  if (failure !== undefined) throw failure;
+  return sent;
+}

@@ -19,7 +19,9 @@ export type ParentMessage =
   | { type: 'go' }
   | { type: 'waitFor'; count: number }
   | { type: 'stats' }
-  | { type: 'stop' };
+  | { type: 'stop' }
+  /** A worker-specific operation (flow-pause: `pause`, `resume`, `starts`...), answered by `called`. */
+  | { type: 'call'; op: string; arg?: string };
 
 export interface WorkerStats {
   count: number;
@@ -56,4 +58,5 @@ export type ChildMessage =
   | ({ type: 'stats' } & WorkerStats)
   | { type: 'stopped'; maxRssKb: number }
   | { type: 'result'; result: Record<string, number> }
+  | { type: 'called'; op: string; result: Record<string, number> }
   | { type: 'failed'; message: string };

@@ -20,8 +20,8 @@ export class RawConsumerLoop {
   private done?: Promise<void>;
 
   constructor(
-    private readonly redis: Redis,
-    private readonly key: string,
+    protected readonly redis: Redis,
+    protected readonly key: string,
     private readonly group: string,
     private readonly consumer: string,
     protected readonly handle: (payload: unknown) => void,
@@ -41,11 +41,9 @@ export class RawConsumerLoop {
   }
 
   private async loop(): Promise<void> {
-    const { redis, key, group, consumer } = this;
+    const { redis, key, group } = this;
     while (this.running) {
-      const reply = (await redis.xreadgroup(
-        'GROUP', group, consumer, 'COUNT', this.count, 'BLOCK', 200, 'STREAMS', key, '>',
-      )) as StreamReply;
+      const reply = await this.read(this.count);
       const entries = reply?.[0]?.[1];
       if (!entries || entries.length === 0) continue;
       const ids: string[] = [];
@@ -57,6 +55,11 @@ export class RawConsumerLoop {
       if (this.ackDelete) await redis.call('XACKDEL', key, group, 'KEEPREF', 'IDS', ids.length, ...ids);
       else await redis.xack(key, group, ...ids);
     }
+  }
+
+  /** One blocking read of up to `count` new entries. The rate-limit floor takes tokens first (workers/raw-rate-floor-worker.ts). */
+  protected read(count: number): Promise<StreamReply> {
+    return this.redis.xreadgroup('GROUP', this.group, this.consumer, 'COUNT', count, 'BLOCK', 200, 'STREAMS', this.key, '>') as Promise<StreamReply>;
   }
 
   /** One entry of a read: its `data` parsed, to the handler. The telemetry floor wraps it (workers/raw-otel-worker.ts). */

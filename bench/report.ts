@@ -35,7 +35,7 @@ function targetCell(result: ScenarioResult, outcomes: readonly TargetOutcome[]):
   if (ids.length === 0) return '';
   return outcomes
     .filter((outcome) => ids.includes(outcome.id))
-    .map((outcome) => (outcome.status === 'n/a' ? 'n/a' : `${outcome.status === 'pass' ? 'PASS' : 'FAIL'} ${shortText(outcome)}`))
+    .map((outcome) => (outcome.status === 'n/a' ? 'n/a' : `${outcome.status === 'pass' ? 'PASS' : outcome.status === 'info' ? 'info' : 'FAIL'} ${shortText(outcome)}`))
     .join('; ');
 }
 
@@ -45,11 +45,19 @@ function shortText(outcome: TargetOutcome): string {
   if (target.bound !== undefined) {
     const [label, unit, digits] = BOUND_UNITS[target.metric];
     const value = outcome.measured === undefined ? '?' : fmt(outcome.measured, digits);
-    return `${label}${value} ${op} ${Number.isInteger(target.bound) ? fmt(target.bound) : target.bound} ${unit}`;
+    const bound = Number.isInteger(target.bound) ? fmt(target.bound) : String(target.bound);
+    if (target.op === 'within') {
+      // A deviation of a few tenths of a percent is the figure here: one decimal more.
+      const measured = outcome.measured === undefined ? '?' : outcome.measured.toFixed(digits + 1);
+      const deviation = outcome.measured === undefined ? '?' : `${(((outcome.measured - target.bound) / target.bound) * 100).toFixed(2)} %`;
+      return `${label}${measured} ${unit} (${deviation}), ${bound} ± ${((target.tolerance ?? 0) * 100).toFixed(0)} %`;
+    }
+    return `${label}${value} ${op} ${bound} ${unit}`;
   }
   const measured = outcome.measured === undefined ? '?' : `${outcome.measured.toFixed(2)}×`;
   const metric = target.metric === 'msgsPerSec' ? '' : target.metric === 'steadyMsgsPerSec' ? '2nd half ' : `${target.metric.replace('Ms', '')} `;
   const paired = outcome.paired === undefined ? '' : ` (paired runs ${outcome.paired.toFixed(2)}×)`;
+  if (target.op === 'info') return `${metric}${measured} ${target.against}${paired}`;
   return `${metric}${measured} ${op} ${target.factor}× ${target.against}${paired}`;
 }
 

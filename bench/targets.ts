@@ -8,13 +8,15 @@ export interface Target {
   scenario: string;
   metric: Metric;
   /**
-   * With `against`: at least (`>=`) or at most (`<=`) `factor` × the peer. With `bound` instead: the
-   * value itself at least, at most, or below (`<`) it.
+   * With `against`: at least (`>=`) or at most (`<=`) `factor` × the peer, or `info`: the ratio
+   * printed, judged by no threshold (a cost stated, issue 29). With `bound` instead: the value
+   * itself at least, at most, below (`<`) it, or `within` ± `tolerance` (a fraction) of it.
    */
-  op: '>=' | '<=' | '<';
+  op: '>=' | '<=' | '<' | 'within' | 'info';
   against?: string;
   factor?: number;
   bound?: number;
+  tolerance?: number;
   /** Our contender measured (default `streams`), e.g. `streams-batch`. */
   ours?: string;
 }
@@ -44,6 +46,15 @@ export const TARGETS: readonly Target[] = [
   { id: 'backlog-rss', text: '1M-backlog worker peak RSS < 200 MB', scenario: 'backlog', metric: 'peakRssMb', op: '<', bound: 200 },
   { id: 'delayed-promote', text: 'delayed promotion by one worker ≥ 50k entries/s', scenario: 'delayed-promote', metric: 'msgsPerSec', op: '>=', bound: 50_000 },
   { id: 'delayed-p99', text: 'delayed entries handled ≤ 50 ms after their due time, p99 (1000/s)', scenario: 'delayed-latency', metric: 'p99Ms', op: '<=', bound: 50 },
+  { id: 'flow-rate', text: 'rate limit 1000/s shared by 3 workers holds within ±5 % over the measured window', scenario: 'flow-rate', metric: 'msgsPerSec', op: 'within', bound: 1000, tolerance: 0.05 },
+  { id: 'flow-cost-rate', text: 'consume with a rate limit never hit, against no limit', scenario: 'flow-cost', metric: 'msgsPerSec', op: 'info', against: 'streams', ours: 'streams-rate' },
+  { id: 'flow-cost-rate-floor', text: 'consume with a rate limit never hit, against the raw loop + one token-bucket EVALSHA per read', scenario: 'flow-cost', metric: 'msgsPerSec', op: 'info', against: 'raw-rate-floor', ours: 'streams-rate' },
+  { id: 'flow-cost-floor', text: 'the floor itself: raw loop + token-bucket EVALSHA per read, against the raw loop', scenario: 'flow-cost', metric: 'msgsPerSec', op: 'info', against: 'raw', ours: 'raw-rate-floor' },
+  { id: 'flow-cost-concurrency', text: 'consume with global concurrency never reached, against no limit', scenario: 'flow-cost', metric: 'msgsPerSec', op: 'info', against: 'streams', ours: 'streams-concurrency' },
+  // Issue 29 item 5: a pause takes effect within blockMs + one handler; the bench's blockMs is 1000, its handler 10 ms.
+  { id: 'flow-pause', text: 'pause by another process: last handler start ≤ blockMs + one handler, p99', scenario: 'flow-pause', metric: 'p99Ms', op: '<=', bound: 1010, ours: 'other' },
+  // The documented bound (server.pause, docs/flow-control.md): one pause poll (half blockMs, at most 1 s) + one handler.
+  { id: 'flow-pause-poll', text: 'pause by another process: last handler start ≤ one pause poll (half blockMs) + one handler, p99', scenario: 'flow-pause', metric: 'p99Ms', op: '<=', bound: 510, ours: 'other' },
   { id: 'backlog-rss-raw', text: '1M-backlog worker peak RSS ≤ 1.3× the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw', factor: 1.3 },
 ];
 
@@ -58,7 +69,7 @@ export interface TargetOutcome {
    * less than the ratio of the medians. Shown beside `measured`; pass/fail stays on `measured`.
    */
   paired?: number;
-  status: 'pass' | 'FAIL' | 'n/a';
+  status: 'pass' | 'FAIL' | 'n/a' | 'info';
   why?: string;
 }
 
@@ -72,7 +83,9 @@ export function evaluateTargets(results: readonly ScenarioResult[], targets: rea
     const value = ours?.median[target.metric];
     if (!ours || value === undefined) return { ...base, status: 'n/a', why: ours?.error ?? 'not measured' };
     if (target.bound !== undefined) {
-      const ok = target.op === '<' ? value < target.bound : target.op === '>=' ? value >= target.bound : value <= target.bound;
+      const ok =
+        target.op === 'within' ? Math.abs(value - target.bound) <= (target.tolerance ?? 0) * target.bound
+        : target.op === '<' ? value < target.bound : target.op === '>=' ? value >= target.bound : value <= target.bound;
       return { ...base, measured: value, status: ok ? 'pass' : 'FAIL' };
     }
     const peer = find(target.scenario, target.against as string);
@@ -81,7 +94,8 @@ export function evaluateTargets(results: readonly ScenarioResult[], targets: rea
     const ratio = value / peerValue;
     const ok = target.op === '>=' ? ratio >= (target.factor as number) : ratio <= (target.factor as number);
     const paired = pairedRatio(ours.runs, peer.runs, target.metric);
-    return { ...base, measured: ratio, ...(paired === undefined ? {} : { paired }), status: ok ? 'pass' : 'FAIL' };
+    const status = target.op === 'info' ? 'info' : ok ? 'pass' : 'FAIL';
+    return { ...base, measured: ratio, ...(paired === undefined ? {} : { paired }), status };
   });
 }
 

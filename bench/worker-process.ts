@@ -102,6 +102,12 @@ export class WorkerProcess {
     return (await this.request({ type: 'stats' }, 'stats', timeoutMs)) as unknown as WorkerStats;
   }
 
+  /** A worker-specific operation (`BenchWorker.call`); one at a time per worker (replies are matched by type). */
+  async call(op: string, arg?: string, timeoutMs = 30_000): Promise<Record<string, number>> {
+    const reply = await this.request({ type: 'call', op, ...(arg === undefined ? {} : { arg }) }, 'called', timeoutMs);
+    return (reply as { result: Record<string, number> }).result;
+  }
+
   /** Peak resident set (kB) the kernel recorded for the child so far (VmHWM). */
   peakRssKb(): number {
     try {

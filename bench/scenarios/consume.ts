@@ -31,7 +31,7 @@ export const consumeScenario: Scenario = {
 /** What the consume run of another scenario changes: its key names, the worker's options, what must be left in the stream. */
 export interface ConsumeRunVariant {
   readonly scenario: string;
-  readonly options: Record<string, string | boolean>;
+  readonly options: Record<string, string | number | boolean>;
   /** Entries the stream must still hold after the run (XACK leaves them, XACKDEL not). */
   readonly expectedLeft: (total: number) => number;
 }

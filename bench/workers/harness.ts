@@ -44,6 +44,8 @@ export interface BenchWorker {
   /** Start consuming (after `ready` for most scenarios; on `go` when the start itself is timed). */
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** Operations of this worker beyond the common ones (`WorkerProcess.call`); clock readings as numbers. */
+  call?(op: string, arg: string | undefined): Promise<Record<string, number>>;
 }
 
 export function workerConfig(): WorkerConfig {
@@ -122,6 +124,11 @@ export async function serveWorker(build: (probe: Probe, config: WorkerConfig) =>
           memory: memory(),
         });
         return;
+      case 'call': {
+        if (worker.call === undefined) throw new Error(`this worker has no operation ${message.op}`);
+        send({ type: 'called', op: message.op, result: await worker.call(message.op, message.arg) });
+        return;
+      }
       case 'stop':
         await worker.stop();
         send({ type: 'stopped', maxRssKb: process.resourceUsage().maxRSS });
