@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { partitionCountOption } from '../partitions/partition-keys.js';
+import { priorityLanesOption } from '../priorities/priority-lanes.js';
 import {
   resolveGlobalConcurrency,
   resolveRateLimit,
@@ -71,6 +72,15 @@ export interface RedisStreamsHandlerExtras {
    * (default 30 s). See docs/flow-control.md.
    */
   globalConcurrency?: GlobalConcurrencyOption;
+  /**
+   * Priority lanes, highest first (`['high', 'normal', 'low']`, 1 to 10 names of letters, digits,
+   * `_`, `-`, `.`): the pattern is read from one stream per lane, `<stream>:high` … in one group by
+   * one handler, higher lanes first, yet every read offers each lane below the highest at least one
+   * entry (so a flood of `high` still lets one `low` entry through per read). Clients name the
+   * lanes too (`priorities` client option) and set a record's `priority`. Not with `partitions`,
+   * `rateLimit` or `globalConcurrency`. See docs/server.md#priorities.
+   */
+  priorities?: readonly string[];
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -99,6 +109,8 @@ export interface ResolvedHandlerExtras {
   readonly rateLimit: ResolvedRateLimit | undefined;
   /** `extras.globalConcurrency`, resolved; `undefined` when there is none. */
   readonly globalConcurrency: ResolvedGlobalConcurrency | undefined;
+  /** `extras.priorities`: the lanes, highest first; `undefined` when the pattern has none. */
+  readonly priorities: readonly string[] | undefined;
 }
 
 /** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
@@ -116,6 +128,11 @@ export function resolveHandlerExtras(
   }
   const ackMode = ackModeOption(name('ackMode'), given.ackMode, server.ackMode);
   const idempotency = resolveIdempotency(name('idempotency'), given.idempotency);
+  const partitions = partitionCountOption(name('partitions'), given.partitions);
+  const rateLimit = resolveRateLimit(name('rateLimit'), given.rateLimit);
+  const globalConcurrency = resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency);
+  const priorities = priorityLanesOption(name('priorities'), given.priorities);
+  if (priorities !== undefined) checkPriorityCombinations(name('priorities'), partitions, rateLimit !== undefined || globalConcurrency !== undefined);
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
     raw: rawOption(name('raw'), given.raw),
@@ -129,10 +146,25 @@ export function resolveHandlerExtras(
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
     idempotency,
     batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
-    partitions: partitionCountOption(name('partitions'), given.partitions),
-    rateLimit: resolveRateLimit(name('rateLimit'), given.rateLimit),
-    globalConcurrency: resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency),
+    partitions,
+    rateLimit,
+    globalConcurrency,
+    priorities,
   };
+}
+
+/**
+ * Lanes are read together by one reader, highest first. Partitions spread one pattern over slots
+ * (one reader per slot on a Cluster), and a shared limit makes its binding read alone: either
+ * would split the lanes over readers, and no read would compare them.
+ */
+function checkPriorityCombinations(option: string, partitions: number, limited: boolean): void {
+  if (partitions > 1) {
+    throw new RedisStreamsOptionError(option, 'cannot be combined with extras.partitions: give the pattern lanes or partitions, not both');
+  }
+  if (limited) {
+    throw new RedisStreamsOptionError(option, 'cannot be combined with extras.rateLimit or extras.globalConcurrency (a limited binding is read alone, so its lanes could not be compared)');
+  }
 }
 
 function rawOption(option: string, value: unknown): RawMode {

@@ -5,6 +5,7 @@ import { errorMessage } from '../error-message.js';
 import { isNoGroupError } from './groups.js';
 import type { InFlightEntry, StreamBinding } from './in-flight.js';
 import { ReaderPulse } from './liveness.js';
+import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
@@ -41,6 +42,8 @@ export class StreamReader {
   private readonly readsBytes: boolean;
   /** The one binding of a reader of a binding with shared limits (rateLimit, globalConcurrency), else undefined. */
   private readonly limited: StreamBinding | undefined;
+  /** Set when this reader reads one pattern's priority lanes (priority-read.ts reads them). */
+  private readonly priorities: PriorityRead | undefined;
 
   constructor(
     readonly group: string,
@@ -53,6 +56,7 @@ export class StreamReader {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = bindings.length === 1 && bindings[0]?.limits !== undefined ? bindings[0] : undefined;
+    this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -149,7 +153,7 @@ export class StreamReader {
     // those, at most MAX_FOCUSED_READS in a row: every few reads all streams are read again.
     const backlog = all ? this.backlog : this.backlog.filter((stream) => readable.some((binding) => binding.stream === stream));
     const focus =
-      backlog.length > 0 && backlog.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? backlog : undefined;
+      this.priorities === undefined && backlog.length > 0 && backlog.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? backlog : undefined;
     const streams = focus?.length ?? readable.length;
     const reservation = await this.reserveSlots(streams);
     if (reservation.count === 0) return;
@@ -176,11 +180,13 @@ export class StreamReader {
       if (this.clientId === undefined && this.client instanceof Redis) await this.fetchClientId();
       this.reading = true;
       const read =
-        focus !== undefined
-          ? this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'))
-          : all
-            ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
-            : this.xreadgroup(...this.blockingHead, count, 'BLOCK', this.host.blockMs, 'STREAMS', ...readable.map((b) => b.stream), ...readable.map(() => '>'));
+        this.priorities !== undefined
+          ? this.priorities.read(readable, count)
+          : focus !== undefined
+            ? this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'))
+            : all
+              ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
+              : this.xreadgroup(...this.blockingHead, count, 'BLOCK', this.host.blockMs, 'STREAMS', ...readable.map((b) => b.stream), ...readable.map(() => '>'));
       reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
@@ -204,6 +210,7 @@ export class StreamReader {
       if (binding !== undefined && entries.length > 0) admitted += this.admitFresh(binding, entries);
     });
     this.backlog = backlogNow;
+    this.priorities?.answered(delivered);
     if (limits !== undefined) this.giveBack(limits, count, admitted);
     // A short read means no backlog: let the handlers just started run their first steps before
     // the next read is written to the socket, or that write sits in front of every handler. A
