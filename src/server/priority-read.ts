@@ -1,7 +1,14 @@
 import { checkLanesShareSlot } from '../priorities/priority-lanes.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { StreamBinding } from './in-flight.js';
+import { forEachStreamOfRawReply } from './read-reply.js';
 import { serverScripts, type ServerScriptCommands } from './scripts/loader.js';
+
+/**
+ * The starvation bound: a lane below the highest that has entries waiting gets at least one entry
+ * in the first read after this reader took this many entries without giving it one.
+ */
+export const STARVATION_LIMIT = 10;
 
 /**
  * How the reader of one pattern's priority lanes (`extras.priorities`, one binding per lane,
@@ -9,21 +16,27 @@ import { serverScripts, type ServerScriptCommands } from './scripts/loader.js';
  * COUNT from each stream alike).
  *
  * A read fills a budget of `count × lanes` entries (the slots the reader reserved) highest lane
- * first, in one script call (scripts/priority-read.lua). The starvation bound: every read offers each
- * lane below the highest at least one entry of that budget, so a lane with entries waiting is served
- * in every read whatever floods the lanes above it. A read that found nothing is followed by a
- * blocking XREADGROUP over every lane with COUNT 1 (the script cannot block): it returns with the
- * first entry to arrive, at most one per lane, and the next read fills again.
+ * first, in one script call (scripts/priority-read.lua); a lane that is due (`STARVATION_LIMIT`
+ * entries read since it last got one) is offered one entry whatever the lanes above it take. A
+ * read that found nothing is followed by a blocking XREADGROUP over every lane with COUNT 1 (a
+ * script cannot block): it returns with the first entry to arrive, at most one per lane, and the
+ * next read fills again.
  *
  * Redis 8.10's `XREADGROUP … MAXCOUNT` caps a whole reply across streams, but nothing we can check
- * says it fills the streams in the order given, so the script is used on every server.
+ * says it fills the streams in the order given, nor could it keep a lane's due entry: the script is
+ * used on every server.
  */
 export class PriorityRead {
   /** The last fill found nothing: the next read blocks until an entry arrives. */
   private waitNext = false;
+  /** Per lane stream below the highest: entries read since it last got one, or was offered one and had none waiting. */
+  private readonly owed: Map<string, number>;
+  /** The lanes the read in flight offered one entry whatever came first. */
+  private due: ReadonlySet<string> = NO_LANES;
   private readonly scripts: ServerScriptCommands;
 
   constructor(
+    lanes: readonly StreamBinding[],
     private readonly group: string,
     private readonly consumer: string,
     private readonly blockMs: number,
@@ -33,6 +46,7 @@ export class PriorityRead {
     private readonly xreadgroup: (...args: (string | number)[]) => Promise<unknown>,
   ) {
     this.scripts = serverScripts(client);
+    this.owed = new Map(lanes.slice(1).map((lane) => [lane.stream, 0]));
   }
 
   /** A reader's `PriorityRead` when its bindings are one pattern's lanes, else `undefined`. */
@@ -46,7 +60,7 @@ export class PriorityRead {
   ): PriorityRead | undefined {
     const first = bindings[0];
     if (first?.priorityOf === undefined) return undefined;
-    return new PriorityRead(first.group, consumer, blockMs, client, readsBytes, xreadgroup);
+    return new PriorityRead(bindings, first.group, consumer, blockMs, client, readsBytes, xreadgroup);
   }
 
   /**
@@ -56,17 +70,37 @@ export class PriorityRead {
   read(lanes: readonly StreamBinding[], count: number): Promise<unknown> {
     const streams = lanes.map((lane) => lane.stream);
     if (this.waitNext) {
+      this.due = NO_LANES;
       return this.xreadgroup('GROUP', this.group, this.consumer, 'COUNT', 1, 'BLOCK', this.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>'));
     }
-    const args = [streams.length, ...streams, this.group, this.consumer, count * streams.length] as const;
-    return this.readsBytes ? this.scripts.nrsPriorityReadBuffer(...args) : this.scripts.nrsPriorityRead(...args);
+    const due = new Set(streams.filter((stream) => (this.owed.get(stream) ?? 0) >= STARVATION_LIMIT));
+    this.due = due;
+    const keysThenArgs = [...streams, this.group, this.consumer, count * streams.length, ...streams.map((stream) => (due.has(stream) ? '1' : '0'))];
+    return this.readsBytes
+      ? this.scripts.nrsPriorityReadBuffer(streams.length, ...keysThenArgs)
+      : this.scripts.nrsPriorityRead(streams.length, ...keysThenArgs);
   }
 
-  /** After a read answered with `delivered` entries: a fill that found none makes the next read wait; a wait is followed by a fill. */
-  answered(delivered: number): void {
+  /**
+   * After a read answered `reply`: each lane's debt grows by the entries others got, and is cleared
+   * for a lane that got some or was due and had none (nothing waiting, nothing owed). A fill that
+   * found nothing makes the next read wait; a wait is followed by a fill.
+   */
+  answered(reply: unknown): void {
+    const got = new Map<string, number>();
+    let delivered = 0;
+    forEachStreamOfRawReply(reply, (stream, entries) => {
+      got.set(stream, entries.length);
+      delivered += entries.length;
+    });
+    for (const [stream, owed] of this.owed) {
+      this.owed.set(stream, got.has(stream) || this.due.has(stream) ? 0 : owed + delivered);
+    }
     this.waitNext = !this.waitNext && delivered === 0;
   }
 }
+
+const NO_LANES: ReadonlySet<string> = new Set();
 
 /** On a Cluster (`perSlot`) every pattern's lanes must share a hash slot: they are read in one call. */
 export function checkLaneSlots(bindings: readonly StreamBinding[]): void {

@@ -210,7 +210,7 @@ export class StreamReader {
       if (binding !== undefined && entries.length > 0) admitted += this.admitFresh(binding, entries);
     });
     this.backlog = backlogNow;
-    this.priorities?.answered(delivered);
+    this.priorities?.answered(reply);
     if (limits !== undefined) this.giveBack(limits, count, admitted);
     // A short read means no backlog: let the handlers just started run their first steps before
     // the next read is written to the socket, or that write sits in front of every handler. A

@@ -1,22 +1,22 @@
--- One read of a pattern's priority lanes (`extras.priorities`): new entries (`>`), highest lane first,
--- at most `budget` in all, each lane below the highest offered at least one (the starvation bound).
+-- One read of a pattern's priority lanes (`extras.priorities`): new entries (`>`), at most `budget`
+-- in all. Each due lane first gets one entry (the starvation bound, priority-read.ts), then the rest
+-- of the budget goes highest lane first, each lane taking what it has before the next is read.
 --
 -- KEYS[1..n] the lanes' streams, highest first (one hash slot on a Cluster)
 -- ARGV[1] group
 -- ARGV[2] consumer
--- ARGV[3] budget: entries this read may take in all (n or more)
+-- ARGV[3] budget: entries this read may take in all
+-- ARGV[4..n+3] per lane, '1' when it is due, else '0'
 --
--- Lane i is offered the budget left minus one entry for each lane below it; what a lane does not
--- take passes to the lanes below. Budget still left at the end goes, highest first, to the lanes
--- that took all they were offered. Returns XREADGROUP's reply shape, `{ {stream, entries}, ... }`,
--- lanes in priority order, only those that gave entries (an empty array when none did). A failed
--- read (NOGROUP) is returned as that error, unchanged (6.2 would wrap a raised one).
+-- Returns XREADGROUP's reply shape, `{ {stream, entries}, ... }`, lanes in priority order, only
+-- those that gave entries (an empty array when none did). A failed read (NOGROUP) is returned as
+-- that error, unchanged (6.2 would wrap a raised one).
 
 local group, consumer, budget = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local lanes = #KEYS
 local taken = {}
-local full = {}
 
+-- Reads up to `count` new entries of `lane` into taken[lane]; returns how many, or nil and the error.
 local function read(lane, count)
   local reply = redis.pcall('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS', KEYS[lane], '>')
   if type(reply) == 'table' and reply.err then return nil, reply end
@@ -28,25 +28,20 @@ local function read(lane, count)
   else
     for i = 1, #entries do into[#into + 1] = entries[i] end
   end
+  budget = budget - #entries
   return #entries
 end
 
 for lane = 1, lanes do
-  if budget <= 0 then break end
-  -- (a budget below n, which the caller never sends, would serve the highest lanes first)
-  local offer = math.max(1, budget - (lanes - lane))
-  local got, failure = read(lane, offer)
-  if failure then return failure end
-  budget = budget - got
-  full[lane] = got == offer
+  if budget > 0 and ARGV[3 + lane] == '1' then
+    local _, failure = read(lane, 1)
+    if failure then return failure end
+  end
 end
 for lane = 1, lanes do
   if budget <= 0 then break end
-  if full[lane] then
-    local got, failure = read(lane, budget)
-    if failure then return failure end
-    budget = budget - got
-  end
+  local _, failure = read(lane, budget)
+  if failure then return failure end
 end
 
 local reply = {}
