@@ -1,4 +1,4 @@
-import { Controller, type INestMicroservice, type Type } from '@nestjs/common';
+import { Controller, Logger, type INestMicroservice, type Type } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../../src/errors.js';
@@ -6,6 +6,7 @@ import { checkLanesShareSlot, defaultPriorityOf, priorityLanesOption, prioritySt
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { STARVATION_LIMIT } from '../../src/server/priority-read.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
+import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { pendingCount, startServer } from '../fixtures/server-app.js';
 import { expectListenOptionError, optionError } from '../helpers/option-errors.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -156,6 +157,22 @@ describe('priority lanes (real redis-server)', () => {
     expect(running.most).toBe(1);
     await waitFor(nothingPending, 'nothing pending in any lane');
     expect(await redis.client.exists('orders')).toBe(0);
+  });
+
+  it('entries in the pattern\'s own stream (a producer without the priorities option) are reported at start-up: nobody reads them', async () => {
+    const warnings: string[] = [];
+    Logger.overrideLogger({ log: () => undefined, error: () => undefined, warn: (message: unknown) => warnings.push(String(message)), debug: () => undefined, verbose: () => undefined, fatal: () => undefined } as never);
+    try {
+      await redis.client.xadd('orders', '*', 'pattern', 'orders', 'data', '{"n":1}');
+      const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
+      server.addHandler('orders', async () => undefined, true, { priorities: [...LANES] });
+      const error = await new Promise<unknown>((resolve) => void server.listen(resolve));
+      apps.push(server as unknown as INestMicroservice);
+      expect(error).toBeUndefined();
+      await waitFor(() => warnings.some((line) => line.includes('"orders" holds 1 entries') && line.includes('priority lanes')), 'the warning');
+    } finally {
+      Logger.overrideLogger(true as never);
+    }
   });
 
   it('a @MessagePattern with lanes answers requests written to any lane', async () => {
