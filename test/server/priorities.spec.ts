@@ -3,6 +3,7 @@ import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservice
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { checkLanesShareSlot, defaultPriorityOf, priorityLanesOption, priorityStreamKeys } from '../../src/priorities/priority-lanes.js';
+import { RedisStreamsBatchContext } from '../../src/server/batch/batch-context.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { STARVATION_LIMIT } from '../../src/server/priority-read.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
@@ -54,6 +55,24 @@ class HeldController {
   }
 }
 
+/** Batches `BulkController` got: the lane stream and the `n`s of each. */
+const batches: { stream: string; ns: number[] }[] = [];
+
+@Controller()
+class BulkController {
+  @EventPattern<string>('bulk', { priorities: [...LANES], batch: { size: 5, waitMs: 20 } })
+  onBatch(@Payload() entries: { n: number }[], @Ctx() ctx: RedisStreamsBatchContext): void {
+    batches.push({ stream: ctx.getStream(), ns: entries.map((entry) => entry.n) });
+  }
+
+  /** Fails on `poison` entries: recovery dead-letters them from their own lane. */
+  @EventPattern<string>('risky', { priorities: [...LANES], maxDeliveries: 1, minIdleTime: 100 })
+  onRisky(@Payload() entry: { n: number; poison?: boolean }, @Ctx() ctx: RedisStreamsContext): void {
+    if (entry.poison === true) throw new Error(`entry ${entry.n} is poison`);
+    handled.push({ lane: ctx.getStream().slice('risky:'.length) as Lane, n: entry.n });
+  }
+}
+
 function positions(lane: Lane): number[] {
   return handled.flatMap((entry, index) => (entry.lane === lane ? [index] : []));
 }
@@ -86,6 +105,7 @@ describe('priority lanes (real redis-server)', () => {
   beforeEach(async () => {
     await redis.client.flushall();
     handled.length = 0;
+    batches.length = 0;
     running.most = 0;
   });
 
@@ -173,6 +193,22 @@ describe('priority lanes (real redis-server)', () => {
     } finally {
       Logger.overrideLogger(true as never);
     }
+  });
+
+  it('per lane, as partitions: batches hold entries of one lane, a poison entry is dead-lettered from its lane\'s own dead-letter stream', async () => {
+    await start({ concurrency: 4, recovery: { interval: 100, minIdleTime: 100 } }, [BulkController]);
+    await backlog({ high: 10, normal: 10, low: 10 }, 'bulk');
+    await waitFor(() => batches.reduce((sum, batch) => sum + batch.ns.length, 0) >= 30, '30 bulk entries in batches');
+    for (const lane of LANES) {
+      const ofLane = batches.filter((batch) => batch.stream === `bulk:${lane}`).flatMap((batch) => batch.ns);
+      expect(ofLane.sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, n) => n));
+    }
+    await redis.client.xadd('risky:low', '*', 'pattern', 'risky', 'data', JSON.stringify({ n: 7, poison: true }));
+    await redis.client.xadd('risky:high', '*', 'pattern', 'risky', 'data', JSON.stringify({ n: 8 }));
+    await waitFor(async () => (await redis.client.xlen('{risky:low}:dead')) === 1, 'the poison entry dead-lettered from risky:low');
+    expect(handled).toEqual([{ lane: 'high', n: 8 }]);
+    expect(await redis.client.exists('{risky:high}:dead')).toBe(0);
+    await waitFor(async () => (await pendingCount(redis.client, 'risky:low', 'g')) === 0, 'nothing pending in risky:low');
   });
 
   it('a @MessagePattern with lanes answers requests written to any lane', async () => {
