@@ -211,6 +211,17 @@ describe('priority lanes (real redis-server)', () => {
     await waitFor(async () => (await pendingCount(redis.client, 'risky:low', 'g')) === 0, 'nothing pending in risky:low');
   });
 
+  it('lanes flushed away under a running server (NOGROUP from the read script) are recreated and read again', async () => {
+    await start();
+    await backlog({ high: 1, normal: 1, low: 1 });
+    await waitFor(() => handled.length >= 3, 'the first 3 entries handled');
+    await redis.client.flushall();
+    await waitFor(async () => (await redis.client.exists('orders:high', 'orders:normal', 'orders:low')) === 3, 'the lanes recreated with their group');
+    await backlog({ high: 2, normal: 2, low: 2 });
+    await waitFor(() => handled.length >= 9, 'the entries added after the flush handled');
+    await waitFor(nothingPending, 'nothing pending in any lane');
+  });
+
   it('a @MessagePattern with lanes answers requests written to any lane', async () => {
     await start();
     const replyTo = 'test:replies';
