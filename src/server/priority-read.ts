@@ -23,8 +23,9 @@ export const STARVATION_LIMIT = 10;
  * next read fills again.
  *
  * Redis 8.10's `XREADGROUP … MAXCOUNT` caps a whole reply across streams, but nothing we can check
- * says it fills the streams in the order given, nor could it keep a lane's due entry: the script is
- * used on every server.
+ * says it fills the streams in the order given, and one XREADGROUP has one COUNT for every stream,
+ * so it cannot ask a due lane for just one entry: the script is used on every server, and MAXCOUNT
+ * is not probed.
  */
 export class PriorityRead {
   /** The last fill found nothing: the next read blocks until an entry arrives. */
