@@ -13,6 +13,7 @@ export type { RedisCommandName, RedisStreamsCapabilities } from './redis/capabil
 export type { RedisClusterConnection } from './redis/cluster-connection.js';
 export { deadLetterKey } from './redis/keys.js';
 export { MAX_PARTITIONS, partitionIndexOf, partitionsMetadataKey, partitionStreamKey, partitionStreamKeys } from './partitions/partition-keys.js';
+export { defaultPriorityOf, MAX_PRIORITIES, priorityStreamKey, priorityStreamKeys } from './priorities/priority-lanes.js';
 export { WireField } from './codec/wire-format.js';
 export type { Headers, StreamFields } from './codec/wire-format.js';
 export { RedisStreamsClient } from './client/redis-streams-client.js';

@@ -5,6 +5,7 @@ import { checkPartitionCount, checkUnpartitioned, isNoPermission } from '../part
 import { streamKeyFor } from '../redis/keys.js';
 import { describe } from '../validation.js';
 import { ConnectionClosedError } from './connection-closed.js';
+import { priorityLaneStream } from './priority-route.js';
 import { isFinalFailure, sendWithRetries } from './idempotent-emit.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
@@ -30,7 +31,8 @@ export interface Route {
 export const REMEMBERED_PATTERNS = 10_000;
 
 /**
- * Picks the stream key of each emit and send: the pattern's stream, or on a partitioned pattern
+ * Picks the stream key of each emit and send: the pattern's stream, on a pattern with priority
+ * lanes the lane of the record's `priority` (else the default lane), or on a partitioned pattern
  * the partition of the record's `partitionKey`, else of its `idempotencyKey`, else (an emit with
  * IDMPAUTO) of its content, else round robin. A repeat of an idempotent emit must meet the
  * partition where Redis keeps its first write's key; other entries spread evenly.
@@ -70,7 +72,9 @@ export class PartitionRouter {
     const stream = streamKeyFor(pattern, this.config.streamPrefix);
     const partitionKey = partitionKeyOf(options);
     const count = this.config.partitions.get(pattern) ?? 1;
+    const lane = priorityLaneStream(pattern, stream, this.config.priorities.get(pattern), options.priority);
     const ready = this.checked.has(pattern) ? undefined : this.check(pattern, stream, count);
+    if (lane !== undefined) return { stream: lane, ready };
     if (count === 1) return { stream, ready };
     if (partitionKey !== undefined) return { stream: partitionStreamKey(stream, partitionIndexOf(partitionKey, count)), ready };
     if (autoIdempotent) return { stream, ready, byContent: count };

@@ -4,6 +4,7 @@ import type { RedisConnection } from '../redis/connection.js';
 import { connectionOption } from '../redis/connection-option.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { checkPartitionable, partitionCountOption } from '../partitions/partition-keys.js';
+import { priorityLanesOption } from '../priorities/priority-lanes.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { booleanOption, describe, timerMillisOption } from '../validation.js';
 import { newProducerId, resolveIdempotence, type IdempotenceOptions, type ResolvedIdempotence } from './idempotent-emit.js';
@@ -68,6 +69,15 @@ export interface RedisStreamsClientOptions {
    * count is a `RedisStreamsPartitionMismatchError` on the emit or send. See docs/high-availability.md.
    */
   partitions?: Record<string, number>;
+  /**
+   * Priority lanes (normalized pattern → lane names, highest first, as the handler's
+   * `extras.priorities`): emits and sends of the pattern go to `<stream>:<priority>` by the
+   * record's `priority`, and without one to the middle lane (`normal` of
+   * `['high', 'normal', 'low']`, `low` of `['high', 'low']`). A `priority` that is not a lane of
+   * its pattern, or on a pattern without lanes, is a `RedisStreamsOptionError`. Not with
+   * `partitions` for the same pattern. See docs/client.md#priorities.
+   */
+  priorities?: Record<string, readonly string[]>;
 }
 
 export interface ResolvedClientOptions {
@@ -88,6 +98,8 @@ export interface ResolvedClientOptions {
   readonly idempotence: ResolvedIdempotence | undefined;
   /** Partitioned patterns only (count > 1). */
   readonly partitions: ReadonlyMap<string, number>;
+  /** Patterns with priority lanes → the lanes, highest first. */
+  readonly priorities: ReadonlyMap<string, readonly string[]>;
 }
 
 const KNOWN = new Set([
@@ -107,6 +119,7 @@ const KNOWN = new Set([
   'telemetry',
   'idempotence',
   'partitions',
+  'priorities',
   // ClientsModule passes `name` through when it is written inside options; harmless.
   'name',
 ]);
@@ -129,6 +142,7 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     }
   }
   const streamPrefix = stringOption('streamPrefix', options.streamPrefix, '');
+  const partitions = partitionsOption(options.partitions, streamPrefix);
   return {
     connection: connectionOption('connection', options.connection),
     streamPrefix,
@@ -143,8 +157,25 @@ export function resolveClientOptions(options: RedisStreamsClientOptions = {}): R
     clockRefreshInterval: timerMillisOption('clockRefreshInterval', options.clockRefreshInterval, 60_000, 1_000),
     telemetry: resolveTelemetryOptions(options.telemetry),
     ...idempotenceOptions(options.idempotence),
-    partitions: partitionsOption(options.partitions, streamPrefix),
+    partitions,
+    priorities: prioritiesOption(options.priorities, partitions),
   };
+}
+
+function prioritiesOption(value: unknown, partitions: ReadonlyMap<string, number>): Map<string, readonly string[]> {
+  const priorities = new Map<string, readonly string[]>();
+  if (value === undefined) return priorities;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new RedisStreamsOptionError('priorities', `must be an object of pattern → lane names (highest first), got ${describe(value)}`);
+  }
+  for (const [pattern, given] of Object.entries(value)) {
+    const lanes = priorityLanesOption(`priorities.${pattern}`, given) as readonly string[];
+    if (partitions.has(pattern)) {
+      throw new RedisStreamsOptionError(`priorities.${pattern}`, 'cannot be combined with partitions for the same pattern: give it lanes or partitions, not both');
+    }
+    priorities.set(pattern, lanes);
+  }
+  return priorities;
 }
 
 function partitionsOption(value: unknown, streamPrefix: string): Map<string, number> {

@@ -3,6 +3,7 @@ import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy, type ClientOptions, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { Observable, throwError } from 'rxjs';
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
+import { priorityStreamKeys } from '../priorities/priority-lanes.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { closeConnection, type RedisClient } from '../redis/connection.js';
 import { streamKeyFor } from '../redis/keys.js';
@@ -101,12 +102,15 @@ export class RedisStreamsClient
   }
 
   /**
-   * The stream keys the entries of `pattern` go to: its stream, or with `partitions` its
-   * partitions' streams, in partition order (what a scheduler or an inspection reads).
+   * The stream keys the entries of `pattern` go to: its stream, with `partitions` its partitions'
+   * streams in partition order, with `priorities` its lanes' streams highest first (what a
+   * scheduler or an inspection reads).
    */
   streamKeysOf(pattern: string): string[] {
     const normalized = this.normalizePattern(pattern);
-    return partitionStreamKeys(streamKeyFor(normalized, this.config.streamPrefix), this.config.partitions.get(normalized) ?? 1);
+    const stream = streamKeyFor(normalized, this.config.streamPrefix);
+    const lanes = this.config.priorities.get(normalized);
+    return lanes !== undefined ? priorityStreamKeys(stream, lanes) : partitionStreamKeys(stream, this.config.partitions.get(normalized) ?? 1);
   }
 
   /** The key of this instance's reply stream. */

@@ -41,6 +41,13 @@ export interface RedisStreamsRecordOptions {
    */
   partitionKey?: string;
   /**
+   * A pattern with priority lanes (client option `priorities`): the lane this entry goes to,
+   * `<stream>:<priority>`. Without it, the pattern's middle lane. A name that is not one of the
+   * pattern's lanes, or any priority on a pattern without lanes, fails the call with
+   * `RedisStreamsOptionError` (option `priority`).
+   */
+  priority?: string;
+  /**
    * Events only: deliver the entry this long after the emit (ms or an ISO-8601 duration such as
    * `PT10M`, measured on Redis' clock). The entry is held next to the stream (`{orders}:delayed`)
    * and added to it, once, by a worker of the stream when due (docs/scheduling.md); the emit
@@ -107,6 +114,10 @@ export class RedisStreamsRecordBuilder<TData = unknown> {
 
   setPartitionKey(partitionKey: string): this {
     return this.setOptions({ partitionKey });
+  }
+
+  setPriority(priority: string): this {
+    return this.setOptions({ priority });
   }
 
   setDelay(delay: number | string): this {

@@ -60,15 +60,15 @@ export function stuckReaders(liveness: RedisStreamsLiveness, limits: LivenessLim
 
 /**
  * The paused groups of a server's streams, as `stream` + `group` where `stream` is the one the
- * pause is kept on (a partitioned stream's own name, for all its partitions): details, never a
+ * pause is kept on (the pattern's own stream, for all its partitions or priority lanes): details, never a
  * problem. Who paused a group wants it to stay up (a restart would not resume it; the state is
  * in Redis) while entries wait; a `lag` threshold still says when they wait too long.
  */
 export function pausedGroups(liveness: RedisStreamsLiveness): { stream: string; group: string }[] {
   const paused = new Map<string, { stream: string; group: string }>();
-  for (const { stream, group, partitionOf, paused: isPaused } of liveness.streams) {
+  for (const { stream, group, partitionOf, priorityOf, paused: isPaused } of liveness.streams) {
     if (!isPaused) continue;
-    const target = { stream: partitionOf ?? stream, group };
+    const target = { stream: priorityOf ?? partitionOf ?? stream, group };
     paused.set(`${target.stream}\u0000${group}`, target);
   }
   return [...paused.values()];

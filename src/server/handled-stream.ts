@@ -5,6 +5,10 @@ export interface HandledStream extends ResolvedHandlerExtras {
   readonly stream: string;
   /** A partition (`extras.partitions` > 1): the stream it is a partition of (`orders` for `orders:p3`); else undefined. */
   readonly partitionOf: string | undefined;
+  /** A priority lane (`extras.priorities`): the stream it is a lane of (`orders` for `orders:high`); else undefined. */
+  readonly priorityOf: string | undefined;
+  /** A priority lane: its name (`high`); else undefined. */
+  readonly priority: string | undefined;
   /** The normalized Nest pattern. */
   readonly pattern: string;
   readonly isEventHandler: boolean;

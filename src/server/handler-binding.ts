@@ -3,6 +3,7 @@ import { hashSlotOf, streamKeyFor } from '../redis/keys.js';
 import type { StreamBinding } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { checkPartitionable, partitionStreamKeys } from '../partitions/partition-keys.js';
+import { priorityStreamKey } from '../priorities/priority-lanes.js';
 import { resolveHandlerExtras, type ResolvedHandlerExtras } from './handler-extras.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { HandledStream } from './handled-stream.js';
@@ -22,7 +23,8 @@ export function bindingKey(stream: string, group: string): string {
  * chain is re-linked per group: each group's binding calls only its own handlers.
  *
  * A partitioned pattern (`extras.partitions` > 1) gets one binding per partition stream, same
- * pattern, group and handler: each is read, recovered and dead-lettered on its own.
+ * pattern, group and handler: each is read, recovered and dead-lettered on its own. So does a
+ * pattern with priority lanes (`extras.priorities`), one binding per lane, highest first.
  */
 export function bindHandlers(handlers: Map<string, MessageHandler>, options: ResolvedServerOptions): StreamBinding[] {
   const bindings: StreamBinding[] = [];
@@ -63,14 +65,21 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
     if (counts.size > 1) throw partitionsDisagree(pattern, ...([...counts] as [number, number]));
     const partitions = [...counts][0] as number;
     checkPartitionable(`extras.partitions (handler "${pattern}")`, stream, partitions);
-    for (const { extras, links } of byGroup.values()) {
+    // Likewise the lanes: every group reads the same ones.
+    const groups = [...byGroup.values()];
+    const lanes = (groups[0] as (typeof groups)[number]).extras.priorities;
+    if (groups.some(({ extras }) => !sameLanes(extras.priorities, lanes))) throw prioritiesDisagree(pattern);
+    const streams = lanes === undefined ? partitionStreamKeys(stream, partitions) : lanes.map((lane) => priorityStreamKey(stream, lane));
+    for (const { extras, links } of groups) {
       const handler = links[0] as MessageHandler;
-      for (const partition of partitionStreamKeys(stream, partitions)) {
+      for (const [index, partition] of streams.entries()) {
         bindings.push({
           key: bindingKey(partition, extras.group),
           pattern,
           stream: partition,
           partitionOf: partitions > 1 ? stream : undefined,
+          priorityOf: lanes === undefined ? undefined : stream,
+          priority: lanes?.[index],
           group: extras.group,
           raw: extras.raw,
           ackMode: extras.ackMode,
@@ -85,6 +94,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
           partitions,
           rateLimit: extras.rateLimit,
           globalConcurrency: extras.globalConcurrency,
+          priorities: lanes,
           limits: undefined,
           handler,
           isEventHandler: handler.isEventHandler === true,
@@ -95,6 +105,17 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
     }
   }
   return bindings;
+}
+
+function sameLanes(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.length === b.length && a.every((lane, i) => lane === b[i]));
+}
+
+function prioritiesDisagree(pattern: string): RedisStreamsOptionError {
+  return new RedisStreamsOptionError(
+    `extras.priorities (handler "${pattern}")`,
+    `handlers of "${pattern}" disagree on priorities: one pattern is one set of lane streams; give every handler the same lanes, in the same order`,
+  );
 }
 
 function partitionsDisagree(pattern: string, one: number, other: number): RedisStreamsOptionError {
@@ -151,24 +172,27 @@ export function hasSharedLimit(binding: HandledStream): boolean {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, isEventHandler } = binding;
-  return { stream, partitionOf, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, isEventHandler };
+  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler } = binding;
+  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler };
 }
 
 /**
  * Bindings that one blocking connection reads together: per group; on a Cluster per group and hash
  * slot (one XREADGROUP may only name keys of one slot; streams sharing a hash tag share a reader).
  * A binding with a shared limit (`rateLimit`, `globalConcurrency`) has a reader of its own: its
- * read's COUNT is what the limit grants, which must not be split with other streams.
+ * read's COUNT is what the limit grants, which must not be split with other streams. The lanes of
+ * one pattern (`extras.priorities`) share a reader of their own: its reads compare the lanes.
  */
 export function groupBindingsForReaders(bindings: readonly StreamBinding[], perSlot: boolean): StreamBinding[][] {
   const byReader = new Map<string, StreamBinding[]>();
   for (const binding of bindings) {
     const key = hasSharedLimit(binding)
       ? `limited\n${binding.key}`
-      : perSlot
-        ? `${binding.group}\n${hashSlotOf(binding.stream)}`
-        : binding.group;
+      : binding.priorityOf !== undefined
+        ? `priorities\n${bindingKey(binding.priorityOf, binding.group)}`
+        : perSlot
+          ? `${binding.group}\n${hashSlotOf(binding.stream)}`
+          : binding.group;
     const list = byReader.get(key);
     if (list) list.push(binding);
     else byReader.set(key, [binding]);

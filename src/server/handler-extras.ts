@@ -2,6 +2,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { durationMillisOption } from '../duration.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { partitionCountOption } from '../partitions/partition-keys.js';
+import { priorityLanesOption } from '../priorities/priority-lanes.js';
 import {
   resolveGlobalConcurrency,
   resolveRateLimit,
@@ -72,6 +73,15 @@ export interface RedisStreamsHandlerExtras {
    * (default 30 s). See docs/flow-control.md.
    */
   globalConcurrency?: GlobalConcurrencyOption;
+  /**
+   * Priority lanes, highest first (`['high', 'normal', 'low']`, 1 to 10 names of letters, digits,
+   * `_`, `-`, `.`): the pattern is read from one stream per lane, `<stream>:high` … in one group by
+   * one handler, higher lanes first, yet every read offers each lane below the highest at least one
+   * entry (so a flood of `high` still lets one `low` entry through per read). Clients name the
+   * lanes too (`priorities` client option) and set a record's `priority`. Not with `partitions`,
+   * `rateLimit` or `globalConcurrency`. See docs/server.md#priorities.
+   */
+  priorities?: readonly string[];
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -100,6 +110,8 @@ export interface ResolvedHandlerExtras {
   readonly rateLimit: ResolvedRateLimit | undefined;
   /** `extras.globalConcurrency`, resolved; `undefined` when there is none. */
   readonly globalConcurrency: ResolvedGlobalConcurrency | undefined;
+  /** `extras.priorities`: the lanes, highest first; `undefined` when the pattern has none. */
+  readonly priorities: readonly string[] | undefined;
 }
 
 /** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
@@ -117,11 +129,17 @@ export function resolveHandlerExtras(
   }
   const ackMode = ackModeOption(name('ackMode'), given.ackMode, server.ackMode);
   const idempotency = resolveIdempotency(name('idempotency'), given.idempotency);
+  const partitions = partitionCountOption(name('partitions'), given.partitions);
   const rateLimit = resolveRateLimit(name('rateLimit'), given.rateLimit);
   // A key is known per entry, a batch is started as one: a batch cannot wait for some of its keys.
   if (rateLimit?.key !== undefined && given.batch !== undefined && given.batch !== false) {
     throw new RedisStreamsOptionError(`${name('rateLimit')}.key`, 'cannot be used with extras.batch (a per-key limit is applied per entry); limit the batch handler as a whole or drop batch');
   }
+  const globalConcurrency = resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency);
+  const priorities = priorityLanesOption(name('priorities'), given.priorities);
+  // A limit its reader applies needs a reader of its own, as priority lanes do; a per-key limit is applied per entry.
+  const readerLimited = (rateLimit !== undefined && rateLimit.key === undefined) || globalConcurrency !== undefined;
+  if (priorities !== undefined) checkPriorityCombinations(name('priorities'), partitions, readerLimited);
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
     raw: rawOption(name('raw'), given.raw),
@@ -135,10 +153,25 @@ export function resolveHandlerExtras(
     retry: given.retry === false ? false : resolveRetryPolicy('extras.retry', given.retry, ` (handler "${pattern}")`),
     idempotency,
     batch: resolveBatchOption(name('batch'), given.batch, { prefetch: server.prefetch, ackMode, idempotency: idempotency !== undefined }),
-    partitions: partitionCountOption(name('partitions'), given.partitions),
+    partitions,
     rateLimit,
-    globalConcurrency: resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency),
+    globalConcurrency,
+    priorities,
   };
+}
+
+/**
+ * Lanes are read together by one reader, highest first. Partitions spread one pattern over slots
+ * (one reader per slot on a Cluster), and a shared limit makes its binding read alone: either
+ * would split the lanes over readers, and no read would compare them.
+ */
+function checkPriorityCombinations(option: string, partitions: number, limited: boolean): void {
+  if (partitions > 1) {
+    throw new RedisStreamsOptionError(option, 'cannot be combined with extras.partitions: give the pattern lanes or partitions, not both');
+  }
+  if (limited) {
+    throw new RedisStreamsOptionError(option, 'cannot be combined with extras.globalConcurrency or an extras.rateLimit without key (a binding its limits gate is read alone, so its lanes could not be compared)');
+  }
 }
 
 function rawOption(option: string, value: unknown): RawMode {

@@ -14,6 +14,11 @@ export interface EntryRunner {
  * handlers (a batch counts as one) run at once, each binding within its own concurrency, its
  * queued entries started lane by lane in turn so no stream starves. A batch binding's lane
  * (`extras.batch`) starts a batch once its gate says it is full or due.
+ *
+ * The priority lanes of one pattern and group (`extras.priorities`, a binding each) take one turn
+ * together, within one `concurrency` for all of them, and start their entries in the order they
+ * were admitted: the reads took them highest lane first with the starvation bound
+ * (priority-read.ts), and a handler slot must not undo that order.
  */
 export class HandlerLanes {
   private running = 0;
@@ -23,6 +28,8 @@ export class HandlerLanes {
   private idleWaiters: Array<() => void> = [];
   /** Per lane (index of `bindings`): the collector of a batch binding (`extras.batch`), else undefined. */
   private readonly gates: (BatchGate<InFlightEntry> | undefined)[];
+  /** Per lane: the indexes of its pattern's priority lanes (one array shared by them), else undefined. */
+  private readonly priorityLanes: (readonly number[] | undefined)[];
   /** What runs the entries: set once by `handledBy`, before any entry is admitted. */
   private handling!: EntryRunner;
 
@@ -31,6 +38,7 @@ export class HandlerLanes {
     private readonly bindings: readonly StreamBinding[],
   ) {
     this.gates = bindings.map((binding) => (binding.batch === undefined ? undefined : new BatchGate(binding.batch, () => this.pump())));
+    this.priorityLanes = lanesByPattern(bindings);
   }
 
   /**
@@ -117,13 +125,16 @@ export class HandlerLanes {
       let entry: InFlightEntry | undefined;
       let batch: InFlightEntry[] | undefined;
       for (let i = 0; i < lanes; i++) {
-        const index = (this.nextLane + i) % lanes;
+        const turn = (this.nextLane + i) % lanes;
+        const priorityLanes = this.priorityLanes[turn];
+        const index = priorityLanes === undefined ? turn : this.priorityLaneOf(turn, priorityLanes);
+        if (index === undefined) continue;
         const lane = this.bindings[index] as StreamBinding;
         if (lane.queue.length > 0 && lane.running < lane.concurrency) {
           const gate = this.gates[index];
           if (gate === undefined) entry = lane.queue.shift();
           else if ((batch = gate.take(lane.queue)) === undefined) continue; // still filling
-          this.nextLane = (index + 1) % lanes;
+          this.nextLane = (turn + 1) % lanes;
           break;
         }
       }
@@ -139,10 +150,44 @@ export class HandlerLanes {
     }
   }
 
+  /**
+   * The turn of a pattern's priority lanes, taken at its first lane (the others pass): the lane whose
+   * first queued entry was admitted first, unless the pattern's handlers already use its concurrency.
+   */
+  private priorityLaneOf(turn: number, lanes: readonly number[]): number | undefined {
+    if (lanes[0] !== turn) return undefined;
+    let running = 0;
+    let oldest: number | undefined;
+    let oldestAdmission = Infinity;
+    for (const index of lanes) {
+      const lane = this.bindings[index] as StreamBinding;
+      running += lane.running;
+      const head = lane.queue[0];
+      if (head !== undefined && head.admission < oldestAdmission) {
+        oldest = index;
+        oldestAdmission = head.admission;
+      }
+    }
+    return running < (this.bindings[turn] as StreamBinding).concurrency ? oldest : undefined;
+  }
+
   private startBatchOf(entries: InFlightEntry[]): void {
     for (const entry of entries) entry.state = EntryState.Running;
     this.running++;
     (entries[0] as InFlightEntry).binding.running++;
     this.handling.startBatch(entries);
   }
+}
+
+/** Per binding index: the indexes of all lanes of its pattern and group when it is a priority lane, else undefined. */
+function lanesByPattern(bindings: readonly StreamBinding[]): (readonly number[] | undefined)[] {
+  const byPattern = new Map<string, number[]>();
+  return bindings.map((binding, index) => {
+    if (binding.priorityOf === undefined) return undefined;
+    const key = `${binding.priorityOf}\u0000${binding.group}`;
+    let lanes = byPattern.get(key);
+    if (lanes === undefined) byPattern.set(key, (lanes = []));
+    lanes.push(index);
+    return lanes;
+  });
 }

@@ -46,6 +46,8 @@ export const EntryState = { Queued: 0, Running: 1, Finished: 2 } as const;
 export type EntryState = (typeof EntryState)[keyof typeof EntryState];
 
 const NO_FIELDS: readonly string[] = [];
+/** Counts entries as they are created (admitted), for `InFlightEntry.admission`. */
+let admissions = 0;
 
 /** What an `extras.raw` handler gets: the map (`true`), text pairs (`'pairs'`) or byte pairs (`'buffers'`). */
 export type RawFields = StreamFields | [name: string, value: string][] | [name: Buffer, value: Buffer][];
@@ -79,6 +81,8 @@ export class InFlightEntry {
   handlerError: unknown = undefined;
   /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */
   readonly size: number;
+  /** When it was admitted, in entries admitted before it: a pattern's priority lanes start their entries in this order (handler-lanes.ts). */
+  readonly admission = admissions++;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
   /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */

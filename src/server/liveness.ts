@@ -77,6 +77,8 @@ export interface StreamLiveness {
   readonly deadLetterKey: string;
   /** A partition (`orders:p3`): the partitioned stream it belongs to (`orders`); else undefined. */
   readonly partitionOf?: string;
+  /** A priority lane (`orders:high`): the pattern's stream (`orders`); else undefined. */
+  readonly priorityOf?: string;
   /** The group is paused on this stream, as this worker last read the pause state (within one poll; no Redis command here). */
   readonly paused: boolean;
 }

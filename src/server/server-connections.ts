@@ -121,6 +121,7 @@ export class ServerConnections {
       ...unpartitionedStreamsOf(bindings).map((stream) => this.checkUnpartitioned(commands, stream)),
     ]);
     this.warnUnpartitionedEntries(commands, [...partitioned.keys()]);
+    this.warnEntriesBesideLanes(commands, priorityStreamsOf(bindings));
     const [capabilities] = await Promise.allSettled([probed, created, checked]);
     // A server lacking a command or a capability an option needs fails here, naming it (before a
     // group error it may cause).
@@ -165,6 +166,26 @@ export class ServerConnections {
     }
   }
 
+  /**
+   * Likewise a producer without the `priorities` setting writes to the pattern's stream, which no
+   * lane reader reads: said at start-up when that stream holds entries (best effort).
+   */
+  private warnEntriesBesideLanes(commands: RedisClient, streams: readonly string[]): void {
+    for (const stream of streams) {
+      commands.xlen(stream).then(
+        (length) => {
+          if (length > 0) {
+            this.host.logger.warn(
+              `stream "${stream}" holds ${length} entries, but its handlers read its priority lanes ("${stream}:<lane>"): ` +
+                'producers that do not set the same priorities write there and nobody reads them',
+            );
+          }
+        },
+        () => undefined,
+      );
+    }
+  }
+
   /** Stops watching and closes every connection (also those of a failed start). */
   async close(): Promise<void> {
     this.statusTracker?.stop();
@@ -192,7 +213,12 @@ export class ServerConnections {
   };
 }
 
-/** The streams read whole (no `extras.partitions`), each once. */
+/** The streams read whole (no `extras.partitions`), each once; for priority lanes, the pattern's stream (what producers would partition). */
 function unpartitionedStreamsOf(bindings: readonly StreamBinding[]): string[] {
-  return [...new Set(bindings.filter((binding) => binding.partitionOf === undefined).map((binding) => binding.stream))];
+  return [...new Set(bindings.filter((binding) => binding.partitionOf === undefined).map((binding) => binding.priorityOf ?? binding.stream))];
+}
+
+/** The patterns' streams that are read as priority lanes, each once. */
+function priorityStreamsOf(bindings: readonly StreamBinding[]): string[] {
+  return [...new Set(bindings.flatMap((binding) => (binding.priorityOf === undefined ? [] : [binding.priorityOf])))];
 }

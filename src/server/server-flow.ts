@@ -12,9 +12,12 @@ export const PERMIT_RETRY_MS = 100;
 const MIN_PAUSE_POLL_MS = 50;
 const MAX_PAUSE_POLL_MS = 1_000;
 
-/** The stream a pattern's shared state is keyed on: a partitioned pattern's base stream, so one pause or limit covers every partition. */
-export function flowStreamOf(binding: StreamBinding): string {
-  return binding.partitionOf ?? binding.stream;
+/**
+ * The stream a pattern's shared state is keyed on: the pattern's own stream, also for its
+ * partitions and priority lanes, so one pause or limit covers every partition and every lane.
+ */
+export function flowStreamOf(binding: { readonly stream: string; readonly partitionOf?: string | undefined; readonly priorityOf?: string | undefined }): string {
+  return binding.priorityOf ?? binding.partitionOf ?? binding.stream;
 }
 
 /**

@@ -48,6 +48,7 @@ export class ServerObservation {
         stream: binding.stream,
         group: binding.group,
         ...(binding.partitionOf === undefined ? {} : { partitionOf: binding.partitionOf }),
+        ...(binding.priorityOf === undefined ? {} : { priorityOf: binding.priorityOf }),
         paused: parts?.flow.isPaused(binding) ?? false,
         deadLetterKey: recovery?.deadLetterKeyFor(binding.stream) ?? (options.recovery.deadLetterKey ?? deadLetterKey)(binding.stream),
       })),

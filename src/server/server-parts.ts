@@ -19,6 +19,7 @@ import type { EntryDecoders, StreamBinding } from './in-flight.js';
 import type { ServerState } from './liveness.js';
 import type { ResolvedServerOptions } from './options.js';
 import { PrefetchSlots } from './prefetch-slots.js';
+import { checkLaneSlots } from './priority-read.js';
 import { ReaderHost, recreateGroups } from './reader-host.js';
 import { RetryReleaser } from './retry-releaser.js';
 import type { ServerConnections } from './server-connections.js';
@@ -82,6 +83,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   const bindings = bindHandlers(sources.handlers, options);
   // Streams of one read must share a slot on a Cluster: one reader per group + hash slot there.
   const perSlot = isClusterConnectionOption(options.connection);
+  if (perSlot) checkLaneSlots(bindings);
   const readerGroups = groupBindingsForReaders(bindings, perSlot);
   const plan = planPrefetch(options, readerGroups);
   // Keys one script touches together must share a slot: a named error now, not CROSSSLOT at the first dead letter.

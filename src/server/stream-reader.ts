@@ -5,11 +5,12 @@ import { errorMessage } from '../error-message.js';
 import { isNoGroupError } from './groups.js';
 import type { InFlightEntry, StreamBinding } from './in-flight.js';
 import { ReaderPulse } from './liveness.js';
+import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 import type { BindingLimits } from './binding-limits.js';
-import { PERMIT_RETRY_MS } from './server-flow.js';
+import { flowStreamOf, PERMIT_RETRY_MS } from './server-flow.js';
 
 /** Unblocks of a read that went out before a pause was seen: enough for it to reach Redis (~0.5 s). */
 const STALE_READ_UNBLOCKS = 50;
@@ -48,6 +49,8 @@ export class StreamReader {
   private readonly readsBytes: boolean;
   /** The one binding of a reader of a binding with shared limits (rateLimit, globalConcurrency), else undefined. */
   private readonly limited: StreamBinding | undefined;
+  /** Set when this reader reads one pattern's priority lanes (priority-read.ts reads them). */
+  private readonly priorities: PriorityRead | undefined;
 
   constructor(
     readonly group: string,
@@ -60,6 +63,7 @@ export class StreamReader {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = bindings.length === 1 && bindings[0]?.limits !== undefined ? bindings[0] : undefined;
+    this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
@@ -72,7 +76,7 @@ export class StreamReader {
 
   /** Whether this reader reads `binding`'s stream in its group. */
   reads(stream: string, group: string): boolean {
-    return this.group === group && this.bindings.some((binding) => (binding.partitionOf ?? binding.stream) === stream);
+    return this.group === group && this.bindings.some((binding) => flowStreamOf(binding) === stream);
   }
 
   /**
@@ -174,7 +178,8 @@ export class StreamReader {
     // after a read that filled COUNT on some streams, the next reads (non-blocking) take only
     // those, at most MAX_FOCUSED_READS in a row: every few reads all streams are read again.
     const behind = all ? this.backlog : this.backlog.filter((stream) => readable.some((binding) => binding.stream === stream));
-    const focus = behind.length > 0 && behind.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? behind : undefined;
+    const focus =
+      this.priorities === undefined && behind.length > 0 && behind.length < readable.length && this.focusedInARow < MAX_FOCUSED_READS ? behind : undefined;
     const streams = focus?.length ?? readable.length;
     const reservation = await this.reserveSlots(streams);
     if (reservation.count === 0) return;
@@ -191,11 +196,13 @@ export class StreamReader {
       this.reading = true;
       this.readSerial++;
       const read =
-        focus !== undefined
-          ? this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'))
-          : all
-            ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
-            : this.xreadgroup(...this.blockingHead, count, 'BLOCK', this.host.blockMs, 'STREAMS', ...readable.map((b) => b.stream), ...readable.map(() => '>'));
+        this.priorities !== undefined
+          ? this.priorities.read(readable, count)
+          : focus !== undefined
+            ? this.xreadgroup(...this.blockingHead, count, 'STREAMS', ...focus, ...focus.map(() => '>'))
+            : all
+              ? this.xreadgroup(...this.blockingHead, count, ...this.blockingTail)
+              : this.xreadgroup(...this.blockingHead, count, 'BLOCK', this.host.blockMs, 'STREAMS', ...readable.map((b) => b.stream), ...readable.map(() => '>'));
       reply = await this.inFlight.wrap(this.pulse.track(read));
       this.failures = 0;
     } catch (error) {
@@ -217,6 +224,7 @@ export class StreamReader {
       if (binding !== undefined && entries.length > 0) this.admitFresh(binding, entries);
     });
     this.backlog = backlog;
+    this.priorities?.answered(reply);
     // A short read means no backlog: let the handlers just started run their first steps before
     // the next read is written to the socket, or that write sits in front of every handler. A
     // full read means backlog: read on at once so Redis works while the handlers do.

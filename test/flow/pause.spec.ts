@@ -34,6 +34,11 @@ class PausableController {
     handled.push({ stream: ctx.getStream(), n: data.n, at: Date.now() });
   }
 
+  @EventPattern<string>('laned', { priorities: ['high', 'low'] })
+  onLaned(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): void {
+    handled.push({ stream: ctx.getStream(), n: data.n, at: Date.now() });
+  }
+
   @EventPattern<string>('parted', { partitions: 2 })
   onParted(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): void {
     handled.push({ stream: ctx.getStream(), n: data.n, at: Date.now() });
@@ -83,15 +88,15 @@ describe('pause / resume a stream\'s group for every worker (state in Redis)', (
 
   it('the pause outlasts a restart: a worker started on a paused group reads nothing of it', async () => {
     const w = await start('p3');
-    for (const pattern of ['orders', 'audit', 'slow', 'parted']) await w.server.pause(pattern);
+    for (const pattern of ['orders', 'audit', 'slow', 'parted', 'laned']) await w.server.pause(pattern);
     await w.app.close();
     for (let n = 1; n <= 3; n++) await xaddEvent(redis.client, 'orders', 'orders', { n });
     const again = await start('p3');
     servers.push(again);
     await sleep(BLOCK_MS + 200);
     expect(handled).toEqual([]);
-    // Every stream of its one reader is paused: it waits on purpose, health checks must not call it stuck.
-    expect(again.server.liveness().readers.map((reader) => reader.held)).toEqual(['paused']);
+    // Every stream of its readers (the group's, the lanes') is paused: they wait on purpose, health checks must not call them stuck.
+    expect(again.server.liveness().readers.map((reader) => reader.held)).toEqual(['paused', 'paused']);
     expect(await pendingCount(redis.client, 'orders', 'g')).toBe(0);
     expect([...(await pausedGroupsOf(redis.client, 'orders')).keys()]).toEqual(['g']);
     await again.server.resume('orders');
@@ -127,6 +132,17 @@ describe('pause / resume a stream\'s group for every worker (state in Redis)', (
     expect(handled).toEqual([]);
     await w.server.resume('parted');
     await waitFor(() => handled.length === 2, 'both partitions');
+  });
+
+  it('one pause covers every priority lane of a pattern', async () => {
+    const w = await start('p8');
+    servers.push(w);
+    await w.server.pause('laned');
+    for (const lane of ['high', 'low']) await xaddEvent(redis.client, `laned:${lane}`, 'laned', { n: lane === 'high' ? 1 : 2 });
+    await sleep(BLOCK_MS + 200);
+    expect(handled).toEqual([]);
+    await w.server.resume('laned');
+    await waitFor(() => handled.length === 2, 'both lanes after resume');
   });
 
   it('recovery takes no claims for a paused group; after resume it does', async () => {
