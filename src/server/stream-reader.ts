@@ -246,20 +246,27 @@ export class StreamReader {
     if (count === 0) return;
     let granted = 0;
     let admitted = 0;
+    let wait: (() => Promise<void>) | undefined;
     try {
-      granted = await this.grantFrom(binding, limits, count);
-      if (granted === 0) return;
-      const reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>')));
-      this.failures = 0;
-      forEachStreamOfRawReply(reply, (stream, entries) => {
-        if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries);
-      });
+      ({ granted, wait } = await this.grantFrom(binding, limits, count));
+      if (granted > 0) {
+        const reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>')));
+        this.failures = 0;
+        forEachStreamOfRawReply(reply, (stream, entries) => {
+          if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries);
+        });
+      }
     } catch (error) {
       await this.recover(error);
       return;
     } finally {
       this.host.slots.unreserveRead(count, bytes);
       this.giveBack(limits, granted, admitted);
+    }
+    // Nothing granted: the slots are back before the wait, for the other readers and for claims.
+    if (wait !== undefined) {
+      await this.pulse.holding('limited', wait());
+      return;
     }
     if (admitted > 0) {
       if (admitted < granted) await afterPendingMicrotasks();
@@ -286,31 +293,26 @@ export class StreamReader {
 
   /**
    * How many entries the limited binding's shared limits let this read take (≤ `wanted`): global
-   * permits first (within what this worker may hold, `GlobalPermits.roomHere`), then rate-limit tokens
-   * for those. 0 after waiting: until a permit may be free (PERMIT_RETRY_MS, or sooner when one of
-   * ours comes back) or the bucket has tokens again (the script says when); the loop asks again.
+   * permits first (within what this worker may hold, `GlobalPermits.roomHere`), then rate-limit
+   * tokens for those. None granted: `wait`, until a permit may be free (PERMIT_RETRY_MS, or sooner
+   * when one of ours comes back) or the bucket has tokens again (the script says when); the loop
+   * then asks again.
    */
-  private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<number> {
+  private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<{ granted: number; wait?: () => Promise<void> }> {
     let granted = wanted;
     const { permits, rate } = limits;
     if (permits !== undefined) {
       const room = Math.min(wanted, permits.roomHere(binding.concurrency, this.host.readBatch));
       granted = room > 0 ? await permits.acquire(room) : 0;
-      if (granted === 0) {
-        await this.pulse.holding('limited', this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()));
-        return 0;
-      }
+      if (granted === 0) return { granted, wait: () => this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()) };
     }
     if (rate !== undefined) {
       const tokens = await rate.take(granted);
       if (tokens.granted < granted) permits?.release(granted - tokens.granted);
-      if (tokens.granted === 0) {
-        await this.pulse.holding('limited', this.waitUntil(tokens.waitMs));
-        return 0;
-      }
+      if (tokens.granted === 0) return { granted: 0, wait: () => this.waitUntil(tokens.waitMs) };
       granted = tokens.granted;
     }
-    return granted;
+    return { granted };
   }
 
   /** After a limited read: tokens and permits granted for entries the read did not bring go back. */
