@@ -7,19 +7,27 @@ import { flowScripts } from './scripts/loader.js';
 /**
  * One worker's share of a handler's `extras.globalConcurrency` (permits.lua): permits taken before
  * a read, one per entry read, given back as the entries settle (summed per event-loop turn, one
- * call for all). While it holds any, the worker renews its lease every third of it; a worker that
- * dies stops renewing and its permits come back to the group when the lease runs out.
+ * call for all). While it holds any, the worker renews its lease every third of it, and the
+ * renewal states how many it holds: a count that drifted in Redis (a release lost with the
+ * connection, an acquire resent after a reconnect, a failover to a replica that missed writes)
+ * is set right within a third of the lease. A worker that dies stops renewing and its permits
+ * come back to the group when the lease runs out.
  */
 export class GlobalPermits {
   private readonly keys: PermitKeys;
+  /** Permits this worker holds, including those queued to go back (`releasing`) until they are sent. */
   private held = 0;
   private releasing = 0;
   private flushQueued = false;
+  /** Acquires sent and not answered: a renewal then cannot know the count, so it only extends the lease. */
+  private acquiring = 0;
   private renewTimer: NodeJS.Timeout | undefined;
   private lastRelease: Promise<void> = Promise.resolve();
-  private readonly freed = new Set<() => void>();
+  /** One promise for every waiter of the next release (a waiter that gave up leaves nothing behind). */
+  private nextRelease: { promise: Promise<void>; resolve: () => void } | undefined;
   /** Permits held by all workers at this worker's last acquire: whether they are scarce (taken as scarce before the first). */
   private heldByAll = Number.POSITIVE_INFINITY;
+  private closed = false;
 
   constructor(
     private readonly redis: RedisClient,
@@ -36,9 +44,15 @@ export class GlobalPermits {
   async acquire(wanted: number): Promise<number> {
     if (wanted <= 0) return 0;
     const { holders, leases } = this.keys;
-    const [granted, heldByAll] = await flowScripts(this.redis).nrsPermits(holders, leases, 'acquire', this.worker, wanted, this.limit.max, this.limit.leaseMs);
-    const count = Number(granted);
-    this.heldByAll = Number(heldByAll);
+    this.acquiring++;
+    let reply: [number, number];
+    try {
+      reply = await flowScripts(this.redis).nrsPermits(holders, leases, 'acquire', this.worker, wanted, this.limit.max, this.limit.leaseMs);
+    } finally {
+      this.acquiring--;
+    }
+    const count = Number(reply[0]);
+    this.heldByAll = Number(reply[1]);
     this.held += count;
     if (this.held > 0) this.renewWhileHeld();
     return count;
@@ -70,17 +84,22 @@ export class GlobalPermits {
 
   /** Resolves at the next release of one of this worker's permits (a reader short of permits may ask again then). */
   whenReleased(): Promise<void> {
-    return new Promise((resolve) => this.freed.add(resolve));
+    if (this.nextRelease === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((done) => (resolve = done));
+      this.nextRelease = { promise, resolve };
+    }
+    return this.nextRelease.promise;
   }
 
   /** Gives back every permit still held and stops renewing. */
   async close(): Promise<void> {
+    this.closed = true;
     this.stopRenewing();
     this.releasing = this.held;
     await this.lastRelease;
     await this.flush();
-    for (const wake of this.freed) wake();
-    this.freed.clear();
+    this.wakeReleaseWaiters();
   }
 
   private async flush(): Promise<void> {
@@ -93,12 +112,18 @@ export class GlobalPermits {
       const { holders, leases } = this.keys;
       await flowScripts(this.redis).nrsPermits(holders, leases, 'release', this.worker, count, this.limit.max, this.limit.leaseMs);
     } catch (error) {
-      // Not given back: they return when this worker's lease runs out.
-      this.warn(`could not give back ${count} global-concurrency permit(s): ${errorMessage(error)}; they return within ${this.limit.leaseMs} ms`);
+      // Not given back now: the next renewal states the count without them (or the lease runs out).
+      this.warn(`could not give back ${count} global-concurrency permit(s): ${errorMessage(error)}; the next lease renewal or the lease's end (${this.limit.leaseMs} ms) frees them`);
+      // Holding none now, no renewal is due: one states the count (0) once Redis answers again.
+      if (this.held === 0) setTimeout(() => void this.renew(), Math.floor(this.limit.leaseMs / 3)).unref();
     }
-    const wake = [...this.freed];
-    this.freed.clear();
-    for (const resolve of wake) resolve();
+    this.wakeReleaseWaiters();
+  }
+
+  private wakeReleaseWaiters(): void {
+    const waiting = this.nextRelease;
+    this.nextRelease = undefined;
+    waiting?.resolve();
   }
 
   private renewWhileHeld(): void {
@@ -113,14 +138,16 @@ export class GlobalPermits {
   }
 
   private async renew(): Promise<void> {
+    if (this.closed) return;
+    const { holders, leases } = this.keys;
+    // With an acquire unanswered the count here is behind Redis': only the lease is extended ('').
+    const stated = this.acquiring > 0 ? '' : String(this.held);
     try {
-      const { holders, leases } = this.keys;
-      const [mine] = await flowScripts(this.redis).nrsPermits(holders, leases, 'renew', this.worker, 0, this.limit.max, this.limit.leaseMs);
-      if (Number(mine) === 0 && this.held - this.releasing > 0) {
-        this.warn(`the lease on ${this.held} global-concurrency permit(s) ran out before it was renewed; other workers may take them while these entries finish`);
-        this.held = 0;
-        this.releasing = 0;
-        this.stopRenewing();
+      const [before] = await flowScripts(this.redis).nrsPermits(holders, leases, 'renew', this.worker, stated, this.limit.max, this.limit.leaseMs);
+      if (Number(before) === 0 && stated !== '' && Number(stated) > 0) {
+        this.warn(
+          `the lease on ${stated} global-concurrency permit(s) ran out before it was renewed (this worker stalled or lost Redis for over ${this.limit.leaseMs} ms); they are taken again, so the group may run over its limit until these entries finish`,
+        );
       }
     } catch (error) {
       this.warn(`could not renew the global-concurrency lease: ${errorMessage(error)}`);

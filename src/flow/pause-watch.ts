@@ -94,6 +94,11 @@ export class PauseWatch {
         this.warn(
           `pause / resume is off on this worker: its ACL user may not read the pause state (${errorMessage(error)}); grant +hmget on ${[...this.groupsByStream.keys()].map((stream) => `~${pausedKey(stream)}`).join(' ')} (docs/security.md)`,
         );
+        // Without a way to see a resume, a pause seen before would hold its readers for good.
+        if (this.paused.size > 0) {
+          this.paused.clear();
+          this.version++;
+        }
         this.stop();
         return;
       }

@@ -319,8 +319,11 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       this.finish(entry, false);
       return;
     }
-    if (this.recovery.recovers(stream, group) && this.retries.holdUncounted(entry, waitMs, `rate limit of key "${tenant}": no token for ${waitMs} ms`)) {
-      this.recovery.retryAfterNack(stream, group, waitMs);
+    // Spread over one period: held entries of a busy key all told the same wait would come back
+    // together, one would win and the rest be held again, a claim and a release each.
+    const holdMs = waitMs + Math.floor(Math.random() * perKey.limit.perMs);
+    if (this.recovery.recovers(stream, group) && this.retries.holdUncounted(entry, holdMs, `rate limit of key "${tenant}": no token for ${waitMs} ms`)) {
+      this.recovery.retryAfterNack(stream, group, holdMs);
       this.lanes.finished(entry);
       return;
     }

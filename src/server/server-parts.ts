@@ -104,8 +104,11 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   const readers: StreamReader[] = [];
   // Before the readers: a reader of a limited binding finds its limits on the binding.
   const flow = new ServerFlow(commands, bindings, options.consumer, options.blockMs, logger, (target, paused) => {
-    // A reader blocked on a stream just paused returns now, and reads without it.
-    if (paused) for (const reader of readers) if (reader.reads(target.stream, target.group)) void reader.interruptStaleRead();
+    // A reader blocked on a stream just paused returns now, and reads without it; one blocked on
+    // its other streams returns at a resume, and reads the resumed one too.
+    for (const reader of readers) {
+      if (reader.reads(target.stream, target.group)) void (paused ? reader.interruptStaleRead() : reader.interrupt());
+    }
   });
   const host = new ServerRecoveryHost({
     consumer: options.consumer,

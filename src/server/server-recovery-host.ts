@@ -39,8 +39,8 @@ export interface ServerRecoveryHostParts {
 export class ServerRecoveryHost implements RecoveryHost {
   readonly consumer: string;
   private readonly bindingsByKey: ReadonlyMap<string, StreamBinding>;
-  /** `globalConcurrency` permits reserved with claim slots, per binding, not yet handed to entries. */
-  private readonly claimPermits = new Map<StreamBinding, number>();
+  /** `globalConcurrency` permits and `rateLimit` tokens taken with claim slots, per binding, not yet handed to entries. */
+  private readonly claimGrants = new Map<StreamBinding, { permits: number; tokens: number }>();
 
   constructor(private readonly parts: ServerRecoveryHostParts) {
     this.consumer = parts.consumer;
@@ -75,16 +75,30 @@ export class ServerRecoveryHost implements RecoveryHost {
       this.parts.slots.unreserve(reserved);
       return 0;
     }
-    const permits = binding.limits?.permits;
-    if (permits === undefined) return reserved;
-    let granted = 0;
-    try {
-      granted = await permits.acquire(Math.min(reserved, permits.roomHere(binding.concurrency, 0)));
-    } catch {
-      // No permit known to be free: the claim waits for a later tick.
+    const { permits, rate } = binding.limits ?? {};
+    if (permits === undefined && rate === undefined) return reserved;
+    // Claimed entries run as read ones do: within the handler's shared limits.
+    let granted = reserved;
+    if (permits !== undefined) {
+      try {
+        granted = await permits.acquire(Math.min(granted, permits.roomHere(binding.concurrency, 0)));
+      } catch {
+        granted = 0; // no permit known to be free: the claim waits for a later tick
+      }
+    }
+    if (rate !== undefined && granted > 0) {
+      let tokens = 0;
+      try {
+        tokens = (await rate.take(granted)).granted;
+      } catch {
+        // none taken: the claim waits for a later tick
+      }
+      if (tokens < granted) permits?.release(granted - tokens);
+      granted = tokens;
     }
     if (granted < reserved) this.parts.slots.unreserve(reserved - granted);
-    this.claimPermits.set(binding, (this.claimPermits.get(binding) ?? 0) + granted);
+    const grants = this.claimGrants.get(binding) ?? { permits: 0, tokens: 0 };
+    this.claimGrants.set(binding, { permits: grants.permits + (permits === undefined ? 0 : granted), tokens: grants.tokens + (rate === undefined ? 0 : granted) });
     return granted;
   }
 
@@ -110,15 +124,22 @@ export class ServerRecoveryHost implements RecoveryHost {
     if (count <= 0) return;
     this.parts.slots.unreserve(count);
     const binding = target === undefined ? undefined : this.bindingsByKey.get(bindingKey(target.stream, target.group));
-    if (binding !== undefined) binding.limits?.permits?.release(this.takeClaimPermits(binding, count));
+    if (binding !== undefined) this.giveBackClaimGrants(binding, this.takeClaimGrants(binding, count), 0);
   }
 
-  /** Up to `count` of the permits reserved for claims of `binding` and not yet given to entries. */
-  private takeClaimPermits(binding: StreamBinding, count: number): number {
-    const held = this.claimPermits.get(binding) ?? 0;
-    const taken = Math.min(held, count);
-    if (taken > 0) this.claimPermits.set(binding, held - taken);
+  /** Up to `count` of the permits and tokens taken with claim slots of `binding` and not yet given to entries. */
+  private takeClaimGrants(binding: StreamBinding, count: number): { permits: number; tokens: number } {
+    const grants = this.claimGrants.get(binding);
+    if (grants === undefined) return { permits: 0, tokens: 0 };
+    const taken = { permits: Math.min(grants.permits, count), tokens: Math.min(grants.tokens, count) };
+    this.claimGrants.set(binding, { permits: grants.permits - taken.permits, tokens: grants.tokens - taken.tokens });
     return taken;
+  }
+
+  /** What the claim's entries (`used` of them) did not use goes back. */
+  private giveBackClaimGrants(binding: StreamBinding, taken: { permits: number; tokens: number }, used: number): void {
+    if (taken.permits > used) binding.limits?.permits?.release(taken.permits - used);
+    if (taken.tokens > used) binding.limits?.rate?.refund(taken.tokens - used).catch(() => undefined);
   }
 
   /** Whether this process holds (queued, running or awaiting its ack) that entry. */
@@ -141,17 +162,17 @@ export class ServerRecoveryHost implements RecoveryHost {
     // While closing (before the handoff: close() waits for the tick that claimed them) they are
     // queued without starting, and handed off with the other unstarted entries.
     const state = this.parts.state();
-    const permits = reserved > 0 && binding.limits?.permits !== undefined ? this.takeClaimPermits(binding, reserved) : 0;
+    const grants = reserved > 0 && binding.limits !== undefined ? this.takeClaimGrants(binding, reserved) : undefined;
     if (state === 'listening' || state === 'closing') {
       admitted = slots.admit(binding, entries);
       // The entries just queued hold the permits their claim took, each until its slot is released.
       const { queue } = binding;
-      const marked = Math.min(admitted, permits);
+      const marked = Math.min(admitted, grants?.permits ?? 0);
       for (let i = queue.length - admitted; i < queue.length - admitted + marked; i++) (queue[i] as InFlightEntry).permit = true;
       lanes.queued(binding, admitted);
       this.parts.telemetry?.consumed(stream, group, admitted);
     }
-    if (permits > admitted) binding.limits?.permits?.release(permits - admitted);
+    if (grants !== undefined) this.giveBackClaimGrants(binding, grants, admitted);
     // After admit: the entries now hold slots, so giving the reservation back frees nothing twice.
     if (reserved > 0) slots.unreserve(reserved);
     return admitted;

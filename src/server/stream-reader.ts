@@ -242,14 +242,18 @@ export class StreamReader {
    * next one or for `blockMs`.
    */
   private async readLimited(binding: StreamBinding, limits: BindingLimits): Promise<void> {
+    const { pauses } = this.host.flow;
+    const pauseVersion = pauses.version;
     const { count, bytes } = await this.reserveSlots(1);
     if (count === 0) return;
     let granted = 0;
     let admitted = 0;
     let wait: (() => Promise<void>) | undefined;
+    let failure: { error: unknown } | undefined;
     try {
       ({ granted, wait } = await this.grantFrom(binding, limits, count));
-      if (granted > 0) {
+      // Paused while it waited for slots or for its grant: nothing is read, all goes back.
+      if (granted > 0 && pauses.version === pauseVersion) {
         const reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>')));
         this.failures = 0;
         forEachStreamOfRawReply(reply, (stream, entries) => {
@@ -257,12 +261,17 @@ export class StreamReader {
         });
       }
     } catch (error) {
-      await this.recover(error);
-      return;
+      failure = { error };
     } finally {
+      // Before any wait or back-off: the slots, tokens and permits go to the others meanwhile.
       this.host.slots.unreserveRead(count, bytes);
       this.giveBack(limits, granted, admitted);
     }
+    if (failure !== undefined) {
+      await this.recover(failure.error);
+      return;
+    }
+    if (pauses.version !== pauseVersion) return;
     // Nothing granted: the slots are back before the wait, for the other readers and for claims.
     if (wait !== undefined) {
       await this.pulse.holding('limited', wait());
@@ -307,7 +316,14 @@ export class StreamReader {
       if (granted === 0) return { granted, wait: () => this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()) };
     }
     if (rate !== undefined) {
-      const tokens = await rate.take(granted);
+      let tokens: { granted: number; waitMs: number };
+      try {
+        tokens = await rate.take(granted);
+      } catch (error) {
+        // The permits just taken go back: kept, they would be renewed for good and stop the handler.
+        permits?.release(granted);
+        throw error;
+      }
       if (tokens.granted < granted) permits?.release(granted - tokens.granted);
       if (tokens.granted === 0) return { granted: 0, wait: () => this.waitUntil(tokens.waitMs) };
       granted = tokens.granted;
@@ -330,7 +346,8 @@ export class StreamReader {
    * seen). Redis adds one to their delivery counts; XPENDING tells the new counts.
    */
   private async readOwnPending(): Promise<void> {
-    const cursors = new Map<StreamBinding, string>(this.bindings.map((binding) => [binding, '0']));
+    // A paused group's pending entries wait too: recovery claims them back after the resume.
+    const cursors = new Map<StreamBinding, string>(this.unpausedBindings().map((binding) => [binding, '0']));
     while (!this.stopping && cursors.size > 0) {
       const pending = [...cursors.keys()];
       const { count, bytes } = await this.reserveSlots(pending.length);

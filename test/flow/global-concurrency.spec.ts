@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterEach, describe, expect, it } from 'vitest';
-import { permitKeys } from '../../src/flow/flow-keys.js';
+import { permitKeys, rateLimitKey } from '../../src/flow/flow-keys.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -11,6 +11,14 @@ const GLOBAL = 3;
 let running = 0;
 let mostRunning = 0;
 const handled: Array<{ n: number; consumer: string; deliveryCount: number }> = [];
+
+@Controller()
+class MeteredController {
+  @EventPattern<string>('metered', { globalConcurrency: 2, rateLimit: { max: 1000, per: 1000 } })
+  async onMetered(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    handled.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
+  }
+}
 
 @Controller()
 class SharedApiController {
@@ -28,7 +36,7 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
   const redis = useRedisServer();
   const servers: RunningServer[] = [];
   const start = (consumer: string) =>
-    startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: 200, concurrency: 10, recovery: { minIdleTime: 60_000 } }, [SharedApiController]);
+    startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: 200, concurrency: 10, recovery: { minIdleTime: 60_000 } }, [SharedApiController, MeteredController]);
   const heldInRedis = async (): Promise<number> => {
     const counts = (await redis.client.hvals(permitKeys('calls', 'g').holders)) as string[];
     return counts.reduce((sum, count) => sum + Number(count), 0);
@@ -87,6 +95,18 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     expect(mostRunning).toBe(GLOBAL);
     expect(mostHeld).toBeLessThanOrEqual(GLOBAL);
     await waitFor(async () => (await heldInRedis()) === 0, 'every permit given back');
+  });
+
+  it('a rate-limit call that fails gives back the permits taken for it: once the bucket works again, every entry is handled', async () => {
+    await redis.client.flushall();
+    // The bucket's key of the wrong type: every token request fails (WRONGTYPE) after the permits were taken.
+    await redis.client.set(rateLimitKey('metered', 'g'), 'not a bucket');
+    servers.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'c6', blockMs: 200, reconnectDelay: { initialMs: 50, maxMs: 200 } }, [MeteredController]));
+    for (let n = 0; n < 5; n++) await xaddEvent(redis.client, 'metered', 'metered', { n });
+    await sleep(1_000);
+    expect(handled).toEqual([]);
+    await redis.client.del(rateLimitKey('metered', 'g'));
+    await waitFor(() => handled.length === 5, 'the five entries once the bucket works', { timeout: 10_000 });
   });
 
   it('close() gives back the permits of entries it hands off', async () => {

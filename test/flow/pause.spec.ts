@@ -163,6 +163,24 @@ describe('pause / resume a stream\'s group for every worker (state in Redis)', (
     await waitFor(() => handled.length === 1, 'the entry claimed and handled after resume');
   });
 
+  it('a worker restarted on a paused group does not re-read its own pending entries of it; recovery brings them after the resume', async () => {
+    await redis.client.xgroup('CREATE', 'orders', 'g', '$', 'MKSTREAM');
+    await xaddEvent(redis.client, 'orders', 'orders', { n: 9 });
+    // Its earlier life read the entry and died before the ack.
+    await redis.client.xreadgroup('GROUP', 'g', 'p9', 'COUNT', 1, 'STREAMS', 'orders', '>');
+    await pauseGroup(redis.client, 'orders', 'g');
+    const w = await startServer(
+      { connection: redis.server.url, group: 'g', consumer: 'p9', blockMs: BLOCK_MS, recovery: { minIdleTime: 300, interval: 100 } },
+      [PausableController],
+    );
+    servers.push(w);
+    await sleep(1_000);
+    expect(handled).toEqual([]);
+    await w.server.resume('orders');
+    await waitFor(() => handled.length === 1, 'the entry after the resume');
+    await waitFor(async () => (await pendingCount(redis.client, 'orders', 'g')) === 0, 'acked');
+  });
+
   it('pause() with a bad pattern names it', async () => {
     const w = await start('p6');
     servers.push(w);

@@ -143,6 +143,25 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     expect(acmeTtl).toBeLessThanOrEqual(2_000);
   });
 
+  it('entries claimed by recovery take tokens too: a dead consumer\'s entries start within the limit', async () => {
+    await redis.client.flushall();
+    await redis.client.xgroup('CREATE', 'limited', 'g', '$', 'MKSTREAM');
+    for (let n = 0; n < 30; n++) await xaddEvent(redis.client, 'limited', 'limited', { n });
+    await redis.client.xreadgroup('GROUP', 'g', 'ghost', 'COUNT', 30, 'STREAMS', 'limited', '>');
+    running.push(
+      await startServer(
+        { connection: redis.server.url, group: 'g', consumer: 'w10', blockMs: 200, recovery: { minIdleTime: 100, interval: 50 } },
+        [LimitedController],
+      ),
+    );
+    await waitFor(() => starts.length === 30, 'the 30 claimed entries', { timeout: 20_000 });
+    expect(starts.every((s) => s.deliveryCount === 2)).toBe(true);
+    const times = starts.map((s) => s.at).sort((a, b) => a - b);
+    for (let i = 0; i < times.length; i++) {
+      for (let j = i; j < times.length; j++) expect(j - i + 1).toBeLessThanOrEqual(MAX + Math.floor((MAX * ((times[j] as number) - (times[i] as number) + STAMP_SLACK_MS)) / PER_MS));
+    }
+  });
+
   it('ctx.rateLimited() on a handler without rateLimit throws an error naming the option', async () => {
     running.push(await start('w7'));
     await xaddEvent(redis.client, 'unlimited', 'unlimited', {});

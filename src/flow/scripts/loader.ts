@@ -15,7 +15,7 @@ const SCRIPTS = {
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
 export interface FlowScriptCommands {
   nrsRateLimit(bucket: string, op: 'take' | 'refund' | 'backoff', max: number, perMs: number, n: number): Promise<[number, number]>;
-  nrsPermits(holders: string, leases: string, op: 'acquire' | 'release' | 'renew', worker: string, n: number, max: number, leaseMs: number): Promise<[number, number]>;
+  nrsPermits(holders: string, leases: string, op: 'acquire' | 'release' | 'renew', worker: string, n: number | string, max: number, leaseMs: number): Promise<[number, number]>;
 }
 
 const SCRIPT_SET = new LuaScripts<FlowScriptCommands>(new URL('./', import.meta.url), SCRIPTS);

@@ -5,13 +5,14 @@
 -- ARGV: op ('acquire' | 'release' | 'renew'), worker, n, max, lease (ms).
 --   acquire: drops expired holds, grants up to n of the free permits. Reply {granted, held by all}.
 --   release: gives back n of this worker's permits. Reply {held by this worker, 0}.
---   renew:   extends this worker's lease. Reply {held by this worker, 0}: 0 when its hold was lost
---            (expired and taken back), so the worker knows.
+--   renew:   extends this worker's lease and, unless n is '', sets its count to n (the worker's own
+--            count: one lost or doubled in Redis by a dropped connection is set right). Reply {held
+--            by this worker before, 0}: 0 when its hold had run out (expired and taken back).
 -- Time is Redis' clock, never a worker's.
 if redis.replicate_commands then redis.replicate_commands() end
 local op = ARGV[1]
 local worker = ARGV[2]
-local n = tonumber(ARGV[3])
+local n = tonumber(ARGV[3]) -- nil for renew's '' (extend only)
 local max = tonumber(ARGV[4])
 local lease = tonumber(ARGV[5])
 local time = redis.call('TIME')
@@ -48,10 +49,19 @@ if op == 'release' then
   end
   return {mine, 0}
 elseif op == 'renew' then
-  if mine > 0 then
+  -- An expired hold is no hold, whatever the purge that would drop it has not done yet.
+  local expires = tonumber(redis.call('ZSCORE', KEYS[2], worker))
+  local before = mine
+  if expires == nil or expires <= now then before = 0 end
+  local count = n or mine
+  if count > 0 then
+    redis.call('HSET', KEYS[1], worker, count)
     redis.call('ZADD', KEYS[2], now + lease, worker)
     keep()
+  else
+    redis.call('HDEL', KEYS[1], worker)
+    redis.call('ZREM', KEYS[2], worker)
   end
-  return {mine, 0}
+  return {before, 0}
 end
 return redis.error_reply('ERR unknown permits op ' .. tostring(op))
