@@ -1,4 +1,5 @@
 import type { RedisStreamsLiveness } from '../server/liveness.js';
+import { patternStreamOf } from '../server/handled-stream.js';
 
 /** Counts of one stream + group, read at check time (readiness only). */
 export interface StreamCounts {
@@ -66,10 +67,10 @@ export function stuckReaders(liveness: RedisStreamsLiveness, limits: LivenessLim
  */
 export function pausedGroups(liveness: RedisStreamsLiveness): { stream: string; group: string }[] {
   const paused = new Map<string, { stream: string; group: string }>();
-  for (const { stream, group, partitionOf, priorityOf, paused: isPaused } of liveness.streams) {
-    if (!isPaused) continue;
-    const target = { stream: priorityOf ?? partitionOf ?? stream, group };
-    paused.set(`${target.stream}\u0000${group}`, target);
+  for (const handled of liveness.streams) {
+    if (!handled.paused) continue;
+    const target = { stream: patternStreamOf(handled), group: handled.group };
+    paused.set(`${target.stream}\u0000${target.group}`, target);
   }
   return [...paused.values()];
 }

@@ -9,3 +9,32 @@ export interface BindingLimits {
   readonly perKey: SharedRateLimit | undefined;
   readonly permits: GlobalPermits | undefined;
 }
+
+/** What the limits granted: entries that may be taken now; when none, what ran short (a wait of `waitMs` for tokens). */
+export type LimitsGrant = { readonly granted: number } & ({ readonly short?: undefined } | { readonly short: 'permits' } | { readonly short: 'tokens'; readonly waitMs: number });
+
+/**
+ * Asks a binding's shared limits for up to `wanted` entries (a read's, or a claim's): permits
+ * first, at most `permitRoom` (what this worker may hold), then rate-limit tokens for those; what
+ * one of them refused of the other's grant goes back. A token request that fails gives the permits
+ * just taken back before it throws: kept, they would be renewed for good and stop the handler.
+ */
+export async function grantFromLimits(limits: BindingLimits, wanted: number, permitRoom: number): Promise<LimitsGrant> {
+  let granted = wanted;
+  const { permits, rate } = limits;
+  if (permits !== undefined) {
+    const room = Math.min(wanted, permitRoom);
+    granted = room > 0 ? await permits.acquire(room) : 0;
+    if (granted === 0) return { granted, short: 'permits' };
+  }
+  if (rate === undefined) return { granted };
+  let tokens: { granted: number; waitMs: number };
+  try {
+    tokens = await rate.take(granted);
+  } catch (error) {
+    permits?.release(granted);
+    throw error;
+  }
+  if (tokens.granted < granted) permits?.release(granted - tokens.granted);
+  return tokens.granted === 0 ? { granted: 0, short: 'tokens', waitMs: tokens.waitMs } : { granted: tokens.granted };
+}

@@ -13,3 +13,11 @@ export interface HandledStream extends ResolvedHandlerExtras {
   readonly pattern: string;
   readonly isEventHandler: boolean;
 }
+
+/**
+ * The stream a pattern's shared state (pause, limits) is kept on: the pattern's own stream, also
+ * for its partitions and priority lanes, so one pause or limit covers every partition and lane.
+ */
+export function patternStreamOf(stream: { readonly stream: string; readonly partitionOf?: string | undefined; readonly priorityOf?: string | undefined }): string {
+  return stream.priorityOf ?? stream.partitionOf ?? stream.stream;
+}

@@ -215,7 +215,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
    * when it was running. Only after `listen()`. See docs/flow-control.md.
    */
   async pause(pattern: string, group = this.options.group): Promise<boolean> {
-    const paused = await pauseGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+    const paused = await pauseGroup(this.commandConnection(), this.pausedStreamOf(pattern), group);
     // This worker need not wait for its next poll.
     await this.parts?.flow.pauses.refresh();
     return paused;
@@ -223,18 +223,18 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
 
   /** Resumes `pattern`'s group for every worker. Resolves `true` when it was paused. Only after `listen()`. */
   async resume(pattern: string, group = this.options.group): Promise<boolean> {
-    const resumed = await resumeGroup(this.commandConnection(), this.flowStreamOf(pattern), group);
+    const resumed = await resumeGroup(this.commandConnection(), this.pausedStreamOf(pattern), group);
     await this.parts?.flow.pauses.refresh();
     return resumed;
   }
 
   /** Whether `pattern`'s group is paused, as Redis says now. Only after `listen()`. */
   async isPaused(pattern: string, group = this.options.group): Promise<boolean> {
-    return (await pausedSince(this.commandConnection(), this.flowStreamOf(pattern), group)) !== undefined;
+    return (await pausedSince(this.commandConnection(), this.pausedStreamOf(pattern), group)) !== undefined;
   }
 
   /** The stream a pattern's pause is kept on: `streamPrefix + pattern` (a partitioned pattern's partitions all follow it). */
-  private flowStreamOf(pattern: string): string {
+  private pausedStreamOf(pattern: string): string {
     if (typeof pattern !== 'string' || pattern === '') throw new RedisStreamsOptionError('pattern', `must be a non-empty string, got ${describe(pattern)}`);
     return streamKeyFor(pattern, this.options.streamPrefix);
   }

@@ -120,8 +120,8 @@ export class ServerConnections {
       ...[...partitioned].map(([stream, count]) => checkPartitionCount(commands, stream, count)),
       ...unpartitionedStreamsOf(bindings).map((stream) => this.checkUnpartitioned(commands, stream)),
     ]);
-    this.warnUnpartitionedEntries(commands, [...partitioned.keys()]);
-    this.warnEntriesBesideLanes(commands, priorityStreamsOf(bindings));
+    this.warnEntriesNobodyReads(commands, [...partitioned.keys()], (stream) => `its partitions ("${stream}:p0" …)`, 'partitions');
+    this.warnEntriesNobodyReads(commands, priorityStreamsOf(bindings), (stream) => `its priority lanes ("${stream}:<lane>")`, 'priorities');
     const [capabilities] = await Promise.allSettled([probed, created, checked]);
     // A server lacking a command or a capability an option needs fails here, naming it (before a
     // group error it may cause).
@@ -147,37 +147,19 @@ export class ServerConnections {
   }
 
   /**
-   * A producer without the `partitions` setting writes to the stream itself, which no partition
-   * reader reads: said at start-up when that stream holds entries (best effort, never fails listen()).
+   * A producer without the `partitions` (or `priorities`) setting writes to the stream itself,
+   * which no partition (lane) reader reads: said at start-up when that stream holds entries (best
+   * effort, never fails listen()). `readAs`: what the handlers read instead; `setting`: the
+   * producers' option.
    */
-  private warnUnpartitionedEntries(commands: RedisClient, streams: readonly string[]): void {
+  private warnEntriesNobodyReads(commands: RedisClient, streams: readonly string[], readAs: (stream: string) => string, setting: string): void {
     for (const stream of streams) {
       commands.xlen(stream).then(
         (length) => {
           if (length > 0) {
             this.host.logger.warn(
-              `stream "${stream}" holds ${length} entries, but its handlers read its partitions ("${stream}:p0" …): ` +
-                'producers that do not set the same partitions write there and nobody reads them',
-            );
-          }
-        },
-        () => undefined,
-      );
-    }
-  }
-
-  /**
-   * Likewise a producer without the `priorities` setting writes to the pattern's stream, which no
-   * lane reader reads: said at start-up when that stream holds entries (best effort).
-   */
-  private warnEntriesBesideLanes(commands: RedisClient, streams: readonly string[]): void {
-    for (const stream of streams) {
-      commands.xlen(stream).then(
-        (length) => {
-          if (length > 0) {
-            this.host.logger.warn(
-              `stream "${stream}" holds ${length} entries, but its handlers read its priority lanes ("${stream}:<lane>"): ` +
-                'producers that do not set the same priorities write there and nobody reads them',
+              `stream "${stream}" holds ${length} entries, but its handlers read ${readAs(stream)}: ` +
+                `producers that do not set the same ${setting} write there and nobody reads them`,
             );
           }
         },

@@ -4,6 +4,7 @@ import { PauseWatch, type PauseTarget } from '../flow/pause-watch.js';
 import { SharedRateLimit } from '../flow/shared-rate-limit.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BindingLimits } from './binding-limits.js';
+import { patternStreamOf } from './handled-stream.js';
 import type { StreamBinding } from './in-flight.js';
 
 /** How long a reader short of permits waits before it asks again, unless one of its own comes back first. */
@@ -11,14 +12,6 @@ export const PERMIT_RETRY_MS = 100;
 /** Pause polls: at most this often, at least every second. */
 const MIN_PAUSE_POLL_MS = 50;
 const MAX_PAUSE_POLL_MS = 1_000;
-
-/**
- * The stream a pattern's shared state is keyed on: the pattern's own stream, also for its
- * partitions and priority lanes, so one pause or limit covers every partition and every lane.
- */
-export function flowStreamOf(binding: { readonly stream: string; readonly partitionOf?: string | undefined; readonly priorityOf?: string | undefined }): string {
-  return binding.priorityOf ?? binding.partitionOf ?? binding.stream;
-}
 
 /**
  * A server's flow control across workers (src/flow/): which of its groups are paused, and each
@@ -39,11 +32,11 @@ export class ServerFlow {
   ) {
     const warn = (message: string): void => logger.warn(message);
     const pollMs = Math.min(MAX_PAUSE_POLL_MS, Math.max(MIN_PAUSE_POLL_MS, Math.floor(blockMs / 2)));
-    this.pauses = new PauseWatch(commands, bindings.map((binding) => ({ stream: flowStreamOf(binding), group: binding.group })), pollMs, pauseChanged, warn);
+    this.pauses = new PauseWatch(commands, bindings.map((binding) => ({ stream: patternStreamOf(binding), group: binding.group })), pollMs, pauseChanged, warn);
     const shared = new Map<string, BindingLimits>();
     for (const binding of bindings) {
       if (binding.rateLimit === undefined && binding.globalConcurrency === undefined) continue;
-      const stream = flowStreamOf(binding);
+      const stream = patternStreamOf(binding);
       const key = `${stream}\u0000${binding.group}`;
       let limits = shared.get(key);
       if (limits === undefined) {
@@ -61,7 +54,7 @@ export class ServerFlow {
   }
 
   isPaused(binding: StreamBinding): boolean {
-    return this.pauses.isPaused(flowStreamOf(binding), binding.group);
+    return this.pauses.isPaused(patternStreamOf(binding), binding.group);
   }
 
   start(): Promise<void> {

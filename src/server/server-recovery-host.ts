@@ -8,6 +8,7 @@ import type { HandlerLanes } from './handler-lanes.js';
 import type { InFlightEntry, IncomingEntry, StreamBinding } from './in-flight.js';
 import type { ServerState } from './liveness.js';
 import type { PrefetchSlots } from './prefetch-slots.js';
+import { grantFromLimits } from './binding-limits.js';
 import type { ServerFlow } from './server-flow.js';
 import type { StreamReader } from './stream-reader.js';
 
@@ -75,27 +76,15 @@ export class ServerRecoveryHost implements RecoveryHost {
       this.parts.slots.unreserve(reserved);
       return 0;
     }
-    const { permits, rate } = binding.limits ?? {};
-    if (permits === undefined && rate === undefined) return reserved;
-    // Claimed entries run as read ones do: within the handler's shared limits.
-    let granted = reserved;
-    if (permits !== undefined) {
-      try {
-        granted = await permits.acquire(Math.min(granted, permits.roomHere(binding.concurrency, 0)));
-      } catch {
-        granted = 0; // no permit known to be free: the claim waits for a later tick
-      }
-    }
-    if (rate !== undefined && granted > 0) {
-      let tokens = 0;
-      try {
-        tokens = (await rate.take(granted)).granted;
-      } catch {
-        // none taken: the claim waits for a later tick
-      }
-      if (tokens < granted) permits?.release(granted - tokens);
-      granted = tokens;
-    }
+    const { limits } = binding;
+    if (limits === undefined) return reserved;
+    const { permits, rate } = limits;
+    // Claimed entries run as read ones do: within the handler's shared limits. None to be had (or
+    // Redis refused the request): the claim waits for a later tick.
+    const granted = await grantFromLimits(limits, reserved, permits?.roomHere(binding.concurrency, 0) ?? reserved).then(
+      (grant) => grant.granted,
+      () => 0,
+    );
     if (granted < reserved) this.parts.slots.unreserve(reserved - granted);
     const grants = this.claimGrants.get(binding) ?? { permits: 0, tokens: 0 };
     this.claimGrants.set(binding, { permits: grants.permits + (permits === undefined ? 0 : granted), tokens: grants.tokens + (rate === undefined ? 0 : granted) });

@@ -9,8 +9,10 @@ import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
-import type { BindingLimits } from './binding-limits.js';
-import { flowStreamOf, PERMIT_RETRY_MS } from './server-flow.js';
+import { grantFromLimits, type BindingLimits } from './binding-limits.js';
+import type { GlobalPermits } from '../flow/global-permits.js';
+import { patternStreamOf } from './handled-stream.js';
+import { PERMIT_RETRY_MS } from './server-flow.js';
 
 /** Unblocks of a read that went out before a pause was seen: enough for it to reach Redis (~0.5 s). */
 const STALE_READ_UNBLOCKS = 50;
@@ -76,7 +78,7 @@ export class StreamReader {
 
   /** Whether this reader reads `binding`'s stream in its group. */
   reads(stream: string, group: string): boolean {
-    return this.group === group && this.bindings.some((binding) => flowStreamOf(binding) === stream);
+    return this.group === group && this.bindings.some((binding) => patternStreamOf(binding) === stream);
   }
 
   /**
@@ -301,34 +303,20 @@ export class StreamReader {
   }
 
   /**
-   * How many entries the limited binding's shared limits let this read take (≤ `wanted`): global
-   * permits first (within what this worker may hold, `GlobalPermits.roomHere`), then rate-limit
-   * tokens for those. None granted: `wait`, until a permit may be free (PERMIT_RETRY_MS, or sooner
+   * How many entries the limited binding's shared limits let this read take (≤ `wanted`,
+   * binding-limits.ts). None granted: `wait`, until a permit may be free (PERMIT_RETRY_MS, or sooner
    * when one of ours comes back) or the bucket has tokens again (the script says when); the loop
    * then asks again.
    */
   private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<{ granted: number; wait?: () => Promise<void> }> {
-    let granted = wanted;
-    const { permits, rate } = limits;
-    if (permits !== undefined) {
-      const room = Math.min(wanted, permits.roomHere(binding.concurrency, this.host.readBatch));
-      granted = room > 0 ? await permits.acquire(room) : 0;
-      if (granted === 0) return { granted, wait: () => this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()) };
+    const room = limits.permits?.roomHere(binding.concurrency, this.host.readBatch) ?? wanted;
+    const grant = await grantFromLimits(limits, wanted, room);
+    if (grant.short === 'permits') {
+      const permits = limits.permits as GlobalPermits;
+      return { granted: 0, wait: () => this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()) };
     }
-    if (rate !== undefined) {
-      let tokens: { granted: number; waitMs: number };
-      try {
-        tokens = await rate.take(granted);
-      } catch (error) {
-        // The permits just taken go back: kept, they would be renewed for good and stop the handler.
-        permits?.release(granted);
-        throw error;
-      }
-      if (tokens.granted < granted) permits?.release(granted - tokens.granted);
-      if (tokens.granted === 0) return { granted: 0, wait: () => this.waitUntil(tokens.waitMs) };
-      granted = tokens.granted;
-    }
-    return { granted };
+    if (grant.short === 'tokens') return { granted: 0, wait: () => this.waitUntil(grant.waitMs) };
+    return { granted: grant.granted };
   }
 
   /** After a limited read: tokens and permits granted for entries the read did not bring go back. */
