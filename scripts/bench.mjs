@@ -4,9 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { requireRedisServer } from './redis-server-check.mjs';
+import { ensureRedisServer } from './redis-server-provision.mjs';
 
-requireRedisServer();
+ensureRedisServer();
 
 const args = process.argv.slice(2);
 const run = (cmd, argv, env = process.env) => spawnSync(cmd, argv, { stdio: 'inherit', env }).status ?? 1;

@@ -1,8 +1,8 @@
 // `npm run sample`: compile the project (sample included) and run the sample application.
 import { spawnSync } from 'node:child_process';
-import { requireRedisServer } from './redis-server-check.mjs';
+import { ensureRedisServer } from './redis-server-provision.mjs';
 
-requireRedisServer({ orRedisUrl: true });
+ensureRedisServer({ orRedisUrl: true });
 
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: 'inherit' }).status ?? 1;
 if (run('npx', ['tsc', '-p', 'tsconfig.sample.json']) !== 0) process.exit(1);

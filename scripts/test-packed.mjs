@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { requireRedisServer } from './redis-server-check.mjs';
+import { ensureRedisServer } from './redis-server-provision.mjs';
 
-requireRedisServer();
+ensureRedisServer();
 const run = (cmd, args, options = {}) => spawnSync(cmd, args, { encoding: 'utf8', ...options });
 const must = (what, result) => {
   if (result.status !== 0) {

@@ -2,9 +2,9 @@
 // compiled output), run vitest, and close with the "N passed, N failed" line CI understands.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { requireRedisServer } from './redis-server-check.mjs';
+import { ensureRedisServer } from './redis-server-provision.mjs';
 
-requireRedisServer();
+ensureRedisServer();
 
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: 'inherit', shell: false }).status ?? 1;
 
