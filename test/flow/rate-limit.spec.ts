@@ -54,6 +54,22 @@ class LimitedController {
   }
 }
 
+/** A per-key limit alone in its group: its stream has a reader of its own. */
+@Controller()
+class TenantsOnlyController {
+  @EventPattern<string>('tenants-only', { group: 'tenants', rateLimit: { max: 2, per: 1000, key: (data: { tenant: string }) => data.tenant } })
+  async onTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+  }
+}
+
+/** The CLIENT LIST lines of connections blocked in `command`. */
+async function blockedIn(redis: { client(subcommand: 'LIST'): Promise<unknown> }, command: string): Promise<string[]> {
+  return String(await redis.client('LIST'))
+    .split('\n')
+    .filter((line) => line.includes(` cmd=${command} `) && /flags=\S*b/.test(line));
+}
+
 describe('extras.rateLimit: one token bucket in Redis for every worker of the group', () => {
   const redis = useRedisServer();
   const running: RunningServer[] = [];
@@ -141,6 +157,20 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     const acmeTtl = await redis.client.pttl(`${rateLimitKey('tenants', 'g')}:acme`);
     expect(acmeTtl).toBeGreaterThan(0);
     expect(acmeTtl).toBeLessThanOrEqual(2_000);
+  });
+
+  it('a per-key limit leaves the reader alone: its stream is read with a blocking XREADGROUP, no XREAD BLOCK nor grant round trip', async () => {
+    await redis.client.config('RESETSTAT');
+    running.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'w11', blockMs: 5_000 }, [TenantsOnlyController]));
+    await waitFor(async () => (await blockedIn(redis.client, 'xreadgroup')).length === 1, 'the reader blocked in XREADGROUP');
+    expect(await blockedIn(redis.client, 'xread')).toEqual([]);
+    // Each entry wakes the blocked read and is handled at once (not after blockMs).
+    for (let n = 0; n < 2; n++) {
+      await xaddEvent(redis.client, 'tenants-only', 'tenants-only', { n, tenant: 'acme' });
+      await waitFor(() => tenantStarts.length === n + 1, `entry ${n} handled`, { timeout: 2_000 });
+    }
+    expect(String(await redis.client.info('commandstats'))).not.toContain('cmdstat_xread:');
+    await waitFor(async () => (await pendingCount(redis.client, 'tenants-only', 'tenants')) === 0, 'every entry acked');
   });
 
   it('entries claimed by recovery take tokens too: a dead consumer\'s entries start within the limit', async () => {
