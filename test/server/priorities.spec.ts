@@ -334,6 +334,13 @@ describe('priority lanes (pure)', () => {
     expect(priorityLanesOption('x', ['a-1', 'b_2', 'c.3'])).toEqual(['a-1', 'b_2', 'c.3']);
   });
 
+  it('a bad lane list is refused saying what is wrong with it, not its type', () => {
+    const message = (value: unknown) => optionError(() => priorityLanesOption('extras.priorities (handler "orders")', value)).message;
+    expect(message([])).toBe('Invalid option "extras.priorities (handler "orders")": must list at least one lane (lane names, highest first), got an empty array');
+    expect(message(Array.from({ length: 11 }, (_, i) => `l${i}`))).toContain('lists 11 lanes, at most 10');
+    expect(message('high')).toContain('must be an array of 1 to 10 lane names, highest first, got "high"');
+  });
+
   it('on a Cluster the lanes must share a hash slot: a pattern with a hash tag passes, one without is refused naming the option', () => {
     expect(() => checkLanesShareSlot('extras.priorities (handler "{orders}")', '{orders}', ['high', 'low'])).not.toThrow();
     const error = optionError(() => checkLanesShareSlot('extras.priorities (handler "orders")', 'orders', ['high', 'normal', 'low']));
