@@ -39,6 +39,13 @@ class LimitedController {
     if (data.answer429 === true && ctx.getDeliveryCount() === 1) await ctx.rateLimited(700);
   }
 
+  /** 10 a second, one at a time: a refill during a back-off would let all 10 start at once after it. */
+  @EventPattern<string>('paced', { rateLimit: { max: 10, per: 1000 } })
+  async onPaced(@Payload() data: { n: number; answer429?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+    if (data.answer429 === true && ctx.getDeliveryCount() === 1) await ctx.rateLimited(1_000);
+  }
+
   @EventPattern<string>('tenants', { rateLimit: { max: 2, per: 1000, key: (data: { tenant: string }) => data.tenant } })
   async onTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
     tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
@@ -133,6 +140,20 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     const again = starts.find((s) => s.n === 0 && s.deliveryCount === 2);
     expect(again).toBeDefined();
     await waitFor(async () => (await pendingCount(redis.client, 'api', 'g')) === 0, 'every entry acked');
+  });
+
+  it('after a ctx.rateLimited() back-off the bucket starts empty: the entries that waited start at the limit\'s pace, not max at once', async () => {
+    running.push(await start('w12'));
+    await xaddEvent(redis.client, 'paced', 'paced', { n: 0, answer429: true });
+    await waitFor(async () => Number(await redis.client.hget(rateLimitKey('paced', 'g'), 'until')) > 0, 'the back-off in the bucket');
+    const backOffEnd = Number(await redis.client.hget(rateLimitKey('paced', 'g'), 'until'));
+    for (let n = 1; n <= 10; n++) await xaddEvent(redis.client, 'paced', 'paced', { n });
+    await waitFor(() => starts.length === 12, 'the 429 entry again and the ten others', { timeout: 15_000 });
+    const after = starts.slice(1).map((s) => s.at).sort((a, b) => a - b);
+    expect(after[0]).toBeGreaterThanOrEqual(backOffEnd - 20);
+    // One token per 100 ms from an empty bucket: 11 entries span about 1 s (a full bucket: ~0).
+    expect((after[after.length - 1] as number) - (after[0] as number)).toBeGreaterThanOrEqual(1_000 - 300);
+    await waitFor(async () => (await pendingCount(redis.client, 'paced', 'g')) === 0, 'every entry acked');
   });
 
   it('a per-key limit: a busy tenant waits, held in Redis without a delivery counted; another tenant is not held up', async () => {
