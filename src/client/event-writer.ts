@@ -5,6 +5,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import { partitionStreamKey } from '../partitions/partition-keys.js';
 import type { ProducerTrace, Telemetry } from '../telemetry/telemetry.js';
 import { contentPartitionOf } from './content-partition.js';
+import { checkPattern } from './pattern-check.js';
 import { delayedHoldArgs, sendHold } from './delayed-emit.js';
 import { pushBodyFields, pushHeadersField, pushRawFields, validateHeaders, type OutgoingPacket } from './entry-fields.js';
 import { idmpArgs } from './idempotent-emit.js';
@@ -45,7 +46,7 @@ export class EventWriter {
   dispatch<T>(packet: ReadPacket): Promise<T> {
     let route: Route;
     try {
-      route = this.host.router.routeEvent(this.host.normalize(packet.pattern), unwrapRecord(packet.data).options);
+      route = this.host.router.routeEvent(checkPattern(this.host.normalize(packet.pattern)), unwrapRecord(packet.data).options);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -4,6 +4,7 @@ import { listRecurring, removeDelayed, type HeldCron, type RecurringEntry } from
 import { repeatHoldId, type RepeatOptions } from '../delayed/repeat-option.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe } from '../validation.js';
+import { checkPattern } from './pattern-check.js';
 import type { RedisStreamsClient } from './redis-streams-client.js';
 import { RedisStreamsRecord, type RedisStreamsRecordOptions } from './redis-streams-record.js';
 
@@ -99,10 +100,6 @@ function payloadOf(fields: [string, string][] | null): unknown {
   } catch {
     return undefined;
   }
-}
-
-function checkPattern(pattern: unknown): void {
-  if (typeof pattern !== 'string' || pattern === '') throw new RedisStreamsOptionError('pattern', `must be a non-empty string, got ${describe(pattern)}`);
 }
 
 function checkKey(key: unknown): void {

@@ -9,6 +9,7 @@ import { describe, integerOption, timerMillisOption } from '../validation.js';
 import { pushEntryFields, validateHeaders } from './entry-fields.js';
 import { NO_MESSAGE_HANDLER, RedisStreamsNoHandlerError, RedisStreamsReplyDecodeError, RedisStreamsTimeoutError } from './errors.js';
 import { isThenable, serializedPacket, unwrapRecord } from './outgoing-packet.js';
+import { checkPattern } from './pattern-check.js';
 import type { PartitionRouter } from './partition-router.js';
 import type { ProducerConnection } from './producer-connection.js';
 import type { ResolvedClientOptions } from './redis-streams-client.options.js';
@@ -68,7 +69,7 @@ export class RequestSender {
         'is for emit() only: a request waits for its reply within its timeout; emit a delayed event instead, or send() when it is due',
       );
     }
-    const pattern = host.normalize(partialPacket.pattern);
+    const pattern = checkPattern(host.normalize(partialPacket.pattern));
     // The first request of a partitioned pattern waits for the check of its partition count.
     const { stream, ready } = host.router.route(pattern, options);
     const timeoutMs = timerMillisOption('timeout', options.timeout, host.config.timeout, 1);

@@ -40,8 +40,12 @@ export function defaultPriorityOf(lanes: readonly string[]): string {
  */
 export function priorityLanesOption(option: string, value: unknown): readonly string[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_PRIORITIES) {
+  if (!Array.isArray(value)) {
     throw new RedisStreamsOptionError(option, `must be an array of 1 to ${MAX_PRIORITIES} lane names, highest first, got ${describe(value)}`);
+  }
+  if (value.length === 0) throw new RedisStreamsOptionError(option, 'must list at least one lane (lane names, highest first), got an empty array');
+  if (value.length > MAX_PRIORITIES) {
+    throw new RedisStreamsOptionError(option, `lists ${value.length} lanes, at most ${MAX_PRIORITIES} are allowed (every lane is one more stream in each read)`);
   }
   const seen = new Set<string>();
   for (const lane of value as unknown[]) {

@@ -4,7 +4,7 @@ import type { StreamBinding } from './in-flight.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { checkPartitionable, partitionStreamKeys } from '../partitions/partition-keys.js';
 import { priorityStreamKey } from '../priorities/priority-lanes.js';
-import { resolveHandlerExtras, type ResolvedHandlerExtras } from './handler-extras.js';
+import { limitsTheReader, resolveHandlerExtras, type ResolvedHandlerExtras } from './handler-extras.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { HandledStream } from './handled-stream.js';
 
@@ -166,11 +166,6 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
   }
 }
 
-/** A limit its reader applies (a per-key rate limit is applied per entry, once its key is known). */
-export function hasSharedLimit(binding: HandledStream): boolean {
-  return (binding.rateLimit !== undefined && binding.rateLimit.key === undefined) || binding.globalConcurrency !== undefined;
-}
-
 export function describeBinding(binding: StreamBinding): HandledStream {
   const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler } = binding;
   return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler };
@@ -179,14 +174,14 @@ export function describeBinding(binding: StreamBinding): HandledStream {
 /**
  * Bindings that one blocking connection reads together: per group; on a Cluster per group and hash
  * slot (one XREADGROUP may only name keys of one slot; streams sharing a hash tag share a reader).
- * A binding with a shared limit (`rateLimit`, `globalConcurrency`) has a reader of its own: its
+ * A binding its limits gate (`globalConcurrency`, a `rateLimit` without key) has a reader of its own: its
  * read's COUNT is what the limit grants, which must not be split with other streams. The lanes of
  * one pattern (`extras.priorities`) share a reader of their own: its reads compare the lanes.
  */
 export function groupBindingsForReaders(bindings: readonly StreamBinding[], perSlot: boolean): StreamBinding[][] {
   const byReader = new Map<string, StreamBinding[]>();
   for (const binding of bindings) {
-    const key = hasSharedLimit(binding)
+    const key = limitsTheReader(binding)
       ? `limited\n${binding.key}`
       : binding.priorityOf !== undefined
         ? `priorities\n${bindingKey(binding.priorityOf, binding.group)}`

@@ -137,9 +137,8 @@ export function resolveHandlerExtras(
   }
   const globalConcurrency = resolveGlobalConcurrency(name('globalConcurrency'), given.globalConcurrency);
   const priorities = priorityLanesOption(name('priorities'), given.priorities);
-  // A limit its reader applies needs a reader of its own, as priority lanes do; a per-key limit is applied per entry.
-  const readerLimited = (rateLimit !== undefined && rateLimit.key === undefined) || globalConcurrency !== undefined;
-  if (priorities !== undefined) checkPriorityCombinations(name('priorities'), partitions, readerLimited);
+  // A limit its reader applies needs a reader of its own, as priority lanes do.
+  if (priorities !== undefined) checkPriorityCombinations(name('priorities'), partitions, limitsTheReader({ rateLimit, globalConcurrency }));
   return {
     group: given.group === undefined ? server.group : nonEmptyStringOption(name('group'), given.group),
     raw: rawOption(name('raw'), given.raw),
@@ -158,6 +157,26 @@ export function resolveHandlerExtras(
     globalConcurrency,
     priorities,
   };
+}
+
+/** What decides how a handler's stream is read: its shared limits. */
+export type HandlerLimits = Pick<ResolvedHandlerExtras, 'rateLimit' | 'globalConcurrency'>;
+
+/**
+ * The `rateLimit` its reader applies (tokens taken before each read), or undefined: one with a
+ * `key` is applied per entry, once the entry's key is known, and leaves the reader alone.
+ */
+export function readerRateLimit(rateLimit: ResolvedRateLimit | undefined): ResolvedRateLimit | undefined {
+  return rateLimit?.key === undefined ? rateLimit : undefined;
+}
+
+/**
+ * Whether a handler's limits gate its reader (`globalConcurrency`, or a `rateLimit` without key):
+ * such a binding is read alone, a grant before each non-blocking read (stream-reader.ts
+ * `readLimited`). Otherwise it is read like any stream, with a blocking XREADGROUP.
+ */
+export function limitsTheReader(limits: HandlerLimits): boolean {
+  return readerRateLimit(limits.rateLimit) !== undefined || limits.globalConcurrency !== undefined;
 }
 
 /**

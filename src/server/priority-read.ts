@@ -20,7 +20,8 @@ export const STARVATION_LIMIT = 10;
  * entries read since it last got one) is offered one entry whatever the lanes above it take. A
  * read that found nothing is followed by a blocking XREADGROUP over every lane with COUNT 1 (a
  * script cannot block): it returns with the first entry to arrive, at most one per lane, and the
- * next read fills again.
+ * next read fills again. Like a native XREADGROUP, a fill fails with NOGROUP before it reads any
+ * lane when one lane's group is gone: nothing taken is left out of a reply.
  *
  * Redis 8.10's `XREADGROUP … MAXCOUNT` caps a whole reply across streams, but nothing we can check
  * says it fills the streams in the order given, and one XREADGROUP has one COUNT for every stream,

@@ -5,6 +5,7 @@ import { SharedRateLimit } from '../flow/shared-rate-limit.js';
 import type { RedisClient } from '../redis/connection.js';
 import type { BindingLimits } from './binding-limits.js';
 import { patternStreamOf } from './handled-stream.js';
+import { readerRateLimit } from './handler-extras.js';
 import type { StreamBinding } from './in-flight.js';
 
 /** How long a reader short of permits waits before it asks again, unless one of its own comes back first. */
@@ -42,8 +43,8 @@ export class ServerFlow {
       if (limits === undefined) {
         const rate = binding.rateLimit && new SharedRateLimit(commands, stream, binding.group, binding.rateLimit);
         limits = {
-          rate: binding.rateLimit?.key === undefined ? rate : undefined,
-          perKey: binding.rateLimit?.key === undefined ? undefined : rate,
+          rate: readerRateLimit(binding.rateLimit) === undefined ? undefined : rate,
+          perKey: readerRateLimit(binding.rateLimit) === undefined ? rate : undefined,
           permits: binding.globalConcurrency && new GlobalPermits(commands, stream, binding.group, consumer, binding.globalConcurrency, warn),
         };
         shared.set(key, limits);

@@ -10,6 +10,7 @@ import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type Rep
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 import { grantFromLimits, type BindingLimits } from './binding-limits.js';
+import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
 import { patternStreamOf } from './handled-stream.js';
 import { PERMIT_RETRY_MS } from './server-flow.js';
@@ -49,7 +50,7 @@ export class StreamReader {
   readonly pulse = new ReaderPulse();
   /** A handler of this group wants the exact bytes (`extras.raw: 'buffers'`): read with the Buffer variant. */
   private readonly readsBytes: boolean;
-  /** The one binding of a reader of a binding with shared limits (rateLimit, globalConcurrency), else undefined. */
+  /** The one binding of a reader its limits gate (handler-extras.ts `limitsTheReader`), else undefined. */
   private readonly limited: StreamBinding | undefined;
   /** Set when this reader reads one pattern's priority lanes (priority-read.ts reads them). */
   private readonly priorities: PriorityRead | undefined;
@@ -64,7 +65,8 @@ export class StreamReader {
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
-    this.limited = bindings.length === 1 && bindings[0]?.limits !== undefined ? bindings[0] : undefined;
+    const only = bindings.length === 1 ? bindings[0] : undefined;
+    this.limited = only !== undefined && limitsTheReader(only) ? only : undefined;
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];

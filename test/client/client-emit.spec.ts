@@ -3,6 +3,8 @@ import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord, RedisStreamsRecordBuilder } from '../../src/client/redis-streams-record.js';
+import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
+import { RedisStreamsOptionError } from '../../src/errors.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { recordSocketWrites } from '../helpers/socket-writes.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -188,6 +190,26 @@ describe('RedisStreamsClient.emit', () => {
     } finally {
       writes.restore();
     }
+  });
+
+  it('refuses an empty pattern (plain, delayed, with a prefix, and a send) as the scheduler does: an error naming "pattern", nothing written', async () => {
+    await redis.flushall();
+    const plain = client();
+    const prefixed = client({ streamPrefix: 'app:' });
+    const scheduled = await new RedisStreamsScheduler(plain).schedule('', 1, { every: 1_000, key: 'k' }).catch((error: unknown) => error);
+    const refusals = [
+      await lastValueFrom(plain.emit('', { n: 1 })).catch((error: unknown) => error),
+      await lastValueFrom(plain.emit('', new RedisStreamsRecord({ n: 2 }, { delay: 50 }))).catch((error: unknown) => error),
+      await lastValueFrom(prefixed.emit('', { n: 3 })).catch((error: unknown) => error),
+      await lastValueFrom(plain.send('', new RedisStreamsRecord({ n: 4 }, { timeout: 1_000 }))).catch((error: unknown) => error),
+    ];
+    expect(scheduled).toBeInstanceOf(RedisStreamsOptionError);
+    for (const refused of refusals) {
+      expect(refused).toBeInstanceOf(RedisStreamsOptionError);
+      expect(refused).toMatchObject({ option: 'pattern', message: (scheduled as Error).message });
+    }
+    expect((scheduled as Error).message).toBe('Invalid option "pattern": must be a non-empty string, got ""');
+    expect(await redis.dbsize()).toBe(0);
   });
 
   it('reuses one connection after the first emit (connect is idempotent)', async () => {

@@ -39,6 +39,13 @@ class LimitedController {
     if (data.answer429 === true && ctx.getDeliveryCount() === 1) await ctx.rateLimited(700);
   }
 
+  /** 10 a second, one at a time: a refill during a back-off would let all 10 start at once after it. */
+  @EventPattern<string>('paced', { rateLimit: { max: 10, per: 1000 } })
+  async onPaced(@Payload() data: { n: number; answer429?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+    if (data.answer429 === true && ctx.getDeliveryCount() === 1) await ctx.rateLimited(1_000);
+  }
+
   @EventPattern<string>('tenants', { rateLimit: { max: 2, per: 1000, key: (data: { tenant: string }) => data.tenant } })
   async onTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
     tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
@@ -52,6 +59,22 @@ class LimitedController {
       limitedErrors.push(error);
     }
   }
+}
+
+/** A per-key limit alone in its group: its stream has a reader of its own. */
+@Controller()
+class TenantsOnlyController {
+  @EventPattern<string>('tenants-only', { group: 'tenants', rateLimit: { max: 2, per: 1000, key: (data: { tenant: string }) => data.tenant } })
+  async onTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+  }
+}
+
+/** The CLIENT LIST lines of connections blocked in `command`. */
+async function blockedIn(redis: { client(subcommand: 'LIST'): Promise<unknown> }, command: string): Promise<string[]> {
+  return String(await redis.client('LIST'))
+    .split('\n')
+    .filter((line) => line.includes(` cmd=${command} `) && /flags=\S*b/.test(line));
 }
 
 describe('extras.rateLimit: one token bucket in Redis for every worker of the group', () => {
@@ -119,6 +142,20 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     await waitFor(async () => (await pendingCount(redis.client, 'api', 'g')) === 0, 'every entry acked');
   });
 
+  it('after a ctx.rateLimited() back-off the bucket starts empty: the entries that waited start at the limit\'s pace, not max at once', async () => {
+    running.push(await start('w12'));
+    await xaddEvent(redis.client, 'paced', 'paced', { n: 0, answer429: true });
+    await waitFor(async () => Number(await redis.client.hget(rateLimitKey('paced', 'g'), 'until')) > 0, 'the back-off in the bucket');
+    const backOffEnd = Number(await redis.client.hget(rateLimitKey('paced', 'g'), 'until'));
+    for (let n = 1; n <= 10; n++) await xaddEvent(redis.client, 'paced', 'paced', { n });
+    await waitFor(() => starts.length === 12, 'the 429 entry again and the ten others', { timeout: 15_000 });
+    const after = starts.slice(1).map((s) => s.at).sort((a, b) => a - b);
+    expect(after[0]).toBeGreaterThanOrEqual(backOffEnd - 20);
+    // One token per 100 ms from an empty bucket: 11 entries span about 1 s (a full bucket: ~0).
+    expect((after[after.length - 1] as number) - (after[0] as number)).toBeGreaterThanOrEqual(1_000 - 300);
+    await waitFor(async () => (await pendingCount(redis.client, 'paced', 'g')) === 0, 'every entry acked');
+  });
+
   it('a per-key limit: a busy tenant waits, held in Redis without a delivery counted; another tenant is not held up', async () => {
     running.push(await start('w8'), await start('w9'));
     for (let n = 0; n < 6; n++) await xaddEvent(redis.client, 'tenants', 'tenants', { n, tenant: 'acme' });
@@ -141,6 +178,20 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     const acmeTtl = await redis.client.pttl(`${rateLimitKey('tenants', 'g')}:acme`);
     expect(acmeTtl).toBeGreaterThan(0);
     expect(acmeTtl).toBeLessThanOrEqual(2_000);
+  });
+
+  it('a per-key limit leaves the reader alone: its stream is read with a blocking XREADGROUP, no XREAD BLOCK nor grant round trip', async () => {
+    await redis.client.config('RESETSTAT');
+    running.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'w11', blockMs: 5_000 }, [TenantsOnlyController]));
+    await waitFor(async () => (await blockedIn(redis.client, 'xreadgroup')).length === 1, 'the reader blocked in XREADGROUP');
+    expect(await blockedIn(redis.client, 'xread')).toEqual([]);
+    // Each entry wakes the blocked read and is handled at once (not after blockMs).
+    for (let n = 0; n < 2; n++) {
+      await xaddEvent(redis.client, 'tenants-only', 'tenants-only', { n, tenant: 'acme' });
+      await waitFor(() => tenantStarts.length === n + 1, `entry ${n} handled`, { timeout: 2_000 });
+    }
+    expect(String(await redis.client.info('commandstats'))).not.toContain('cmdstat_xread:');
+    await waitFor(async () => (await pendingCount(redis.client, 'tenants-only', 'tenants')) === 0, 'every entry acked');
   });
 
   it('entries claimed by recovery take tokens too: a dead consumer\'s entries start within the limit', async () => {

@@ -55,6 +55,15 @@ class HeldController {
   }
 }
 
+@Controller()
+class TwoLanesController {
+  @EventPattern<string>('two-lanes', { priorities: ['high', 'low'], concurrency: 1 })
+  async onEntry(@Payload() entry: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    handled.push({ lane: ctx.getStream().slice('two-lanes:'.length) as Lane, n: entry.n });
+    await released;
+  }
+}
+
 /** Batches `BulkController` got: the lane stream and the `n`s of each. */
 const batches: { stream: string; ns: number[] }[] = [];
 
@@ -222,6 +231,25 @@ describe('priority lanes (real redis-server)', () => {
     await waitFor(nothingPending, 'nothing pending in any lane');
   });
 
+  it('a lane whose group is gone fails the read before any lane is read: no entry is left pending outside a reply (recovery off)', async () => {
+    released = new Promise<void>((resolve) => (release = resolve));
+    // One more than a read takes (readBatch 4 × 2 lanes): the first read fills the prefetch, the
+    // next one finds a single entry in high and budget left for low.
+    const pipeline = redis.client.pipeline();
+    for (let n = 0; n < 9; n++) pipeline.xadd('two-lanes:high', '*', 'pattern', 'two-lanes', 'data', JSON.stringify({ n }));
+    await pipeline.exec();
+    await start({ readBatch: 4, prefetch: 8, recovery: false }, [TwoLanesController]);
+    await waitFor(async () => (await pendingCount(redis.client, 'two-lanes:high', 'g')) === 8, 'the prefetch filled from high');
+    // The reader waits for slots, no read in flight (a blocked read would be woken with NOGROUP at once).
+    await redis.client.xgroup('DESTROY', 'two-lanes:low', 'g');
+    release();
+    // Without recovery, an entry the failed read took from high would wait for ever.
+    await waitFor(() => handled.length >= 9, 'all 9 entries handled once low\'s group is recreated', { timeout: 10_000 });
+    expect(handled.map(({ n }) => n).sort((a, b) => a - b)).toEqual(Array.from({ length: 9 }, (_, n) => n));
+    await waitFor(async () => (await pendingCount(redis.client, 'two-lanes:high', 'g')) === 0, 'nothing pending in high');
+    expect(await pendingCount(redis.client, 'two-lanes:low', 'g')).toBe(0);
+  });
+
   it('a @MessagePattern with lanes answers requests written to any lane', async () => {
     await start();
     const replyTo = 'test:replies';
@@ -304,6 +332,13 @@ describe('priority lanes (pure)', () => {
     expect(defaultPriorityOf(['only'])).toBe('only');
     expect(priorityLanesOption('x', undefined)).toBeUndefined();
     expect(priorityLanesOption('x', ['a-1', 'b_2', 'c.3'])).toEqual(['a-1', 'b_2', 'c.3']);
+  });
+
+  it('a bad lane list is refused saying what is wrong with it, not its type', () => {
+    const message = (value: unknown) => optionError(() => priorityLanesOption('extras.priorities (handler "orders")', value)).message;
+    expect(message([])).toBe('Invalid option "extras.priorities (handler "orders")": must list at least one lane (lane names, highest first), got an empty array');
+    expect(message(Array.from({ length: 11 }, (_, i) => `l${i}`))).toContain('lists 11 lanes, at most 10');
+    expect(message('high')).toContain('must be an array of 1 to 10 lane names, highest first, got "high"');
   });
 
   it('on a Cluster the lanes must share a hash slot: a pattern with a hash tag passes, one without is refused naming the option', () => {

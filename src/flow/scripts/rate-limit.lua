@@ -4,8 +4,10 @@
 --   take:    grants up to n tokens, but only once min(n, chunk) are there (chunk: what accrues in
 --            a twentieth of `per`), so a worker short of tokens sleeps instead of polling per token.
 --            Reply {granted, wait ms}: wait > 0 when nothing was granted.
---   refund:  gives back n tokens taken but not used (a read returned fewer entries). Reply {0, 0}.
---   backoff: no token for n ms from now, for every worker (a handler saw the API's 429). Reply {0, n}.
+--   refund:  gives back n tokens taken but not used (a read returned fewer entries), except during
+--            a back-off. Reply {0, 0}.
+--   backoff: no token for n ms from now, for every worker (a handler saw the API's 429); the bucket
+--            is empty then and refills only after. Reply {0, n}.
 -- Time is Redis' clock, never a worker's: workers with skewed clocks share one bucket.
 if redis.replicate_commands then redis.replicate_commands() end
 local op = ARGV[1]
@@ -19,11 +21,13 @@ local state = redis.call('HMGET', KEYS[1], 'tokens', 'at', 'until')
 local tokens = tonumber(state[1]) or max
 local at = tonumber(state[2]) or now
 local blocked = tonumber(state[3]) or 0
--- A failover onto a server whose clock is behind: no refill until it catches up.
-if now > at then
-  tokens = math.min(max, tokens + (now - at) * max / per)
-  at = now
+-- A failover onto a server whose clock is behind: no refill until it catches up. Nor during a
+-- back-off: it ends with the bucket empty, so entries start again at the limit's pace, not `max` at once.
+local refillFrom = math.max(at, math.min(blocked, now))
+if now > refillFrom then
+  tokens = math.min(max, tokens + (now - refillFrom) * max / per)
 end
+if now > at then at = now end
 
 local granted = 0
 local wait = 0
@@ -40,7 +44,8 @@ if op == 'take' then
     end
   end
 elseif op == 'refund' then
-  tokens = math.min(max, tokens + n)
+  -- Tokens taken before a back-off and given back during it would all be there when it ends.
+  if now >= blocked then tokens = math.min(max, tokens + n) end
 elseif op == 'backoff' then
   blocked = math.max(blocked, now + n)
   tokens = 0

@@ -9,8 +9,10 @@
 -- ARGV[4..n+3] per lane, '1' when it is due, else '0'
 --
 -- Returns XREADGROUP's reply shape, `{ {stream, entries}, ... }`, lanes in priority order, only
--- those that gave entries (an empty array when none did). A failed read (NOGROUP) is returned as
--- that error, unchanged (6.2 would wrap a raised one).
+-- those that gave entries (an empty array when none did). A lane whose stream or group is gone
+-- fails the whole read before any lane is read, as a native XREADGROUP over several streams does:
+-- entries read from the lanes before it would be pending for this consumer but in no reply. That
+-- NOGROUP is returned as the error, unchanged (6.2 would wrap a raised one).
 
 local group, consumer, budget = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local lanes = #KEYS
@@ -30,6 +32,12 @@ local function read(lane, count)
   end
   budget = budget - #entries
   return #entries
+end
+
+-- XPENDING with COUNT 0 only looks the group up (NOGROUP when it or the stream is gone).
+for lane = 1, lanes do
+  local looked = redis.pcall('XPENDING', KEYS[lane], group, '-', '+', 0)
+  if type(looked) == 'table' and looked.err then return looked end
 end
 
 for lane = 1, lanes do
