@@ -6,6 +6,7 @@ import type { RedisClient } from '../redis/connection.js';
 import type { DeadLetterMoveResult } from './dead-letter-move.js';
 import type { RecoveredEntry, RecoveryHost } from './recovery-host.js';
 import type { RecoveryTickResult } from './recovery-stats.js';
+import { claimIdleEntries, type IdleEntry } from './idle-claim.js';
 import { claimDueRetries, type DueRetry } from './retry-release.js';
 import type { ResolvedRetryPolicy } from './retry-policy.js';
 
@@ -61,9 +62,10 @@ export interface RecoveryTarget {
  * kept across ticks, so idle entries behind a long run of live ones are reached), and for each
  * entry idle ≥ `minIdleTime` that this process does not hold:
  * - delivered `maxDeliveries` times already → dead-lettered (reason `max_deliveries`), never run again;
- * - otherwise claimed with `XCLAIM … minIdleTime ids` (Redis re-checks the idle time, so two
- *   recoverers never take the same entry and a renewed lease wins) and handed to the handlers,
- *   no more than the server's free prefetch slots.
+ * - otherwise claimed (claim-idle.lua: the idle time re-checked in the same step as the XCLAIM,
+ *   so two recoverers never take the same entry and a renewed lease wins) and handed to the
+ *   handlers, no more than the server's free prefetch slots; an entry found pending with its
+ *   body gone is acked away and reported lost, one acked meanwhile is not.
  * XPENDING (rather than XAUTOCLAIM) gives each entry's delivery count before the claim, which
  * the poison bound needs, and lets us skip our own in-flight entries instead of re-claiming them.
  *
@@ -219,54 +221,35 @@ export class PendingRecoverer {
   private async claim(candidates: Candidate[], reserved: number, result: RecoveryTickResult): Promise<void> {
     const { host, redis, logger, retryConsumer } = this.services;
     const { stream, group, minIdleTime } = this.target;
-    const rows = candidates.map((candidate) => candidate.row);
-    const ids = rows.map((row) => row.id);
     // Entries of the handoff consumer keep their count (RETRYCOUNT): a graceful handoff is not a
-    // delivery. One XCLAIM per distinct count among them; the others' count rises by one as usual.
-    // Entries of the retry consumer go through the owner-checked claim-retry script.
+    // delivery; the others' count rises by one as usual. Entries of the retry consumer go through
+    // the owner-checked claim-retry script.
     const handoff = host.handoffConsumerName?.();
-    const plain: string[] = [];
-    const keepCount = new Map<number, string[]>();
+    const idle: IdleEntry[] = [];
     const retries: DueRetry[] = [];
-    for (const { row, dueMs } of candidates) {
-      if (dueMs !== undefined) retries.push({ id: row.id, dueMs, deliveryCount: row.deliveryCount });
-      else if (row.consumer !== handoff) plain.push(row.id);
-      else keepCount.set(row.deliveryCount, [...(keepCount.get(row.deliveryCount) ?? []), row.id]);
-    }
     const deliveryCount = new Map<string, number>();
-    for (const row of rows) deliveryCount.set(row.id, row.consumer === handoff ? row.deliveryCount : row.deliveryCount + 1);
-    let replies: unknown[];
+    for (const { row, dueMs } of candidates) {
+      deliveryCount.set(row.id, row.consumer === handoff ? row.deliveryCount : row.deliveryCount + 1);
+      if (dueMs !== undefined) retries.push({ id: row.id, dueMs, deliveryCount: row.deliveryCount });
+      else idle.push(row.consumer === handoff ? { id: row.id, keepCount: row.deliveryCount } : { id: row.id });
+    }
     const claimed: RecoveredEntry[] = [];
-    const returned = new Set<string>();
+    const deleted: string[] = [];
     try {
-      const retried = retries.length === 0 ? undefined : claimDueRetries(redis, { stream, group, retryConsumer, consumer: host.consumer, entries: retries });
-      const [retryClaim, ...xclaims] = await Promise.all([
-        retried,
-        // Bytes (callBuffer): the server turns them into text unless the handler wants the exact bytes.
-        ...(plain.length > 0 ? [redis.callBuffer('XCLAIM', stream, group, host.consumer, minIdleTime, ...plain)] : []),
-        ...[...keepCount].map(([count, kept]) =>
-          redis.callBuffer('XCLAIM', stream, group, host.consumer, minIdleTime, ...kept, 'RETRYCOUNT', count),
-        ),
+      const [retryClaim, idleClaim] = await Promise.all([
+        retries.length === 0 ? undefined : claimDueRetries(redis, { stream, group, retryConsumer, consumer: host.consumer, entries: retries }),
+        idle.length === 0 ? undefined : claimIdleEntries(redis, { stream, group, consumer: host.consumer, minIdleTime, entries: idle }),
       ]);
-      replies = xclaims;
-      for (const { id, flat } of retryClaim?.claimed ?? []) {
-        returned.add(id);
+      result.retried += retryClaim?.claimed.length ?? 0;
+      for (const { id, flat } of [...(retryClaim?.claimed ?? []), ...(idleClaim?.claimed ?? [])]) {
         claimed.push({ id, flat, deliveryCount: deliveryCount.get(id) ?? 1 });
       }
-      result.retried += retryClaim?.claimed.length ?? 0;
-      // Not returned and not gone: someone else took it first, or it is not due after all.
-      for (const { id, status } of retryClaim?.skipped ?? []) if (status !== 'deleted') returned.add(id);
+      // Only an entry still pending when found gone is lost: one acked meanwhile (and with
+      // XACKDEL deleted) by the worker that claimed it first was handled.
+      for (const { id, status } of [...(retryClaim?.skipped ?? []), ...(idleClaim?.skipped ?? [])]) if (status === 'deleted') deleted.push(id);
     } catch (error) {
       host.releasePrefetchSlots(reserved, { stream, group });
       throw error;
-    }
-    for (const item of replies.flatMap((reply) => (Array.isArray(reply) ? reply : []))) {
-      if (!Array.isArray(item)) continue;
-      const id = String(item[0]);
-      const flat = item[1];
-      if (!Array.isArray(flat)) continue; // a deleted entry (old servers answer nil fields)
-      returned.add(id);
-      claimed.push({ id, flat: flat as Buffer[], deliveryCount: deliveryCount.get(id) ?? 1 });
     }
     // Handed over first (releasing the reservation), then the bookkeeping of what was not claimed.
     const taken = host.dispatchEntries(stream, group, claimed, reserved);
@@ -274,25 +257,11 @@ export class PendingRecoverer {
       result.claimed += claimed.length;
       this.services.reportRecovered(stream, group, claimed.map((entry) => entry.id));
     }
-    const missing = ids.filter((id) => !returned.has(id));
-    if (missing.length > 0) await this.checkMissing(missing, result);
+    if (deleted.length > 0) await this.services.ackLost(stream, group, deleted, result);
     if (taken < claimed.length) {
       logger.warn(
         `${claimed.length - taken} recovered entries of "${stream}" (group "${group}") were not started (server closing); they stay pending`,
       );
     }
-  }
-
-  /**
-   * Ids XCLAIM did not return: either someone else took (or renewed, or acked) them first, or
-   * their entry is gone from the stream (trimmed/XDEL'ed; Redis 7 drops such PEL refs while
-   * claiming, 6.2 keeps them). Gone ones are acked and reported, never silently dropped.
-   */
-  private async checkMissing(ids: string[], result: RecoveryTickResult): Promise<void> {
-    const { redis } = this.services;
-    const { stream, group } = this.target;
-    const bodies = await Promise.all(ids.map((id) => redis.xrange(stream, id, id)));
-    const deleted = ids.filter((_, i) => (bodies[i] as unknown[]).length === 0);
-    if (deleted.length > 0) await this.services.ackLost(stream, group, deleted, result);
   }
 }

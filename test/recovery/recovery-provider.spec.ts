@@ -1,7 +1,8 @@
 import type { Redis } from 'ioredis';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseDeadLetter } from '../../src/recovery/dead-letter-format.js';
 import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
+import { ServerRecoveryHost } from '../../src/server/server-recovery-host.js';
 import { makeIdle } from '../helpers/claim-fixtures.js';
 import { MIN_IDLE, tasks, useRecoveryWorkers } from '../fixtures/recovery-tasks.js';
 import { pendingRows } from '../fixtures/server-app.js';
@@ -224,6 +225,39 @@ describe('recovery provider (real redis-server, in-process servers)', () => {
     await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
     expect(handled.map((h) => h.id)).toEqual([kept]);
     expect(recovery.stats({ consumer: 'w1' })[0]!.stats.deletedPending).toBe(3);
+  });
+
+  it('an entry another worker claimed, handled and acked away with XACKDEL between the listing and the claim is not lost; one deleted while pending is', async () => {
+    const prefix = freshPrefix();
+    const stream = `${prefix}tasks`;
+    const { xackdel } = await capabilitiesOf(client);
+    const ids = await pendingFor(stream, 'dead', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+    const [raced, gone, kept] = ids as [string, string, string];
+    await makeIdle(client, stream, 'g', 'dead', ids);
+    await client.xdel(stream, gone); // deleted while pending: its PEL ref stays
+    const w = await worker(prefix, 'w1', { enabled: false, minIdleTime: 600_000 }, xackdel ? { workQueue: true } : {});
+    // Between the tick's XPENDING (which lists all three) and its claim, another worker claims
+    // `raced`, handles it and acks it away (XACKDEL; XACK + XDEL where Redis has no XACKDEL).
+    const reserve = ServerRecoveryHost.prototype.reservePrefetchSlots;
+    const interleaved = vi.spyOn(ServerRecoveryHost.prototype, 'reservePrefetchSlots').mockImplementationOnce(async function (this: ServerRecoveryHost, ...args) {
+      await client.call('XCLAIM', stream, 'g', 'w2', 0, raced, 'JUSTID');
+      if (xackdel) expect(await client.call('XACKDEL', stream, 'g', 'IDS', 1, raced)).toEqual([1]);
+      else await client.multi().xack(stream, 'g', raced).xdel(stream, raced).exec();
+      return reserve.apply(this, args);
+    });
+    try {
+      const tick = await recovery.runOnce({ consumer: 'w1' });
+      expect(interleaved).toHaveBeenCalled();
+      expect(tick).toMatchObject({ claimed: 1, deletedPending: 1, errors: 0 });
+    } finally {
+      interleaved.mockRestore();
+    }
+    expect(w.events.lost).toEqual([{ stream, group: 'g', reason: 'trimmed_pending', count: 1, ids: [gone] }]);
+    await waitFor(() => handled.length === 1, 'the claimed entry handled');
+    expect(handled.map((h) => h.id)).toEqual([kept]);
+    await waitFor(async () => (await pendingRows(client, stream, 'g')).length === 0, 'nothing pending');
+    expect(recovery.stats({ consumer: 'w1' })[0]!.stats.deletedPending).toBe(1);
+    expect(w.events.errors).toEqual([]);
   });
 
   it('reports a group whose unread entries were trimmed away (lag beyond the stream length), once', async () => {

@@ -3,6 +3,7 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DeadLetterNotice, EntriesLostNotice } from '../../src/recovery/recovery-events.js';
 import { RecoveryScheduler } from '../../src/recovery/recovery-scheduler.js';
+import { recoveryScripts } from '../../src/recovery/scripts/loader.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { pendingRows, startServer, type RunningServer } from '../fixtures/server-app.js';
@@ -151,17 +152,18 @@ describe('restart re-read and recovery of the same consumer', () => {
 
     const events = await restart(prefix, { ...stalled, recovery: { enabled: false, minIdleTime: MIN_IDLE, maxDeliveries: 5 } });
     await waitUntilReReadStalls();
-    // The tick's XCLAIM runs in Redis (delivery 5, the last allowed) but its reply is processed
-    // late, as when the re-read's replies overtake it: the entry is claimed, not yet handed on.
-    const commands = running!.server.commandConnection();
-    const callBuffer = commands.callBuffer.bind(commands) as (...args: unknown[]) => Promise<unknown>;
+    // The tick's claim (claim-idle script) runs in Redis (delivery 5, the last allowed) but its
+    // reply is processed late, as when the re-read's replies overtake it: the entry is claimed,
+    // not yet handed on.
+    const scripts = recoveryScripts(running!.server.commandConnection());
+    const claimIdle = scripts.nrsClaimIdleBuffer.bind(scripts);
     let answerClaim: () => void = () => undefined;
     const claimAnswered = new Promise<void>((resolve) => (answerClaim = resolve));
-    vi.spyOn(commands, 'callBuffer').mockImplementation((async (...args: unknown[]) => {
-      const reply = await callBuffer(...args);
-      if (args[0] === 'XCLAIM') await claimAnswered;
+    vi.spyOn(scripts, 'nrsClaimIdleBuffer').mockImplementation(async (...args) => {
+      const reply = await claimIdle(...args);
+      await claimAnswered;
       return reply;
-    }) as never);
+    });
     const handedToDeadLetters = vi.spyOn(RecoveryScheduler.prototype, 'deadLetterExhausted');
     const tick = recovery.runOnce({ consumer: 'w' });
     await waitFor(async () => (await pendingRows(redis.client, stream, 'g')).find((r) => r.id === tired)?.deliveries === 5, 'claimed in Redis');

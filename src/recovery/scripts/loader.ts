@@ -18,6 +18,7 @@ const SCRIPTS = {
   nrsRedrive: { file: 'redrive.lua', numberOfKeys: 2 },
   nrsReleaseForRetry: { file: 'release-for-retry.lua' },
   nrsClaimRetry: { file: 'claim-retry.lua', numberOfKeys: 1 },
+  nrsClaimIdle: { file: 'claim-idle.lua', numberOfKeys: 1 },
 } as const satisfies Record<string, LuaScript>;
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
@@ -29,6 +30,8 @@ export interface RecoveryScriptCommands {
   nrsReleaseForRetry(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<Row[]>;
   /** The Buffer variant `defineCommand` adds: the claimed fields come back as the exact bytes. */
   nrsClaimRetryBuffer(stream: string, ...args: (string | number)[]): Promise<(Buffer | Buffer[])[][]>;
+  /** The same for the claim of idle entries. */
+  nrsClaimIdleBuffer(stream: string, ...args: (string | number)[]): Promise<(Buffer | Buffer[])[][]>;
 }
 
 /** Upper bound on ids (or consumers) in one script call: a script blocks Redis while it runs. */
