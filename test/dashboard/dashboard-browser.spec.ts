@@ -8,6 +8,7 @@ import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
+import { RoundRobinProxy } from '../helpers/round-robin-proxy.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -257,6 +258,62 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.locator('#detail tr[data-id] button').click();
     await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
     expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{"n":1}');
+  }, 40_000);
+
+  /** Two replicas of the app on one Redis (no csrfSecret given), the page through a round-robin proxy. */
+  async function behindProxy(dashboards: Parameters<typeof startDashboardApp>[1][], body: (proxy: RoundRobinProxy, replicas: DashboardApp[]) => Promise<void>): Promise<void> {
+    const replicas: DashboardApp[] = [];
+    let proxy: RoundRobinProxy | undefined;
+    try {
+      for (const dashboard of dashboards) replicas.push(await startDashboardApp(redis.server.url, dashboard));
+      proxy = await RoundRobinProxy.start(replicas.map((replica) => replica.origin));
+      await body(proxy, replicas);
+    } finally {
+      await proxy?.close();
+      for (const replica of replicas) await replica.close();
+    }
+  }
+
+  async function purgeFromPage(deadLetterId: string): Promise<void> {
+    const buttons = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
+    await page.waitForSelector(buttons, DOM_TIMEOUT);
+    await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
+    await page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
+  }
+
+  it('acts through two replicas behind a load balancer without sticky sessions: the token of one is taken by the other', async () => {
+    const deadLetterIds = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 2 });
+    const options = { readOnly: false, guard: AllowOperators, refreshInterval: 500 };
+    await behindProxy([options, options], async (proxy) => {
+      acceptDialogs = true;
+      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '2');
+      await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+      for (const id of deadLetterIds) await purgeFromPage(id);
+      expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+      // One purge each: one of them reached the replica that did not hand out the page's token.
+      expect(proxy.seen.map((requests) => requests.filter((one) => one.startsWith('POST')))).toEqual([['POST /streams/api/dead-letters/purge'], ['POST /streams/api/dead-letters/purge']]);
+      expect(await page.$eval('#status', (node) => node.textContent)).not.toMatch(/CSRF|refused/);
+    });
+  }, 40_000);
+
+  it('fetches a new CSRF token once when a mutation is refused for it, and the action goes through', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 1 });
+    const withSecret = (csrfSecret: string) => ({ readOnly: false, guard: AllowOperators, refreshInterval: 500, csrfSecret });
+    await behindProxy([withSecret('a'.repeat(32)), withSecret('b'.repeat(32))], async (proxy, [first, second]) => {
+      acceptDialogs = true;
+      proxy.upstreams = [first!.origin];
+      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+      await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+      await page.waitForSelector(`#detail tr[data-dead-letter="${deadLetterId}"]`, DOM_TIMEOUT);
+      // The app is redeployed with another secret: the page's token is not taken any more.
+      proxy.upstreams = [second!.origin];
+      await purgeFromPage(deadLetterId!);
+      expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+      expect(second!.logger.lines).toContain('refused "/streams/api/dead-letters/purge": missing, wrong or expired CSRF token');
+      expect(second!.logger.lines.filter((line) => line.startsWith('purge dead letters'))).toEqual([`purge dead letters: stream "${HANDLED_STREAM}", ids ["${deadLetterId}"]: 1 purged, 0 not found, 0 skipped`]);
+    });
   }, 40_000);
 
   it('writes docs/images/dashboard.png when DASHBOARD_SCREENSHOT is set', async () => {

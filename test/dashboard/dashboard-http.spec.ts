@@ -214,7 +214,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard });
     const token = await csrfToken(app);
-    expect(token).toMatch(/^[\w-]{40,}$/);
+    expect(token).toMatch(/^[0-9a-z]+\.[\w-]{22}\.[\w-]{43}$/);
     // Another site cannot fetch the token either (even where the app enabled CORS).
     expect((await get(`${app.page}/api/session`, { ...OPERATOR, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await get(`${app.page}/api/session`, { ...OPERATOR, origin: 'http://evil.example' })).status).toBe(403);
@@ -230,7 +230,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     expect((await post(url, body, { 'x-operator': 'no', 'x-csrf-token': token })).status).toBe(403);
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
     const refusals = app.logger.lines.filter((line) => line.startsWith('refused'));
-    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing or wrong CSRF token');
+    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing, wrong or expired CSRF token');
     expect(refusals).toContain('refused "/streams/api/dead-letters/purge": cross-site request refused (Sec-Fetch-Site: "cross-site")');
     // The app's guard refused the last one: the dashboard's guards never saw it.
     expect(refusals).toHaveLength(7);

@@ -56,11 +56,26 @@
     return reply(await fetch(url, { headers: { Accept: 'application/json' }, cache: 'no-store' }));
   }
 
+  /**
+   * A mutation with the session's CSRF token. Refused for its token (expired, or the app's
+   * replicas changed their secret), the page fetches a new token and tries once more.
+   */
   async function postJson(path, body) {
-    const session = state.session;
-    const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
-    if (session.csrfToken) headers[session.csrfHeader] = session.csrfToken;
-    return reply(await fetch(new URL(path, api), { method: 'POST', headers, body: JSON.stringify(body) }));
+    const post = () => {
+      const session = state.session;
+      const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+      if (session.csrfToken) headers[session.csrfHeader] = session.csrfToken;
+      return fetch(new URL(path, api), { method: 'POST', headers, body: JSON.stringify(body) });
+    };
+    let response = await post();
+    if (response.status === 403) {
+      const refusal = await response.clone().json().catch(() => null);
+      if (refusal && refusal.reason === 'csrf') {
+        state.session = await getJson('session');
+        response = await post();
+      }
+    }
+    return reply(response);
   }
 
   async function reply(response) {
