@@ -5,6 +5,7 @@ import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { pauseGroup } from '../../src/flow/pause-state.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
@@ -173,7 +174,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     // A dismissed confirmation changes nothing.
     await page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
     await waitFor(() => dialogs.length === 1, 'the confirmation');
-    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "${HANDLED_STREAM}"?` });
+    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "\u2068${HANDLED_STREAM}\u2069"?` });
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
 
     acceptDialogs = true;
@@ -222,6 +223,58 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     expect(dialogs).toEqual([]);
   }, 40_000);
 
+  /**
+   * Left edges of the characters of `selector`'s first text node from `from` on (spaces left
+   * out), as Chromium lays them out; with `text`, of that text in a probe element added to the page.
+   */
+  function charLefts(selector: string, from: number, text?: string): Promise<number[]> {
+    return page.evaluate<[], () => number[]>(`(() => {
+      let node = document.querySelector(${JSON.stringify(selector)});
+      ${text === undefined ? '' : `node = document.createElement('div'); node.textContent = ${JSON.stringify(text)}; document.body.append(node);`}
+      const textNode = [...node.childNodes].find((child) => child.nodeType === 3);
+      const lefts = [];
+      for (let i = ${from}; i < textNode.data.length; i++) {
+        if (textNode.data[i] === ' ') continue;
+        const range = document.createRange();
+        range.setStart(textNode, i);
+        range.setEnd(textNode, i + 1);
+        lefts.push(range.getBoundingClientRect().left);
+      }
+      return lefts;
+    })()`);
+  }
+
+  function leftToRight(lefts: readonly number[]): boolean {
+    return lefts.length > 1 && lefts.every((left, i) => i === 0 || left > lefts[i - 1]!);
+  }
+
+  it('isolates names with a right-to-left override: the text after one reads in order, in the row and in the confirmation', async () => {
+    const stream = 'bidi\u202Eorders';
+    const group = 'grp\u202Ebilling';
+    await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}');
+    await redis.client.xgroup('CREATE', stream, group, '0');
+    await pauseGroup(redis.client, stream, group);
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [stream], refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    const badge = `#streams tr[data-group="${group}"] [data-col="group"] .paused`;
+    await page.waitForSelector(badge, DOM_TIMEOUT);
+    // " paused" after the group's name, in its cell.
+    expect(leftToRight(await charLefts(badge, 0))).toBe(true);
+    expect(await overviewCell(stream, 'group', group)).toBe(`${group} paused`);
+
+    await page.locator(`#streams tr[data-stream="${stream}"] [data-col="name"] button`).click();
+    await page.waitForSelector('#detail button[data-action="resume"]', DOM_TIMEOUT);
+    expect(leftToRight(await charLefts('#detail h3 .paused', 0))).toBe(true);
+    await page.locator('#detail button[data-action="resume"]').click();
+    await waitFor(() => dialogs.length === 1, 'the confirmation');
+    const question = dialogs[0]!.message;
+    expect(question).toBe(`Resume group "\u2068${group}\u2069" on "\u2068${stream}\u2069"? Every worker reads it again within a second.`);
+    // The question after the stream's name, as a dialog lays it out.
+    expect(leftToRight(await charLefts('body', question.lastIndexOf('\u2069') + 1, question))).toBe(true);
+    // Dismissed: still paused.
+    expect(await redis.client.hexists(`{${stream}}:paused`, group)).toBe(1);
+  }, 40_000);
+
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
@@ -237,7 +290,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.waitForSelector(buttons, DOM_TIMEOUT);
     await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
     await untilCell(HANDLED_STREAM, 'dead-letters', '0');
-    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "${HANDLED_STREAM}" for good?` }]);
+    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "\u2068${HANDLED_STREAM}\u2069" for good?` }]);
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
     expect(await redis.client.xlen(HANDLED_STREAM)).toBe(4);
   }, 40_000);

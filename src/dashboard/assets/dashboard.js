@@ -32,7 +32,29 @@
   }
   const cell = (text, props) => el('td', { text, ...props });
   const num = (value, col) => cell(value === null || value === undefined ? '—' : String(value), { className: 'num', dataset: col ? { col } : undefined });
-  const nameCell = (name, props) => el('td', props, el('span', { className: 'name', text: name }));
+  // A name from Redis, isolated from the text around it: a right-to-left override (U+202E) in it
+  // cannot reorder what follows, in the page (a <bdi> element) nor in a dialog's text (FSI…PDI).
+  const nameEl = (name, props) => el('bdi', { className: 'name', text: balancedIsolates(String(name)), ...props });
+  const nameCell = (name, props) => el('td', props, nameEl(name));
+  const isolated = (name) => `\u2068${balancedIsolates(String(name))}\u2069`;
+
+  /**
+   * `text` with every isolate it opens closed and no stray PDI (U+2069): a stray one would close
+   * the isolate around the name early, and let an override after it reach the text beyond.
+   */
+  function balancedIsolates(text) {
+    let open = 0;
+    let out = '';
+    for (const char of text) {
+      if (char === '\u2066' || char === '\u2067' || char === '\u2068') open++;
+      else if (char === '\u2069') {
+        if (open === 0) continue;
+        open--;
+      }
+      out += char;
+    }
+    return out + '\u2069'.repeat(open);
+  }
 
   function duration(ms) {
     if (ms === null || ms === undefined || ms < 0) return '—';
@@ -141,7 +163,7 @@
       const first = index === 0;
       const row = el('tr', { className: [isPartition ? 'partition' : '', state.selected === stream.name ? 'selected' : ''].join(' ').trim(), dataset: { stream: stream.name, group: group ? group.name : '' } });
       if (first) {
-        const label = el('button', { type: 'button', className: 'link name', text: stream.name, title: 'Details', onclick: () => select(stream.name) });
+        const label = el('button', { type: 'button', className: 'link', title: 'Details', onclick: () => select(stream.name) }, nameEl(stream.name));
         const extra = [];
         if (stream.partitions) extra.push(el('span', { className: 'muted', text: ` (${stream.partitions.length} partitions)` }));
         if (!stream.exists) extra.push(el('span', { className: 'muted', text: ' (no such stream)' }));
@@ -163,7 +185,7 @@
         row.append(el('td', { colSpan: 5, className: 'muted', text: 'no consumer group' }));
       } else {
         row.append(
-          el('td', { dataset: { col: 'group' } }, el('span', { className: 'name', text: group.name }), pausedBadge(group)),
+          el('td', { dataset: { col: 'group' } }, nameEl(group.name), pausedBadge(group)),
           num(group.consumers.length, 'consumers'),
           num(group.pending, 'pending'),
           num(group.lag, 'lag'),
@@ -205,7 +227,7 @@
     ]);
     const parts = [
       el('div', { className: 'toolbar' },
-        el('h2', {}, 'Stream ', el('span', { className: 'name', text: stream.name })),
+        el('h2', {}, 'Stream ', nameEl(stream.name)),
         el('button', { type: 'button', text: 'Close', onclick: () => select(null) })),
       el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters, ` + (stream.delayed ? `${stream.delayed.held} delayed (${stream.delayed.due} due, not promoted)` : 'delayed entries not readable') }),
     ];
@@ -216,7 +238,7 @@
   }
 
   function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf) {
-    const parts = [el('h3', {}, 'Group ', el('span', { className: 'name', text: group.name }), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null, pausedBadge(group))];
+    const parts = [el('h3', {}, 'Group ', nameEl(group.name), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null, pausedBadge(group))];
     parts.push(pauseControl(stream, group, readOnly, partitionOf));
     const consumers = group.consumers.map((consumer) =>
       el('tr', { dataset: { consumer: consumer.name } },
@@ -227,7 +249,7 @@
         el('td', {}, readOnly || partitioned ? null : el('button', {
           type: 'button', className: 'danger', text: 'Delete', disabled: consumer.pending > 0,
           title: consumer.pending > 0 ? 'Claim or ack its pending entries first' : 'Delete this consumer',
-          onclick: () => act(`Delete consumer "${consumer.name}" of group "${group.name}" on "${stream.name}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
+          onclick: () => act(`Delete consumer "${isolated(consumer.name)}" of group "${isolated(group.name)}" on "${isolated(stream.name)}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
         }))));
     parts.push(table(['Consumer', 'Pending', 'Idle', 'Inactive', ''], consumers, 'No consumers.'));
     if (partitioned) {
@@ -246,7 +268,7 @@
         num(entry.deliveryCount),
         el('td', {}, readOnly ? null : el('span', { className: 'actions' },
           el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }),
-          el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${group.name}" on "${stream.name}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
+          el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
     parts.push(el('h3', { text: `Pending entries (oldest ${pending.entries.length}${pending.more ? ' shown' : ''})` }));
     parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
     return parts;
@@ -258,9 +280,9 @@
    */
   function pauseControl(stream, group, readOnly, partitionOf) {
     const since = group.paused ? `Paused for every worker since ${group.pausedAt}.` : 'Running.';
-    if (partitionOf !== null) return el('p', { className: 'hint', text: `${since} Pause and resume on the partitioned stream ${partitionOf}, for every partition.` });
+    if (partitionOf !== null) return el('p', { className: 'hint' }, `${since} Pause and resume on the partitioned stream `, nameEl(partitionOf), ', for every partition.');
     if (readOnly) return el('p', { className: 'muted', text: since });
-    const where = `group "${group.name}" on "${stream.name}"`;
+    const where = `group "${isolated(group.name)}" on "${isolated(stream.name)}"`;
     const button = group.paused
       ? el('button', { type: 'button', text: 'Resume', dataset: { action: 'resume' }, onclick: () => act(`Resume ${where}? Every worker reads it again within a second.`, 'groups/resume', { stream: stream.name, group: group.name }) })
       : el('button', { type: 'button', className: 'danger', text: 'Pause', dataset: { action: 'pause' }, onclick: () => act(`Pause ${where} for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`, 'groups/pause', { stream: stream.name, group: group.name }) });
@@ -279,8 +301,8 @@
       parts.push(el('div', { className: 'actions' },
         el('button', { type: 'button', text: 'Redrive selected', onclick: () => onTicked('redrive') }),
         el('button', { type: 'button', className: 'danger', text: 'Purge selected', onclick: () => onTicked('purge') }),
-        el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${stream.name}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
-        el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${stream.name}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
+        el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
+        el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
     }
     const rows = letters.map((letter) => {
       const fields = letter.tombstone ? 'body gone (trimmed while pending)' : letter.fields.map(([name, value]) => `${name} = ${value}`).join('\n');
@@ -291,13 +313,13 @@
         el('td', { className: 'name', text: letter.sourceId }),
         nameCell(letter.group),
         cell(letter.reason),
-        el('td', {}, el('span', { className: 'name', text: letter.error })),
+        el('td', {}, nameEl(letter.error)),
         cell(new Date(letter.deadLetteredAt).toISOString()),
         num(letter.deliveryCount),
         el('td', {}, el('pre', { className: 'fields', text: fields })),
         readOnly ? null : el('td', {}, el('span', { className: 'actions' },
-          el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${letter.sourceStream}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
-          el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${letter.sourceStream}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
+          el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${isolated(letter.sourceStream)}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
+          el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${isolated(letter.sourceStream)}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
     });
     const headings = [readOnly ? null : '', 'Id', partitioned ? 'Partition' : null, 'Source id', 'Group', 'Reason', 'Error', 'At', 'Deliveries', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null);
     parts.push(table(headings, rows, 'No dead letters.'));
@@ -319,7 +341,7 @@
       const rows = entry.fields.map(([name, value]) => el('tr', {}, nameCell(name), el('td', {}, el('pre', { className: 'fields', text: value }))));
       section.replaceChildren(
         el('div', { className: 'toolbar' },
-          el('h2', {}, 'Entry ', el('span', { className: 'name', text: entry.id }), ' of ', el('span', { className: 'name', text: stream })),
+          el('h2', {}, 'Entry ', el('span', { className: 'name', text: entry.id }), ' of ', nameEl(stream)),
           el('button', { type: 'button', text: 'Close', onclick: () => { section.hidden = true; } })),
         table(['Field', 'Value'], rows, 'No fields.'));
       section.hidden = false;
@@ -344,7 +366,7 @@
   }
 
   async function claim(stream, group, entry) {
-    const consumer = window.prompt(`Claim entry ${entry.id} (held by "${entry.consumer}") for which consumer of group "${group}"?`, 'dashboard');
+    const consumer = window.prompt(`Claim entry ${entry.id} (held by "${isolated(entry.consumer)}") for which consumer of group "${isolated(group)}"?`, 'dashboard');
     if (consumer === null || consumer === '') return;
     await send('pending/claim', { stream, group, owner: entry.consumer, consumer, ids: [entry.id] });
   }
@@ -365,7 +387,7 @@
 
   function describeResult(result) {
     if (typeof result.paused === 'boolean') {
-      const where = `group "${result.group}" on "${result.stream}"`;
+      const where = `group "${isolated(result.group)}" on "${isolated(result.stream)}"`;
       if (result.paused) return result.changed ? `${where} paused` : `${where} was already paused`;
       return result.changed ? `${where} resumed` : `${where} was not paused`;
     }
