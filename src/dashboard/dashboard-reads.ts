@@ -8,6 +8,7 @@ import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import type { OverviewView } from './dashboard-views.js';
 import { sampleTarget } from './stream-sampler.js';
+import { fieldViews, PREVIEW_BYTES, type FieldView } from './field-views.js';
 
 /** Names typed into the page that one refresh takes at most (the page keeps them, the server does not). */
 export const MAX_NAMED_STREAMS = 10;
@@ -16,14 +17,18 @@ export const MAX_NAME_LENGTH = 1024;
 /** Rows of a dead-letter or pending list the page shows. */
 export const LIST_COUNT = 50;
 
+/** A dead letter with its original fields as the page shows them (text, or marked base64; cut in a list). */
+export type DeadLetterView = Omit<DeadLetter<StreamFieldPairs>, 'fields'> & { fields: FieldView[] };
+
 export interface DeadLettersView {
   deadLetterKey: string;
-  deadLetters: DeadLetter<StreamFieldPairs>[];
+  /** Each name and value of their fields cut to PREVIEW_BYTES: `api/dead-letter` has one whole. */
+  deadLetters: DeadLetterView[];
   /** More dead letters than shown. */
   more: boolean;
 }
 
-/** The dashboard's read-only API: overview, dead letters, pending entries, one entry's fields. */
+/** The dashboard's read-only API: overview, dead letters, one dead letter, pending entries, one entry's fields. */
 @Injectable()
 export class DashboardReads {
   constructor(private readonly context: DashboardContext) {}
@@ -42,11 +47,23 @@ export class DashboardReads {
     return { at, streams, omitted: keys.targets.length - targets.length };
   }
 
-  /** The oldest dead letters of `stream` (a partitioned stream's merged), fields as [name, value] pairs. */
+  /**
+   * The oldest dead letters of `stream` (a partitioned stream's merged), each field's name and
+   * value cut to PREVIEW_BYTES: the page polls this, fields of megabytes must not ride along.
+   */
   async deadLetterList(stream: unknown): Promise<DeadLettersView> {
     const name = nameParameter('stream', stream);
-    const page = await this.context.deadLetters.list(name, { count: LIST_COUNT, fieldsFormat: 'pairs', ...this.context.deadLetterKeyOption(name) });
-    return { deadLetterKey: page.deadLetterKey, deadLetters: page.deadLetters, more: page.nextStart !== null };
+    // base64: the exact bytes, for fieldViews to tell UTF-8 from other bytes.
+    const page = await this.context.deadLetters.list(name, { count: LIST_COUNT, fieldsFormat: 'pairs', encoding: 'base64', ...this.context.deadLetterKeyOption(name) });
+    return { deadLetterKey: page.deadLetterKey, deadLetters: page.deadLetters.map((letter) => deadLetterView(letter, PREVIEW_BYTES)), more: page.nextStart !== null };
+  }
+
+  /** One dead letter of `stream` (a partition's key for a partitioned stream's) with its whole fields, or null when it is gone. */
+  async deadLetter(stream: unknown, id: unknown): Promise<DeadLetterView | null> {
+    const name = nameParameter('stream', stream);
+    if (!isStreamId(id)) throw new RedisStreamsOptionError('id', `must be a stream id, got ${describe(id)}`);
+    const letter = await this.context.deadLetters.inspect(name, id, { fieldsFormat: 'pairs', encoding: 'base64', ...this.context.deadLetterKeyOption(name) });
+    return letter === null ? null : deadLetterView(letter);
   }
 
   /** The group's oldest pending entries: owner, idle time, deliveries. */
@@ -55,17 +72,19 @@ export class DashboardReads {
     return { entries: entries.slice(0, LIST_COUNT), more: entries.length > LIST_COUNT };
   }
 
-  /** One entry of a stream (XRANGE id id), or null when it is gone. */
-  async entry(stream: unknown, id: unknown): Promise<{ id: string; fields: StreamFieldPairs } | null> {
+  /** One entry of a stream (XRANGE id id) with its whole fields, or null when it is gone. */
+  async entry(stream: unknown, id: unknown): Promise<{ id: string; fields: FieldView[] } | null> {
     const key = nameParameter('stream', stream);
     if (!isStreamId(id)) throw new RedisStreamsOptionError('id', `must be a stream id, got ${describe(id)}`);
-    const [row] = await this.context.redis.xrange(key, id, id);
-    if (row === undefined) return null;
-    const [entryId, flat] = row;
-    const fields: StreamFieldPairs = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i] as string, flat[i + 1] as string]);
-    return { id: entryId, fields };
+    // The Buffer variant: the exact bytes, for fieldViews to tell UTF-8 from other bytes.
+    const [row] = (await this.context.redis.callBuffer('XRANGE', key, id, id)) as [Buffer, Buffer[]][];
+    return row === undefined ? null : { id: String(row[0]), fields: fieldViews(row[1]) };
   }
+}
+
+/** A dead letter read with `encoding: 'base64'`, its fields back to bytes and shown (cut to `limit` bytes each). */
+function deadLetterView(letter: DeadLetter<StreamFieldPairs>, limit?: number): DeadLetterView {
+  return { ...letter, fields: fieldViews(letter.fields.flat().map((base64) => Buffer.from(base64, 'base64')), limit) };
 }
 
 /** A stream, group or consumer name from a request: a non-empty string of bounded length. */

@@ -77,6 +77,15 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       return answer(this.redactor, () => this.reads.deadLetterList(stream));
     }
 
+    @Get('api/dead-letter')
+    deadLetter(@Query('stream') stream: unknown, @Query('id') id: unknown) {
+      return answer(this.redactor, async () => {
+        const letter = await this.reads.deadLetter(stream, id);
+        if (letter === null) throw new NotFoundException('no such dead letter (redriven or purged)');
+        return letter;
+      });
+    }
+
     @Get('api/pending')
     pending(@Query('stream') stream: unknown, @Query('group') group: unknown) {
       return answer(this.redactor, () => this.reads.pending(stream, group));

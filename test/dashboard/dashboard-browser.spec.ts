@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { pauseGroup } from '../../src/flow/pause-state.js';
+import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
@@ -86,6 +87,12 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     app = undefined;
     await redis.client.flushall();
   });
+
+  /** Moves the pending entry `id` of `stream` (group audit) to its dead letters; returns the dead letter's id. */
+  async function seedDeadLetter(stream: string, id: string): Promise<string[]> {
+    const moved = await new DeadLetterService(redis.client).moveToDeadLetter({ stream, group: AUDIT_GROUP, ids: [id], reason: 'manual', error: 'boom' });
+    return moved.outcomes.map((outcome) => outcome.deadLetterId as string);
+  }
 
   /** The text of the overview cell `col` in the row of `stream` (and `group`), or null. */
   function overviewCell(stream: string, col: string, group?: string): Promise<string | null> {
@@ -273,6 +280,31 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     expect(leftToRight(await charLefts('body', question.lastIndexOf('\u2069') + 1, question))).toBe(true);
     // Dismissed: still paused.
     expect(await redis.client.hexists(`{${stream}}:paused`, group)).toBe(1);
+  }, 40_000);
+
+  it('shows a dead letter cut to its first KiB, its whole value on demand, and bytes that are not UTF-8 as marked base64', async () => {
+    const big = 'x'.repeat(1 << 20);
+    const bytes = Buffer.from([0x61, 0xff, 0xfe, 0x00]);
+    await redis.client.xadd('raw', '*', 'pattern', 'raw', 'big', big, 'bytes', bytes);
+    await redis.client.xgroup('CREATE', 'raw', AUDIT_GROUP, '0');
+    const [[, [[id]]]] = (await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', 'raw', '>')) as [string, [string, string[]][]][];
+    const [deadLetterId] = (await seedDeadLetter('raw', id!)) as [string];
+    app = await startDashboardApp(redis.server.url, { streams: ['raw'], refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell('raw', 'dead-letters', '1');
+    await page.locator('#streams tr[data-stream="raw"] [data-col="name"] button').click();
+    const fields = `#detail tr[data-dead-letter="${deadLetterId}"] pre`;
+    await page.waitForSelector(fields, DOM_TIMEOUT);
+    const shown = await page.$eval(fields, (node) => node.textContent);
+    expect(shown).toBe(`pattern = raw\nbig = ${'x'.repeat(1024)} … (1.0 MiB in all)\nbytes = base64:Yf/+AA==`);
+    expect(shown).not.toContain('\ufffd');
+
+    await page.locator(`#detail tr[data-dead-letter="${deadLetterId}"] button[data-action="whole"]`).click();
+    await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
+    const whole = await page.$$eval('#entry tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
+    expect(whole).toEqual([['pattern', 'raw'], ['big', big], ['bytes', 'base64:Yf/+AA==']]);
+    mkdirSync('/tmp/dashboard-shots', { recursive: true });
+    await page.screenshot({ path: '/tmp/dashboard-shots/fields.png', fullPage: true });
   }, 40_000);
 
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {

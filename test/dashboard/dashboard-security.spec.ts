@@ -63,9 +63,9 @@ describe('dashboard request checks (Express and Fastify)', () => {
     return app;
   }
 
-  /** Every read route of the dashboard, on a seeded stream: pending entry `pendingId`, dead letter `deadLetterId`. */
+  /** Every GET route of the dashboard, on a seeded stream with a pending entry and a dead letter. */
   async function readRoutes(): Promise<string[]> {
-    await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 1, deadLetters: 1, value: SECRET });
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 1, deadLetters: 1, value: SECRET });
     const [[pendingId]] = (await redis.client.xpending(HANDLED_STREAM, AUDIT_GROUP, '-', '+', 1)) as [[string]];
     return [
       '',
@@ -73,6 +73,7 @@ describe('dashboard request checks (Express and Fastify)', () => {
       '/api/session',
       '/api/overview',
       `/api/dead-letters?stream=${HANDLED_STREAM}`,
+      `/api/dead-letter?stream=${HANDLED_STREAM}&id=${deadLetterId}`,
       `/api/pending?stream=${HANDLED_STREAM}&group=${AUDIT_GROUP}`,
       `/api/entry?stream=${HANDLED_STREAM}&id=${pendingId}`,
     ];

@@ -262,7 +262,7 @@
     }
     const rows = pending.entries.map((entry) =>
       el('tr', { dataset: { id: entry.id } },
-        el('td', {}, el('button', { type: 'button', className: 'link name', text: entry.id, title: 'Show its fields', onclick: () => inspect(stream.name, entry.id) })),
+        el('td', {}, el('button', { type: 'button', className: 'link name id', text: entry.id, title: 'Show its fields', onclick: () => inspect(stream.name, entry.id) })),
         nameCell(entry.consumer),
         num(duration(entry.idleMs)),
         num(entry.deliveryCount),
@@ -305,18 +305,21 @@
         el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
     }
     const rows = letters.map((letter) => {
-      const fields = letter.tombstone ? 'body gone (trimmed while pending)' : letter.fields.map(([name, value]) => `${name} = ${value}`).join('\n');
+      const fields = letter.tombstone
+        ? el('pre', { className: 'fields', text: 'body gone (trimmed while pending)' })
+        : el('pre', { className: 'fields' }, ...letter.fields.flatMap(([name, value], index) => [index > 0 ? '\n' : null, fieldEl(name), ' = ', fieldEl(value)]));
+      const cut = letter.fields.some(([name, value]) => name.truncated || value.truncated);
       return el('tr', { dataset: { deadLetter: letter.deadLetterId } },
         readOnly ? null : el('td', {}, el('input', { type: 'checkbox', checked: state.ticked.has(key(letter)), title: 'Select', onchange: (event) => (event.target.checked ? state.ticked.add(key(letter)) : state.ticked.delete(key(letter))) })),
-        el('td', { className: 'name', text: letter.deadLetterId }),
+        el('td', { className: 'name id', text: letter.deadLetterId }),
         partitioned ? nameCell(letter.sourceStream) : null,
-        el('td', { className: 'name', text: letter.sourceId }),
+        el('td', { className: 'name id', text: letter.sourceId }),
         nameCell(letter.group),
         cell(letter.reason),
         el('td', {}, nameEl(letter.error)),
         cell(new Date(letter.deadLetteredAt).toISOString()),
         num(letter.deliveryCount),
-        el('td', {}, el('pre', { className: 'fields', text: fields })),
+        el('td', {}, fields, cut ? el('button', { type: 'button', className: 'link', text: 'Show whole fields', dataset: { action: 'whole' }, onclick: () => inspectDeadLetter(letter) }) : null),
         readOnly ? null : el('td', {}, el('span', { className: 'actions' },
           el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${isolated(letter.sourceStream)}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
           el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${isolated(letter.sourceStream)}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
@@ -334,17 +337,48 @@
       el('tbody', {}, ...(rows.length > 0 ? rows : [el('tr', {}, el('td', { colSpan: headings.length, className: 'muted', text: empty }))])));
   }
 
-  async function inspect(stream, id) {
+  /**
+   * A field name or value: its text, or its bytes as base64 marked so (they are not UTF-8), and
+   * when the list sent only its first bytes, how many there are in all.
+   */
+  function fieldEl(field) {
+    return el('span', { className: 'field', dataset: { encoding: field.encoding, truncated: field.truncated ? 'yes' : undefined } },
+      field.encoding === 'base64' ? el('span', { className: 'encoding', text: 'base64:', title: `Not UTF-8 text: its ${field.bytes} bytes as base64` }) : null,
+      el('bdi', { text: field.text }),
+      field.truncated ? el('span', { className: 'muted', text: ` … (${size(field.bytes)} in all)` }) : null);
+  }
+
+  function size(bytes) {
+    if (bytes < 1024) return `${bytes} bytes`;
+    if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+    return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  }
+
+  /** An entry's or a dead letter's whole fields, fetched on demand, in the section below the details. */
+  function showFields(title, fields) {
     const section = document.getElementById('entry');
+    const rows = fields.map(([name, value]) => el('tr', {}, el('td', { className: 'name field-name' }, fieldEl(name)), el('td', {}, el('pre', { className: 'fields' }, fieldEl(value)))));
+    section.replaceChildren(
+      el('div', { className: 'toolbar' },
+        el('h2', {}, ...title),
+        el('button', { type: 'button', text: 'Close', onclick: () => { section.hidden = true; } })),
+      table(['Field', 'Value'], rows, 'No fields.'));
+    section.hidden = false;
+  }
+
+  async function inspect(stream, id) {
     try {
       const entry = await getJson('entry', [['stream', stream], ['id', id]]);
-      const rows = entry.fields.map(([name, value]) => el('tr', {}, nameCell(name), el('td', {}, el('pre', { className: 'fields', text: value }))));
-      section.replaceChildren(
-        el('div', { className: 'toolbar' },
-          el('h2', {}, 'Entry ', el('span', { className: 'name', text: entry.id }), ' of ', nameEl(stream)),
-          el('button', { type: 'button', text: 'Close', onclick: () => { section.hidden = true; } })),
-        table(['Field', 'Value'], rows, 'No fields.'));
-      section.hidden = false;
+      showFields(['Entry ', el('span', { className: 'name', text: entry.id }), ' of ', nameEl(stream)], entry.fields);
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+  }
+
+  async function inspectDeadLetter(letter) {
+    try {
+      const whole = await getJson('dead-letter', [['stream', letter.sourceStream], ['id', letter.deadLetterId]]);
+      showFields(['Dead letter ', el('span', { className: 'name', text: whole.deadLetterId }), ' of ', nameEl(whole.sourceStream)], whole.fields);
     } catch (error) {
       setStatus(error.message, true);
     }
