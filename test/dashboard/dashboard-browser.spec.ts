@@ -1,5 +1,7 @@
 import { Injectable, type CanActivate } from '@nestjs/common';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -303,9 +305,36 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
     const whole = await page.$$eval('#entry tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
     expect(whole).toEqual([['pattern', 'raw'], ['big', big], ['bytes', 'base64:Yf/+AA==']]);
-    mkdirSync('/tmp/dashboard-shots', { recursive: true });
-    await page.screenshot({ path: '/tmp/dashboard-shots/fields.png', fullPage: true });
   }, 40_000);
+
+  it("keeps another site's page from reading dead letters through the operator's browser, even with the app's CORS open to every origin", async () => {
+    await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1, value: 'card-4242' });
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, { guard: AllowOperators }, adapter, { cors: true });
+      const target = `${app.page}/api/dead-letters?stream=${HANDLED_STREAM}`;
+      // Another site (localhost is not the site of 127.0.0.1) whose script asks with the operator's cookies.
+      const evil = createServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'text/html' });
+        response.end(`<script>fetch(${JSON.stringify(target)}, { credentials: 'include' }).then((r) => r.text().then((t) => { document.title = r.status + ' ' + t; }), (e) => { document.title = 'failed ' + e; });</script>`);
+      });
+      await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+      try {
+        await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`, { waitUntil: 'domcontentloaded' });
+        await page.waitForFunction(() => (document as unknown as { title: string }).title !== '', DOM_TIMEOUT);
+        const title = await page.title();
+        expect(title, adapter).toMatch(/^403 /);
+        expect(title).not.toContain('card-4242');
+      } finally {
+        evil.closeAllConnections();
+        await new Promise((resolve) => evil.close(resolve));
+      }
+      // The operator's own page reads them.
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+      await app.close();
+      app = undefined;
+    }
+  }, 60_000);
 
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
