@@ -73,8 +73,8 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     }
 
     @Get('api/dead-letters')
-    deadLetters(@Query('stream') stream: unknown) {
-      return answer(this.redactor, () => this.reads.deadLetterList(stream));
+    deadLetters(@Query('stream') stream: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.reads.deadLetterList(stream, cursor));
     }
 
     @Get('api/dead-letter')
@@ -87,8 +87,8 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     }
 
     @Get('api/pending')
-    pending(@Query('stream') stream: unknown, @Query('group') group: unknown) {
-      return answer(this.redactor, () => this.reads.pending(stream, group));
+    pending(@Query('stream') stream: unknown, @Query('group') group: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.reads.pending(stream, group, cursor));
     }
 
     @Get('api/entry')

@@ -336,6 +336,28 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     }
   }, 60_000);
 
+  it('pages the dead letters: the oldest 50, the next page from there (kept through refreshes), and back to the first', async () => {
+    const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 60, pending: 0, deadLetters: 60 });
+    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(HANDLED_STREAM, 'dead-letters', '60');
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    const shownIds = () => page.$$eval('#detail tr[data-dead-letter]', (rows) => rows.map((row) => row.dataset.deadLetter));
+    await page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="next"]', DOM_TIMEOUT);
+    expect(await shownIds()).toEqual(ids.slice(0, 50));
+    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Dead letters (60 in all)');
+    await page.locator('#detail p[data-list="dead-letters"] button[data-page="next"]').click();
+    await page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="first"]', DOM_TIMEOUT);
+    expect(await shownIds()).toEqual(ids.slice(50));
+    // A refresh later, still the second page.
+    const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
+    await page.waitForFunction((before) => (document.querySelector('body') as unknown as { dataset: Record<string, string> }).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
+    await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 10, DOM_TIMEOUT);
+    await page.locator('#detail p[data-list="dead-letters"] button[data-page="first"]').click();
+    await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 50, DOM_TIMEOUT);
+    expect(await shownIds()).toEqual(ids.slice(0, 50));
+  }, 40_000);
+
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');

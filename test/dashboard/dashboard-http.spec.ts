@@ -360,6 +360,79 @@ describe('dashboard field values: previews, whole values on demand, bytes that a
   });
 });
 
+describe('dashboard lists paged with a cursor (Express and Fastify)', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  /** Every page of `path` (a list route), following `next` until it is null. */
+  async function pages<T extends { next: string | null; total: number }>(dashboard: DashboardApp, path: string): Promise<T[]> {
+    const all: T[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const reply = await get(`${dashboard.page}/api/${path}${cursor === '' ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      expect(reply.status, reply.text).toBe(200);
+      const page = JSON.parse(reply.text) as T;
+      all.push(page);
+      cursor = page.next;
+      expect(all.length).toBeLessThan(10);
+    }
+    return all;
+  }
+
+  it('pages dead letters and pending entries 50 at a time from a cursor, each id once and in order, saying how many there are', async () => {
+    const deadLetterIds = await seedStream(redis.client, 'paged', { entries: 230, pending: 0, deadLetters: 120 });
+    // Of the 110 entries not delivered yet, 105 now pending in the group.
+    const pendingIds = ((await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 105, 'STREAMS', 'paged', '>')) as [string, [string, string[]][]][])[0]![1].map(([id]) => id);
+    expect(pendingIds).toHaveLength(105);
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, { streams: ['paged'] }, adapter);
+      const letterPages = await pages<DeadLettersView>(app, 'dead-letters?stream=paged');
+      expect(letterPages.map((page) => [page.deadLetters.length, page.total, page.more])).toEqual([[50, 120, true], [50, 120, true], [20, 120, false]]);
+      expect(letterPages.flatMap((page) => page.deadLetters.map((letter) => letter.deadLetterId))).toEqual(deadLetterIds);
+      const pendingPages = await pages<{ entries: { id: string }[]; next: string | null; total: number }>(app, `pending?stream=paged&group=${AUDIT_GROUP}`);
+      expect(pendingPages.map((page) => [page.entries.length, page.total])).toEqual([[50, 105], [50, 105], [5, 105]]);
+      expect(pendingPages.flatMap((page) => page.entries.map((entry) => entry.id))).toEqual(pendingIds);
+
+      // A cursor stays where it was while the list changes before it: the next page starts after it.
+      if (adapter === 'fastify') {
+        expect(await redis.client.xdel(deadLetterKey('paged'), ...deadLetterIds.slice(0, 10))).toBe(10);
+        const second = JSON.parse((await get(`${app.page}/api/dead-letters?stream=paged&cursor=${encodeURIComponent(letterPages[0]!.next!)}`)).text) as DeadLettersView;
+        expect([second.deadLetters[0]!.deadLetterId, second.total]).toEqual([deadLetterIds[50], 110]);
+      }
+
+      const bad = await get(`${app.page}/api/pending?stream=paged&group=${AUDIT_GROUP}&cursor=50`);
+      expect(bad.status).toBe(400);
+      expect(bad.text).toContain('cursor');
+      await app.close();
+      app = undefined;
+    }
+  });
+
+  it('pages the dead letters of a partitioned stream merged in id order', async () => {
+    await redis.client.set('{pparted}:partitions', '2');
+    const first = await seedStream(redis.client, 'pparted:p0', { entries: 40, pending: 0, deadLetters: 40 });
+    const second = await seedStream(redis.client, 'pparted:p1', { entries: 30, pending: 0, deadLetters: 30 });
+    app = await startDashboardApp(redis.server.url, { streams: ['pparted'] });
+    const letterPages = await pages<DeadLettersView>(app, 'dead-letters?stream=pparted');
+    expect(letterPages.map((page) => [page.deadLetters.length, page.total])).toEqual([[50, 70], [20, 70]]);
+    const ids = letterPages.flatMap((page) => page.deadLetters.map((letter) => letter.deadLetterId));
+    expect(new Set(ids)).toEqual(new Set([...first, ...second]));
+    expect(ids).toEqual([...ids].sort(byStreamId));
+  });
+});
+
+function byStreamId(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am === bm ? Number(as - bs) : am < bm ? -1 : 1;
+}
+
 describe('dashboard on a password-protected Redis', () => {
   const PASSWORD = 'dashboard-s3cret-pass';
   let server: RedisServerProcess | undefined;

@@ -13,6 +13,8 @@
     selected: null,
     /** Dead letters ticked for "selected" actions: `${sourceStream}\n${id}`. */
     ticked: new Set(),
+    /** Where the open lists start (the `next` of a page; absent: the first page): 'dead-letters', or a group's name. */
+    cursors: new Map(),
     timer: null,
     running: null,
   };
@@ -222,8 +224,8 @@
     const { stream, partitioned, partitionOf } = found;
     const readOnly = state.session.readOnly;
     const [deadLetters, pendings] = await Promise.all([
-      getJson('dead-letters', [['stream', stream.name]]).catch((error) => ({ error: error.message })),
-      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name]]).catch((error) => ({ error: error.message }))))),
+      getJson('dead-letters', [['stream', stream.name], ...cursorParam(DEAD_LETTERS)]).catch((error) => ({ error: error.message })),
+      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name], ...cursorParam(`group:${group.name}`)]).catch((error) => ({ error: error.message }))))),
     ]);
     const parts = [
       el('div', { className: 'toolbar' },
@@ -269,8 +271,9 @@
         el('td', {}, readOnly ? null : el('span', { className: 'actions' },
           el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }),
           el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
-    parts.push(el('h3', { text: `Pending entries (oldest ${pending.entries.length}${pending.more ? ' shown' : ''})` }));
+    parts.push(el('h3', { text: `Pending entries (${pending.total} in all)` }));
     parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
+    parts.push(...[pager(`group:${group.name}`, pending, 'pending')].filter(Boolean));
     return parts;
   }
 
@@ -290,7 +293,7 @@
   }
 
   function deadLetterDetail(stream, page, partitioned, readOnly) {
-    const parts = [el('h3', { text: 'Dead letters' })];
+    const parts = [el('h3', { text: page.error ? 'Dead letters' : `Dead letters (${page.total} in all)` })];
     if (page.error) return [...parts, el('p', { className: 'warn', text: page.error })];
     const letters = page.deadLetters;
     const key = (letter) => `${letter.sourceStream}\n${letter.deadLetterId}`;
@@ -326,8 +329,32 @@
     });
     const headings = [readOnly ? null : '', 'Id', partitioned ? 'Partition' : null, 'Source id', 'Group', 'Reason', 'Error', 'At', 'Deliveries', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null);
     parts.push(table(headings, rows, 'No dead letters.'));
-    if (page.more) parts.push(el('p', { className: 'hint', text: `The oldest ${letters.length} are shown.` }));
+    parts.push(...[pager(DEAD_LETTERS, page, 'dead-letters')].filter(Boolean));
     return parts;
+  }
+
+  // ---- lists paged with a cursor ---------------------------------------------------------------------
+  const DEAD_LETTERS = 'dead-letters';
+  const cursorParam = (list) => (state.cursors.has(list) ? [['cursor', state.cursors.get(list)]] : []);
+
+  /**
+   * Which page of `list` is shown, and buttons to the next one and back to the first (each
+   * refresh re-reads the same page); null when the whole list fits on its first page.
+   */
+  function pager(list, page, name) {
+    const first = !state.cursors.has(list);
+    if (first && page.next === null) return null;
+    const shown = page.deadLetters || page.entries;
+    const where = first ? `The oldest ${shown.length} shown.` : shown.length === 0 ? 'None after the previous page.' : `${shown.length} shown, from ${shown[0].deadLetterId || shown[0].id} on.`;
+    const turn = (cursor) => {
+      if (cursor === null) state.cursors.delete(list);
+      else state.cursors.set(list, cursor);
+      refreshNow();
+    };
+    return el('p', { className: 'actions pager', dataset: { list: name } },
+      el('span', { className: 'hint', text: where }),
+      first ? null : el('button', { type: 'button', text: 'First page', dataset: { page: 'first' }, onclick: () => turn(null) }),
+      page.next === null ? null : el('button', { type: 'button', text: 'Next page', dataset: { page: 'next' }, onclick: () => turn(page.next) }));
   }
 
   const NUMERIC = new Set(['Pending', 'Idle', 'Inactive', 'Deliveries']);
@@ -437,6 +464,7 @@
   function select(name) {
     state.selected = name;
     state.ticked.clear();
+    state.cursors.clear();
     refreshNow();
   }
 
