@@ -164,6 +164,30 @@ describe('dashboard request checks (Express and Fastify)', () => {
     }
   });
 
+  it('answers 503 naming csrfSecret when Redis refuses the shared secret, and works with csrfSecret given', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
+    // The stream's keys only: not nestjs-redis-streams:dashboard:csrf-secret.
+    await redis.client.call('ACL', 'SETUSER', 'dash', 'reset', 'on', '>dash-pw', '+@all', 'allchannels', `~${HANDLED_STREAM}`, `~{${HANDLED_STREAM}}:*`);
+    try {
+      const url = `redis://dash:dash-pw@127.0.0.1:${redis.server.port}`;
+      app = await startDashboardApp(url, { readOnly: false, guard: Everyone });
+      const session = await send(`${app.page}/api/session`);
+      expect(session.status).toBe(503);
+      expect(session.text).toContain('csrfSecret');
+      expect(session.text).not.toContain('dash-pw');
+      await app.close();
+      app = await startDashboardApp(url, { readOnly: false, guard: Everyone, csrfSecret: 's'.repeat(32) });
+      const purge = await send(`${app.page}/api/dead-letters/purge`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': await tokenOf(app) }, body: JSON.stringify({ stream: HANDLED_STREAM, ids: [deadLetterId] }) });
+      expect(purge.status, purge.text).toBe(200);
+      expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+      expect(await redis.client.exists('nestjs-redis-streams:dashboard:csrf-secret')).toBe(0);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await redis.client.call('ACL', 'DELUSER', 'dash');
+    }
+  });
+
   it('refuses a bad allowedHosts or csrfSecret, naming it', () => {
     expect(optionError(() => RedisStreamsDashboardModule.forRoot({ allowedHosts: 'dash.example.com' as never })).option).toBe('allowedHosts');
     expect(optionError(() => RedisStreamsDashboardModule.forRoot({ allowedHosts: ['ok.example', 'http://dash.example.com'] })).option).toBe('allowedHosts[1]');
