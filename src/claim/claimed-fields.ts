@@ -45,13 +45,14 @@ export function claimedFields(
   format: FieldsFormat,
   encoding: FieldEncoding,
 ): StreamFields | StreamFieldPairs {
-  const encoded = encoding === 'utf8' ? flat : flat.map(base64);
+  const encoded = encoding === 'utf8' ? flat : flat.map(fieldBase64);
   if (format === 'object') return fieldsFromArray(encoded);
   const pairs: StreamFieldPairs = [];
   for (let i = 0; i + 1 < encoded.length; i += 2) pairs.push([String(encoded[i]), String(encoded[i + 1])]);
   return pairs;
 }
 
-function base64(value: string | Buffer): string {
+/** `encoding: 'base64'`: a name's or value's exact bytes as base64 (the CLI's `--encoding base64`, the dashboard's bytes that are not UTF-8). */
+export function fieldBase64(value: string | Buffer): string {
   return (Buffer.isBuffer(value) ? value : Buffer.from(value, 'utf8')).toString('base64');
 }

@@ -8,6 +8,7 @@ import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import type { OverviewView } from './dashboard-views.js';
 import { sampleTarget } from './stream-sampler.js';
+import { fieldViews, PREVIEW_BYTES, type FieldView } from './field-views.js';
 
 /** Names typed into the page that one refresh takes at most (the page keeps them, the server does not). */
 export const MAX_NAMED_STREAMS = 10;
@@ -16,14 +17,32 @@ export const MAX_NAME_LENGTH = 1024;
 /** Rows of a dead-letter or pending list the page shows. */
 export const LIST_COUNT = 50;
 
+/** A dead letter with its original fields as the page shows them (text, or marked base64; cut in a list). */
+export type DeadLetterView = Omit<DeadLetter<StreamFieldPairs>, 'fields'> & { fields: FieldView[] };
+
 export interface DeadLettersView {
   deadLetterKey: string;
-  deadLetters: DeadLetter<StreamFieldPairs>[];
-  /** More dead letters than shown. */
+  /** Dead letters of the stream in all (its dead-letter streams' lengths). */
+  total: number;
+  /** Each name and value of their fields cut to PREVIEW_BYTES: `api/dead-letter` has one whole. */
+  deadLetters: DeadLetterView[];
+  /** The cursor of the next page (`cursor=` of the next request), null after the last. */
+  next: string | null;
+  /** More dead letters after these. */
   more: boolean;
 }
 
-/** The dashboard's read-only API: overview, dead letters, pending entries, one entry's fields. */
+export interface PendingView {
+  /** Entries pending in the group in all. */
+  total: number;
+  entries: PendingEntry[];
+  /** The cursor of the next page (`cursor=` of the next request), null after the last. */
+  next: string | null;
+  /** More pending entries after these. */
+  more: boolean;
+}
+
+/** The dashboard's read-only API: overview, dead letters, one dead letter, pending entries, one entry's fields. */
 @Injectable()
 export class DashboardReads {
   constructor(private readonly context: DashboardContext) {}
@@ -42,30 +61,67 @@ export class DashboardReads {
     return { at, streams, omitted: keys.targets.length - targets.length };
   }
 
-  /** The oldest dead letters of `stream` (a partitioned stream's merged), fields as [name, value] pairs. */
-  async deadLetterList(stream: unknown): Promise<DeadLettersView> {
+  /**
+   * The oldest dead letters of `stream` (a partitioned stream's merged), each field's name and
+   * value cut to PREVIEW_BYTES: the page polls this, fields of megabytes must not ride along.
+   */
+  async deadLetterList(stream: unknown, cursor?: unknown): Promise<DeadLettersView> {
     const name = nameParameter('stream', stream);
-    const page = await this.context.deadLetters.list(name, { count: LIST_COUNT, fieldsFormat: 'pairs', ...this.context.deadLetterKeyOption(name) });
-    return { deadLetterKey: page.deadLetterKey, deadLetters: page.deadLetters, more: page.nextStart !== null };
+    const start = cursorParameter(cursor);
+    const keyOption = this.context.deadLetterKeyOption(name);
+    // One more than a page: whether another page follows is known, not guessed. base64: the exact
+    // bytes, for fieldViews to tell UTF-8 from other bytes.
+    const [page, total] = await Promise.all([
+      this.context.deadLetters.list(name, { start, count: LIST_COUNT + 1, fieldsFormat: 'pairs', encoding: 'base64', ...keyOption }),
+      this.context.deadLetters.size(name, keyOption),
+    ]);
+    const shown = page.deadLetters.slice(0, LIST_COUNT);
+    // Fewer than a page of this stream's, yet rows left: a shared dead-letter key holds others' too.
+    const next = page.deadLetters.length > LIST_COUNT ? `(${shown.at(-1)!.deadLetterId}` : page.nextStart;
+    return { deadLetterKey: page.deadLetterKey, total, deadLetters: shown.map((letter) => deadLetterView(letter, PREVIEW_BYTES)), next, more: next !== null };
   }
 
-  /** The group's oldest pending entries: owner, idle time, deliveries. */
-  async pending(stream: unknown, group: unknown): Promise<{ entries: PendingEntry[]; more: boolean }> {
-    const entries = await this.context.inspector.pendingRange(nameParameter('stream', stream), nameParameter('group', group), { count: LIST_COUNT + 1, retryConsumer: false });
-    return { entries: entries.slice(0, LIST_COUNT), more: entries.length > LIST_COUNT };
+  /** One dead letter of `stream` (a partition's key for a partitioned stream's) with its whole fields, or null when it is gone. */
+  async deadLetter(stream: unknown, id: unknown): Promise<DeadLetterView | null> {
+    const name = nameParameter('stream', stream);
+    if (!isStreamId(id)) throw new RedisStreamsOptionError('id', `must be a stream id, got ${describe(id)}`);
+    const letter = await this.context.deadLetters.inspect(name, id, { fieldsFormat: 'pairs', encoding: 'base64', ...this.context.deadLetterKeyOption(name) });
+    return letter === null ? null : deadLetterView(letter);
   }
 
-  /** One entry of a stream (XRANGE id id), or null when it is gone. */
-  async entry(stream: unknown, id: unknown): Promise<{ id: string; fields: StreamFieldPairs } | null> {
+  /** A page of the group's pending entries, oldest first from `cursor`: owner, idle time, deliveries; and how many there are. */
+  async pending(stream: unknown, group: unknown, cursor?: unknown): Promise<PendingView> {
+    const key = nameParameter('stream', stream);
+    const groupName = nameParameter('group', group);
+    const start = cursorParameter(cursor);
+    // The range first: a missing stream or group is its error (404), not the summary's.
+    const entries = await this.context.inspector.pendingRange(key, groupName, { start, count: LIST_COUNT + 1, retryConsumer: false });
+    const summary = (await this.context.redis.xpending(key, groupName)) as [number | string, ...unknown[]];
+    const shown = entries.slice(0, LIST_COUNT);
+    const next = entries.length > LIST_COUNT ? `(${shown.at(-1)!.id}` : null;
+    return { total: Number(summary[0]), entries: shown, next, more: next !== null };
+  }
+
+  /** One entry of a stream (XRANGE id id) with its whole fields, or null when it is gone. */
+  async entry(stream: unknown, id: unknown): Promise<{ id: string; fields: FieldView[] } | null> {
     const key = nameParameter('stream', stream);
     if (!isStreamId(id)) throw new RedisStreamsOptionError('id', `must be a stream id, got ${describe(id)}`);
-    const [row] = await this.context.redis.xrange(key, id, id);
-    if (row === undefined) return null;
-    const [entryId, flat] = row;
-    const fields: StreamFieldPairs = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i] as string, flat[i + 1] as string]);
-    return { id: entryId, fields };
+    // The Buffer variant: the exact bytes, for fieldViews to tell UTF-8 from other bytes.
+    const [row] = (await this.context.redis.callBuffer('XRANGE', key, id, id)) as [Buffer, Buffer[]][];
+    return row === undefined ? null : { id: String(row[0]), fields: fieldViews(row[1]) };
   }
+}
+
+/** A dead letter read with `encoding: 'base64'`, its fields back to bytes and shown (cut to `limit` bytes each). */
+function deadLetterView(letter: DeadLetter<StreamFieldPairs>, limit?: number): DeadLetterView {
+  return { ...letter, fields: fieldViews(letter.fields.flat().map((base64) => Buffer.from(base64, 'base64')), limit) };
+}
+
+/** A list's `cursor` from a request: `(<id>` (after that id, as a `next` said), or absent for the first page. */
+function cursorParameter(value: unknown): string {
+  if (value === undefined || value === '') return '-';
+  if (typeof value === 'string' && value.startsWith('(') && isStreamId(value.slice(1))) return value;
+  throw new RedisStreamsOptionError('cursor', `must be the "next" of a page, such as "(1700000000000-0", got ${describe(value)}`);
 }
 
 /** A stream, group or consumer name from a request: a non-empty string of bounded length. */

@@ -1,6 +1,7 @@
 import { ForbiddenException, Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
+import { isAllowedHost } from './dashboard-hosts.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { REDIS_STREAMS_DASHBOARD_OPTIONS } from './tokens.js';
 
@@ -14,25 +15,13 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Cache-Control': 'no-store',
 };
 
-/** Header the page sends its CSRF token in. */
-export const CSRF_HEADER = 'x-csrf-token';
-
-/** The CSRF token: random per module instance (so per process), handed to the page by `api/session`. */
-@Injectable()
-export class CsrfToken {
-  readonly value = randomBytes(32).toString('base64url');
-
-  matches(candidate: unknown): boolean {
-    if (typeof candidate !== 'string') return false;
-    const given = Buffer.from(candidate);
-    const expected = Buffer.from(this.value);
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  }
-}
+/** What a refusal of a mutation for its CSRF token says, so that the page fetches a new token and tries once more. */
+export const CSRF_REFUSAL = 'csrf';
 
 /**
  * First guard of every dashboard route: sets the security headers through the app's HTTP adapter
  * (Express or Fastify), so they are on refusals by the later guards too. Lets every request on.
+ * (Responses no route answers, such as a 404 under the mount, get them from DashboardResponseHeaders.)
  */
 @Injectable()
 export class SecurityHeadersGuard implements CanActivate {
@@ -49,7 +38,17 @@ export class SecurityHeadersGuard implements CanActivate {
 /** What the guards read of a request (Express and Fastify both give the headers lower-cased). */
 interface GuardedRequest {
   url: string;
+  method: string;
   headers: Record<string, string | string[] | undefined>;
+  /** Express: the socket; Fastify: on `raw` (and `socket`). */
+  socket?: { localAddress?: string };
+  raw?: { socket?: { localAddress?: string } };
+}
+
+interface Refusal {
+  message: string;
+  /** A machine-readable reason the page acts on. */
+  reason?: string;
 }
 
 /**
@@ -59,52 +58,67 @@ interface GuardedRequest {
 abstract class RefusingGuard implements CanActivate {
   private readonly logger = new Logger('RedisStreamsDashboard');
 
-  protected abstract refusal(headers: GuardedRequest['headers']): string | undefined;
+  protected abstract refusal(request: GuardedRequest): Refusal | undefined | Promise<Refusal | undefined>;
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<GuardedRequest>();
-    const refusal = this.refusal(request.headers);
+    const refusal = await this.refusal(request);
     if (refusal === undefined) return true;
-    this.logger.warn(`refused ${JSON.stringify(request.url.split('?')[0])}: ${refusal}`);
-    throw new ForbiddenException(refusal);
+    this.logger.warn(`refused ${JSON.stringify(request.url.split('?')[0])}: ${refusal.message}`);
+    throw new ForbiddenException({ statusCode: 403, error: 'Forbidden', message: refusal.message, ...(refusal.reason === undefined ? {} : { reason: refusal.reason }) });
   }
 }
 
 /**
- * On the CSRF token's route and every mutation: refuses what the browser says came from another
- * site (`Sec-Fetch-Site`) or another origin (`Origin` against `Host`), even if the app enabled
- * CORS for everyone.
+ * On every route (page, assets, reads, token, mutations), before the app's guard, whatever CORS
+ * the app enabled:
+ * - a `Host` the operator did not allow (`allowedHosts`, loopback names, the address the request
+ *   reached) is refused: a DNS-rebinding page names its own host, and its requests are otherwise
+ *   same-origin;
+ * - what the browser says came from another site (`Sec-Fetch-Site` other than `same-origin`) or
+ *   another origin (`Origin` against `Host`) is refused. A navigation (a link followed to the
+ *   page) is let on: its answer goes to the operator's tab, no other site can read it.
  */
 @Injectable()
-export class SameOriginGuard extends RefusingGuard {
-  protected refusal(headers: GuardedRequest['headers']): string | undefined {
+export class TrustedRequestGuard extends RefusingGuard {
+  constructor(@Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions) {
+    super();
+  }
+
+  protected refusal({ headers, method, socket, raw }: GuardedRequest): Refusal | undefined {
+    const host = single(headers.host) ?? single(headers[':authority']);
+    const localAddress = (raw?.socket ?? socket)?.localAddress;
+    if (!isAllowedHost(host, localAddress, this.options.allowedHosts)) {
+      return { message: `host ${JSON.stringify(host ?? '')} is not allowed (RedisStreamsDashboardModule allowedHosts)` };
+    }
+    if (single(headers['sec-fetch-mode']) === 'navigate' && (method === 'GET' || method === 'HEAD')) return undefined;
     const site = single(headers['sec-fetch-site']);
-    if (site !== undefined && site !== 'same-origin') return `cross-site request refused (Sec-Fetch-Site: ${JSON.stringify(site)})`;
+    if (site !== undefined && site !== 'same-origin') return { message: `cross-site request refused (Sec-Fetch-Site: ${JSON.stringify(site)})` };
     const origin = single(headers.origin);
-    if (origin !== undefined && !sameHost(origin, single(headers.host))) return 'request from another origin refused';
+    if (origin !== undefined && !sameHost(origin, host)) return { message: 'request from another origin refused' };
     return undefined;
   }
 }
 
 /**
- * Last guard of every mutating route (after the app's guard and SameOriginGuard): refuses when
- * the dashboard is read-only, when the CSRF token header is missing or wrong, and when the body is
- * not JSON (a cross-site form cannot send one).
+ * Last guard of every mutating route (after the app's guard): refuses when the dashboard is
+ * read-only, when the CSRF token header is missing, wrong or expired, and when the body is not
+ * JSON (a cross-site form cannot send one).
  */
 @Injectable()
 export class MutationGuard extends RefusingGuard {
   constructor(
     @Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
-    private readonly token: CsrfToken,
+    private readonly tokens: CsrfTokens,
   ) {
     super();
   }
 
-  protected refusal(headers: GuardedRequest['headers']): string | undefined {
-    if (this.options.readOnly) return 'the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)';
-    if (!this.token.matches(single(headers[CSRF_HEADER]))) return 'missing or wrong CSRF token';
+  protected async refusal({ headers }: GuardedRequest): Promise<Refusal | undefined> {
+    if (this.options.readOnly) return { message: 'the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)' };
+    if (!(await this.tokens.verify(single(headers[CSRF_HEADER])))) return { message: 'missing, wrong or expired CSRF token', reason: CSRF_REFUSAL };
     const type = single(headers['content-type']) ?? '';
-    if (!/^application\/json\s*(;|$)/i.test(type)) return 'mutations take a JSON body (Content-Type: application/json)';
+    if (!/^application\/json\s*(;|$)/i.test(type)) return { message: 'mutations take a JSON body (Content-Type: application/json)' };
     return undefined;
   }
 }

@@ -4,14 +4,15 @@ import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
 import { DashboardReads } from './dashboard-reads.js';
-import { CSRF_HEADER, CsrfToken, MutationGuard, SameOriginGuard, SecurityHeadersGuard } from './dashboard-security.js';
+import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
+import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { answer } from './http-errors.js';
 
 /** What the page learns before its first refresh. */
 export interface DashboardSession {
   readOnly: boolean;
-  /** Sent back in the `X-CSRF-Token` header of every mutation; null when read-only. */
+  /** Sent back in the `X-CSRF-Token` header of every mutation (any replica takes it, for a day); null when read-only. */
   csrfToken: string | null;
   csrfHeader: string;
   refreshInterval: number;
@@ -20,12 +21,11 @@ export interface DashboardSession {
 /**
  * The dashboard's routes under `options.path`, as a Nest controller so that the app's own HTTP
  * adapter (Express or Fastify) serves them. Built per `forRoot` call: the path and the app's
- * guard are class decorators. Guards run in order: security headers, the app's guard, then on
- * the session (the CSRF token) and on mutations the same-origin guard, and on mutations the
- * read-only / CSRF guard.
+ * guard are class decorators. Guards run in order: security headers, the host and same-origin
+ * checks, the app's guard, and on mutations the read-only / CSRF guard.
  */
 export function dashboardController(options: ResolvedDashboardOptions): Type<unknown> {
-  const guards: (Type<CanActivate> | CanActivate)[] = [SecurityHeadersGuard];
+  const guards: (Type<CanActivate> | CanActivate)[] = [SecurityHeadersGuard, TrustedRequestGuard];
   if (options.guard !== undefined) guards.push(options.guard);
 
   @Controller(options.path)
@@ -37,7 +37,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly assets: DashboardAssets,
       private readonly reads: DashboardReads,
       private readonly actions: DashboardActions,
-      private readonly token: CsrfToken,
+      private readonly tokens: CsrfTokens,
       context: DashboardContext,
     ) {
       this.redactor = Redactor.for(context.redis);
@@ -62,9 +62,8 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     }
 
     @Get('api/session')
-    @UseGuards(SameOriginGuard)
-    session(): DashboardSession {
-      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : this.token.value, csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
+    async session(): Promise<DashboardSession> {
+      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
     }
 
     @Get('api/overview')
@@ -74,13 +73,22 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     }
 
     @Get('api/dead-letters')
-    deadLetters(@Query('stream') stream: unknown) {
-      return answer(this.redactor, () => this.reads.deadLetterList(stream));
+    deadLetters(@Query('stream') stream: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.reads.deadLetterList(stream, cursor));
+    }
+
+    @Get('api/dead-letter')
+    deadLetter(@Query('stream') stream: unknown, @Query('id') id: unknown) {
+      return answer(this.redactor, async () => {
+        const letter = await this.reads.deadLetter(stream, id);
+        if (letter === null) throw new NotFoundException('no such dead letter (redriven or purged)');
+        return letter;
+      });
     }
 
     @Get('api/pending')
-    pending(@Query('stream') stream: unknown, @Query('group') group: unknown) {
-      return answer(this.redactor, () => this.reads.pending(stream, group));
+    pending(@Query('stream') stream: unknown, @Query('group') group: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.reads.pending(stream, group, cursor));
     }
 
     @Get('api/entry')
@@ -94,49 +102,49 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Post('api/dead-letters/redrive')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     redrive(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.redrive(body));
     }
 
     @Post('api/dead-letters/purge')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     purge(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.purge(body));
     }
 
     @Post('api/pending/ack')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     ack(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.ack(body));
     }
 
     @Post('api/pending/claim')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     claim(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.claim(body));
     }
 
     @Post('api/groups/pause')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     pauseGroup(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.setPaused(body, true));
     }
 
     @Post('api/groups/resume')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     resumeGroup(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.setPaused(body, false));
     }
 
     @Post('api/consumers/delete')
     @HttpCode(200)
-    @UseGuards(SameOriginGuard, MutationGuard)
+    @UseGuards(MutationGuard)
     deleteConsumer(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.deleteConsumer(body));
     }

@@ -1,6 +1,7 @@
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { RedisStreamsOptionError } from '../errors.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption } from '../validation.js';
+import { allowedHostsOption, type AllowedHost } from './dashboard-hosts.js';
 
 /** What `RedisStreamsDashboardModule.forRoot` takes. */
 export interface RedisStreamsDashboardOptions {
@@ -25,6 +26,19 @@ export interface RedisStreamsDashboardOptions {
   refreshInterval?: number;
   /** Most streams one refresh reads (servers' streams, `streams` and names typed into the page). Default 50. */
   maxStreams?: number;
+  /**
+   * Host names (or addresses) the app is reached under, as the browser's `Host` header names them:
+   * `"dashboard.example.com"` (any port) or `"dashboard.example.com:8443"`. Every other `Host` is
+   * refused with 403 (DNS rebinding). Always accepted besides: `localhost`, `127.0.0.1`, `[::1]`
+   * and the address the request came in on. Default `[]`.
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Secret the CSRF tokens are signed with (at least 32 characters), the same on every replica of
+   * the app. Default: a random secret created once in Redis (`nestjs-redis-streams:dashboard:csrf-secret`)
+   * and shared by every replica on that Redis.
+   */
+  csrfSecret?: string;
 }
 
 export interface ResolvedDashboardOptions {
@@ -36,7 +50,12 @@ export interface ResolvedDashboardOptions {
   readonly imports: NonNullable<ModuleMetadata['imports']>;
   readonly refreshInterval: number;
   readonly maxStreams: number;
+  readonly allowedHosts: readonly AllowedHost[];
+  readonly csrfSecret: string | undefined;
 }
+
+/** Shortest `csrfSecret` taken. */
+export const MIN_CSRF_SECRET_LENGTH = 32;
 
 /** Checks every option (naming the bad one) when the app's module is declared. */
 export function resolveDashboardOptions(options: RedisStreamsDashboardOptions = {}): ResolvedDashboardOptions {
@@ -62,7 +81,17 @@ export function resolveDashboardOptions(options: RedisStreamsDashboardOptions = 
     imports: options.imports ?? [],
     refreshInterval: integerOption('refreshInterval', options.refreshInterval, 2_000, 500, 3_600_000),
     maxStreams: integerOption('maxStreams', options.maxStreams, 50, 1, 1_000),
+    allowedHosts: allowedHostsOption(options.allowedHosts),
+    csrfSecret: csrfSecretOption(options.csrfSecret),
   };
+}
+
+function csrfSecretOption(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length < MIN_CSRF_SECRET_LENGTH) {
+    throw new RedisStreamsOptionError('csrfSecret', `must be a string of at least ${MIN_CSRF_SECRET_LENGTH} characters (the same on every replica), got ${typeof value === 'string' ? `${value.length} characters` : describe(value)}`);
+  }
+  return value;
 }
 
 function pathOption(value: unknown): string {

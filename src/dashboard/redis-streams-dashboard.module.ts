@@ -5,7 +5,9 @@ import { DashboardContext } from './dashboard-context.js';
 import { dashboardController } from './dashboard.controller.js';
 import { resolveDashboardOptions, type RedisStreamsDashboardOptions } from './dashboard.options.js';
 import { DashboardReads } from './dashboard-reads.js';
-import { CsrfToken, MutationGuard, SameOriginGuard, SecurityHeadersGuard } from './dashboard-security.js';
+import { CsrfTokens } from './dashboard-csrf.js';
+import { DashboardResponseHeaders } from './dashboard-response-headers.js';
+import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
 import { REDIS_STREAMS_DASHBOARD_OPTIONS } from './tokens.js';
 
 /**
@@ -27,9 +29,10 @@ export class RedisStreamsDashboardModule {
         DashboardReads,
         DashboardActions,
         DashboardAssets,
-        CsrfToken,
+        CsrfTokens,
+        DashboardResponseHeaders,
         SecurityHeadersGuard,
-        SameOriginGuard,
+        TrustedRequestGuard,
         MutationGuard,
       ],
     };

@@ -1,13 +1,18 @@
 import { Injectable, type CanActivate } from '@nestjs/common';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { pauseGroup } from '../../src/flow/pause-state.js';
+import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
+import { RoundRobinProxy } from '../helpers/round-robin-proxy.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -84,6 +89,12 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     app = undefined;
     await redis.client.flushall();
   });
+
+  /** Moves the pending entry `id` of `stream` (group audit) to its dead letters; returns the dead letter's id. */
+  async function seedDeadLetter(stream: string, id: string): Promise<string[]> {
+    const moved = await new DeadLetterService(redis.client).moveToDeadLetter({ stream, group: AUDIT_GROUP, ids: [id], reason: 'manual', error: 'boom' });
+    return moved.outcomes.map((outcome) => outcome.deadLetterId as string);
+  }
 
   /** The text of the overview cell `col` in the row of `stream` (and `group`), or null. */
   function overviewCell(stream: string, col: string, group?: string): Promise<string | null> {
@@ -172,7 +183,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     // A dismissed confirmation changes nothing.
     await page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
     await waitFor(() => dialogs.length === 1, 'the confirmation');
-    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "${HANDLED_STREAM}"?` });
+    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "\u2068${HANDLED_STREAM}\u2069"?` });
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
 
     acceptDialogs = true;
@@ -221,6 +232,132 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     expect(dialogs).toEqual([]);
   }, 40_000);
 
+  /**
+   * Left edges of the characters of `selector`'s first text node from `from` on (spaces left
+   * out), as Chromium lays them out; with `text`, of that text in a probe element added to the page.
+   */
+  function charLefts(selector: string, from: number, text?: string): Promise<number[]> {
+    return page.evaluate<[], () => number[]>(`(() => {
+      let node = document.querySelector(${JSON.stringify(selector)});
+      ${text === undefined ? '' : `node = document.createElement('div'); node.textContent = ${JSON.stringify(text)}; document.body.append(node);`}
+      const textNode = [...node.childNodes].find((child) => child.nodeType === 3);
+      const lefts = [];
+      for (let i = ${from}; i < textNode.data.length; i++) {
+        if (textNode.data[i] === ' ') continue;
+        const range = document.createRange();
+        range.setStart(textNode, i);
+        range.setEnd(textNode, i + 1);
+        lefts.push(range.getBoundingClientRect().left);
+      }
+      return lefts;
+    })()`);
+  }
+
+  function leftToRight(lefts: readonly number[]): boolean {
+    return lefts.length > 1 && lefts.every((left, i) => i === 0 || left > lefts[i - 1]!);
+  }
+
+  it('isolates names with a right-to-left override: the text after one reads in order, in the row and in the confirmation', async () => {
+    const stream = 'bidi\u202Eorders';
+    const group = 'grp\u202Ebilling';
+    await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}');
+    await redis.client.xgroup('CREATE', stream, group, '0');
+    await pauseGroup(redis.client, stream, group);
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [stream], refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    const badge = `#streams tr[data-group="${group}"] [data-col="group"] .paused`;
+    await page.waitForSelector(badge, DOM_TIMEOUT);
+    // " paused" after the group's name, in its cell.
+    expect(leftToRight(await charLefts(badge, 0))).toBe(true);
+    expect(await overviewCell(stream, 'group', group)).toBe(`${group} paused`);
+
+    await page.locator(`#streams tr[data-stream="${stream}"] [data-col="name"] button`).click();
+    await page.waitForSelector('#detail button[data-action="resume"]', DOM_TIMEOUT);
+    expect(leftToRight(await charLefts('#detail h3 .paused', 0))).toBe(true);
+    await page.locator('#detail button[data-action="resume"]').click();
+    await waitFor(() => dialogs.length === 1, 'the confirmation');
+    const question = dialogs[0]!.message;
+    expect(question).toBe(`Resume group "\u2068${group}\u2069" on "\u2068${stream}\u2069"? Every worker reads it again within a second.`);
+    // The question after the stream's name, as a dialog lays it out.
+    expect(leftToRight(await charLefts('body', question.lastIndexOf('\u2069') + 1, question))).toBe(true);
+    // Dismissed: still paused.
+    expect(await redis.client.hexists(`{${stream}}:paused`, group)).toBe(1);
+  }, 40_000);
+
+  it('shows a dead letter cut to its first KiB, its whole value on demand, and bytes that are not UTF-8 as marked base64', async () => {
+    const big = 'x'.repeat(1 << 20);
+    const bytes = Buffer.from([0x61, 0xff, 0xfe, 0x00]);
+    await redis.client.xadd('raw', '*', 'pattern', 'raw', 'big', big, 'bytes', bytes);
+    await redis.client.xgroup('CREATE', 'raw', AUDIT_GROUP, '0');
+    const [[, [[id]]]] = (await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', 'raw', '>')) as [string, [string, string[]][]][];
+    const [deadLetterId] = (await seedDeadLetter('raw', id!)) as [string];
+    app = await startDashboardApp(redis.server.url, { streams: ['raw'], refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell('raw', 'dead-letters', '1');
+    await page.locator('#streams tr[data-stream="raw"] [data-col="name"] button').click();
+    const fields = `#detail tr[data-dead-letter="${deadLetterId}"] pre`;
+    await page.waitForSelector(fields, DOM_TIMEOUT);
+    const shown = await page.$eval(fields, (node) => node.textContent);
+    expect(shown).toBe(`pattern = raw\nbig = ${'x'.repeat(1024)} … (1.0 MiB in all)\nbytes = base64:Yf/+AA==`);
+    expect(shown).not.toContain('\ufffd');
+
+    await page.locator(`#detail tr[data-dead-letter="${deadLetterId}"] button[data-action="whole"]`).click();
+    await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
+    const whole = await page.$$eval('#entry tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
+    expect(whole).toEqual([['pattern', 'raw'], ['big', big], ['bytes', 'base64:Yf/+AA==']]);
+  }, 40_000);
+
+  it("keeps another site's page from reading dead letters through the operator's browser, even with the app's CORS open to every origin", async () => {
+    await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1, value: 'card-4242' });
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, { guard: AllowOperators }, adapter, { cors: true });
+      const target = `${app.page}/api/dead-letters?stream=${HANDLED_STREAM}`;
+      // Another site (localhost is not the site of 127.0.0.1) whose script asks with the operator's cookies.
+      const evil = createServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'text/html' });
+        response.end(`<script>fetch(${JSON.stringify(target)}, { credentials: 'include' }).then((r) => r.text().then((t) => { document.title = r.status + ' ' + t; }), (e) => { document.title = 'failed ' + e; });</script>`);
+      });
+      await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+      try {
+        await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`, { waitUntil: 'domcontentloaded' });
+        await page.waitForFunction(() => (document as unknown as { title: string }).title !== '', DOM_TIMEOUT);
+        const title = await page.title();
+        expect(title, adapter).toMatch(/^403 /);
+        expect(title).not.toContain('card-4242');
+      } finally {
+        evil.closeAllConnections();
+        await new Promise((resolve) => evil.close(resolve));
+      }
+      // The operator's own page reads them.
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+      await app.close();
+      app = undefined;
+    }
+  }, 60_000);
+
+  it('pages the dead letters: the oldest 50, the next page from there (kept through refreshes), and back to the first', async () => {
+    const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 60, pending: 0, deadLetters: 60 });
+    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(HANDLED_STREAM, 'dead-letters', '60');
+    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    const shownIds = () => page.$$eval('#detail tr[data-dead-letter]', (rows) => rows.map((row) => row.dataset.deadLetter));
+    await page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="next"]', DOM_TIMEOUT);
+    expect(await shownIds()).toEqual(ids.slice(0, 50));
+    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Dead letters (60 in all)');
+    await page.locator('#detail p[data-list="dead-letters"] button[data-page="next"]').click();
+    await page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="first"]', DOM_TIMEOUT);
+    expect(await shownIds()).toEqual(ids.slice(50));
+    // A refresh later, still the second page.
+    const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
+    await page.waitForFunction((before) => (document.querySelector('body') as unknown as { dataset: Record<string, string> }).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
+    await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 10, DOM_TIMEOUT);
+    await page.locator('#detail p[data-list="dead-letters"] button[data-page="first"]').click();
+    await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 50, DOM_TIMEOUT);
+    expect(await shownIds()).toEqual(ids.slice(0, 50));
+  }, 40_000);
+
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
@@ -236,7 +373,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.waitForSelector(buttons, DOM_TIMEOUT);
     await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
     await untilCell(HANDLED_STREAM, 'dead-letters', '0');
-    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "${HANDLED_STREAM}" for good?` }]);
+    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "\u2068${HANDLED_STREAM}\u2069" for good?` }]);
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
     expect(await redis.client.xlen(HANDLED_STREAM)).toBe(4);
   }, 40_000);
@@ -257,6 +394,62 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.locator('#detail tr[data-id] button').click();
     await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
     expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{"n":1}');
+  }, 40_000);
+
+  /** Two replicas of the app on one Redis (no csrfSecret given), the page through a round-robin proxy. */
+  async function behindProxy(dashboards: Parameters<typeof startDashboardApp>[1][], body: (proxy: RoundRobinProxy, replicas: DashboardApp[]) => Promise<void>): Promise<void> {
+    const replicas: DashboardApp[] = [];
+    let proxy: RoundRobinProxy | undefined;
+    try {
+      for (const dashboard of dashboards) replicas.push(await startDashboardApp(redis.server.url, dashboard));
+      proxy = await RoundRobinProxy.start(replicas.map((replica) => replica.origin));
+      await body(proxy, replicas);
+    } finally {
+      await proxy?.close();
+      for (const replica of replicas) await replica.close();
+    }
+  }
+
+  async function purgeFromPage(deadLetterId: string): Promise<void> {
+    const buttons = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
+    await page.waitForSelector(buttons, DOM_TIMEOUT);
+    await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
+    await page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
+  }
+
+  it('acts through two replicas behind a load balancer without sticky sessions: the token of one is taken by the other', async () => {
+    const deadLetterIds = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 2 });
+    const options = { readOnly: false, guard: AllowOperators, refreshInterval: 500 };
+    await behindProxy([options, options], async (proxy) => {
+      acceptDialogs = true;
+      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '2');
+      await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+      for (const id of deadLetterIds) await purgeFromPage(id);
+      expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+      // One purge each: one of them reached the replica that did not hand out the page's token.
+      expect(proxy.seen.map((requests) => requests.filter((one) => one.startsWith('POST')))).toEqual([['POST /streams/api/dead-letters/purge'], ['POST /streams/api/dead-letters/purge']]);
+      expect(await page.$eval('#status', (node) => node.textContent)).not.toMatch(/CSRF|refused/);
+    });
+  }, 40_000);
+
+  it('fetches a new CSRF token once when a mutation is refused for it, and the action goes through', async () => {
+    const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 1 });
+    const withSecret = (csrfSecret: string) => ({ readOnly: false, guard: AllowOperators, refreshInterval: 500, csrfSecret });
+    await behindProxy([withSecret('a'.repeat(32)), withSecret('b'.repeat(32))], async (proxy, [first, second]) => {
+      acceptDialogs = true;
+      proxy.upstreams = [first!.origin];
+      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '1');
+      await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+      await page.waitForSelector(`#detail tr[data-dead-letter="${deadLetterId}"]`, DOM_TIMEOUT);
+      // The app is redeployed with another secret: the page's token is not taken any more.
+      proxy.upstreams = [second!.origin];
+      await purgeFromPage(deadLetterId!);
+      expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
+      expect(second!.logger.lines).toContain('refused "/streams/api/dead-letters/purge": missing, wrong or expired CSRF token');
+      expect(second!.logger.lines.filter((line) => line.startsWith('purge dead letters'))).toEqual([`purge dead letters: stream "${HANDLED_STREAM}", ids ["${deadLetterId}"]: 1 purged, 0 not found, 0 skipped`]);
+    });
   }, 40_000);
 
   it('writes docs/images/dashboard.png when DASHBOARD_SCREENSHOT is set', async () => {

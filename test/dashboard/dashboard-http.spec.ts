@@ -7,9 +7,12 @@ import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsDashboardModule } from '../../src/dashboard/index.js';
 import { SECURITY_HEADERS } from '../../src/dashboard/dashboard-security.js';
 import type { OverviewView, StreamView } from '../../src/dashboard/dashboard-views.js';
+import type { DeadLettersView, DeadLetterView } from '../../src/dashboard/dashboard-reads.js';
+import type { FieldView } from '../../src/dashboard/field-views.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { listeningServers } from '../../src/server/liveness.js';
+import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { optionError } from '../helpers/option-errors.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -24,10 +27,10 @@ class OperatorGuard implements CanActivate {
 }
 
 const OPERATOR = { 'x-operator': 'yes' };
-const TIMEOUT = { signal: () => AbortSignal.timeout(5_000) };
+const TIMEOUT = { signal: (ms = 5_000) => AbortSignal.timeout(ms) };
 
-async function get(url: string, headers: Record<string, string> = OPERATOR): Promise<{ status: number; headers: Headers; text: string }> {
-  const response = await fetch(url, { headers, signal: TIMEOUT.signal() });
+async function get(url: string, headers: Record<string, string> = OPERATOR, timeoutMs?: number): Promise<{ status: number; headers: Headers; text: string }> {
+  const response = await fetch(url, { headers, signal: TIMEOUT.signal(timeoutMs) });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 
@@ -214,7 +217,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard });
     const token = await csrfToken(app);
-    expect(token).toMatch(/^[\w-]{40,}$/);
+    expect(token).toMatch(/^[0-9a-z]+\.[\w-]{22}\.[\w-]{43}$/);
     // Another site cannot fetch the token either (even where the app enabled CORS).
     expect((await get(`${app.page}/api/session`, { ...OPERATOR, 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await get(`${app.page}/api/session`, { ...OPERATOR, origin: 'http://evil.example' })).status).toBe(403);
@@ -230,7 +233,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     expect((await post(url, body, { 'x-operator': 'no', 'x-csrf-token': token })).status).toBe(403);
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
     const refusals = app.logger.lines.filter((line) => line.startsWith('refused'));
-    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing or wrong CSRF token');
+    expect(refusals).toContain('refused "/streams/api/dead-letters/purge": missing, wrong or expired CSRF token');
     expect(refusals).toContain('refused "/streams/api/dead-letters/purge": cross-site request refused (Sec-Fetch-Site: "cross-site")');
     // The app's guard refused the last one: the dashboard's guards never saw it.
     expect(refusals).toHaveLength(7);
@@ -257,8 +260,8 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     const [first, second] = pending.entries.map((entry) => entry.id);
     expect(pending.entries.map((entry) => entry.consumer)).toEqual(['audit-1', 'audit-1', 'audit-1']);
 
-    const entry = JSON.parse((await get(`${app.page}/api/entry?stream=work&id=${first}`)).text) as { fields: [string, string][] };
-    expect(entry.fields).toEqual([['pattern', 'work'], ['data', '{"n":0}'], ['note', 'secret-payload-0']]);
+    const entry = JSON.parse((await get(`${app.page}/api/entry?stream=work&id=${first}`)).text) as { fields: FieldView[] };
+    expect(entry.fields.map(([name, value]) => [name.text, value.text])).toEqual([['pattern', 'work'], ['data', '{"n":0}'], ['note', 'secret-payload-0']]);
 
     expect((await post(`${app.page}/api/pending/ack`, { stream: 'work', group: AUDIT_GROUP, ids: [first] }, headers)).body).toEqual({ acked: 1 });
     // Claimed only while the owner the page showed still holds it.
@@ -287,6 +290,148 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     expect(app.logger.lines.join('\n')).not.toContain('secret-payload');
   });
 });
+
+describe('dashboard field values: previews, whole values on demand, bytes that are not UTF-8 (Express and Fastify)', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  it('sends each field of a dead letter cut to 1 KiB in a refresh (50 of 1 MiB: under 200 KB), and a whole value on demand, byte for byte', async () => {
+    // 1 MiB: one byte, then two-byte characters; the cut at 1024 bytes falls inside one, and must not split it.
+    const megabyte = `a${'é'.repeat((1 << 19) - 1)}`;
+    const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 50, pending: 0, deadLetters: 50, value: megabyte });
+    expect(ids).toHaveLength(50);
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, {}, adapter);
+      // 50 MiB leave Redis for every refresh still (XRANGE has no cut): slow on a busy host.
+      const list = await get(`${app.page}/api/dead-letters?stream=${HANDLED_STREAM}`, OPERATOR, 30_000);
+      expect(list.status).toBe(200);
+      expect(Buffer.byteLength(list.text), adapter).toBeLessThan(200_000);
+      const view = JSON.parse(list.text) as DeadLettersView;
+      expect(view.deadLetters.map((letter) => letter.deadLetterId)).toEqual(ids);
+      const [, note] = view.deadLetters[7]!.fields[2]!;
+      expect(note).toEqual({ text: `a${'é'.repeat(511)}`, encoding: 'utf8', bytes: Buffer.byteLength(`${megabyte}-7`), truncated: true });
+      expect(view.deadLetters[7]!.fields[0]).toEqual([{ text: 'pattern', encoding: 'utf8', bytes: 7, truncated: false }, { text: HANDLED_STREAM, encoding: 'utf8', bytes: HANDLED_STREAM.length, truncated: false }]);
+
+      const whole = JSON.parse((await get(`${app.page}/api/dead-letter?stream=${HANDLED_STREAM}&id=${ids[7]}`)).text) as DeadLetterView;
+      const [stored] = await redis.client.xrangeBuffer(deadLetterKey(HANDLED_STREAM), ids[7]!, ids[7]!);
+      const storedNote = stored![1].at(-1)!;
+      expect(whole.fields[2]![1]).toMatchObject({ encoding: 'utf8', truncated: false, bytes: storedNote.length });
+      expect(Buffer.from(whole.fields[2]![1].text, 'utf8').equals(storedNote)).toBe(true);
+      expect((await get(`${app.page}/api/dead-letter?stream=${HANDLED_STREAM}&id=1-1`)).status).toBe(404);
+      await app.close();
+      app = undefined;
+    }
+  }, 60_000);
+
+  it('shows bytes that are not UTF-8 as marked base64, in the list, a dead letter and an entry: never U+FFFD', async () => {
+    const bytes = Buffer.from([0x61, 0xff, 0xfe, 0x00]);
+    const name = Buffer.from([0xc3, 0x28]);
+    await redis.client.xadd('raw', '*', 'pattern', 'raw', name, bytes);
+    await redis.client.xgroup('CREATE', 'raw', AUDIT_GROUP, '0');
+    const [[, [[id]]]] = (await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', 'raw', '>')) as [string, [string, string[]][]][];
+    await redis.client.xadd('raw', '*', 'pattern', 'raw', 'data', bytes);
+    const [[lastId]] = await redis.client.xrevrange('raw', '+', '-', 'COUNT', 1);
+    const marked = { text: bytes.toString('base64'), encoding: 'base64', bytes: 4, truncated: false };
+    expect(marked.text).toBe('Yf/+AA==');
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, { streams: ['raw'] }, adapter);
+      const entry = await get(`${app.page}/api/entry?stream=raw&id=${lastId}`);
+      expect((JSON.parse(entry.text) as { fields: FieldView[] }).fields[1]).toEqual([{ text: 'data', encoding: 'utf8', bytes: 4, truncated: false }, marked]);
+      expect(entry.text).not.toContain('\ufffd');
+      const pendingEntry = JSON.parse((await get(`${app.page}/api/entry?stream=raw&id=${id}`)).text) as { fields: FieldView[] };
+      expect(pendingEntry.fields[1]).toEqual([{ text: name.toString('base64'), encoding: 'base64', bytes: 2, truncated: false }, marked]);
+      await app.close();
+      app = undefined;
+    }
+    await new DeadLetterService(redis.client).moveToDeadLetter({ stream: 'raw', group: AUDIT_GROUP, ids: [id!], reason: 'manual', error: 'boom' });
+    app = await startDashboardApp(redis.server.url, { streams: ['raw'] });
+    const list = await get(`${app.page}/api/dead-letters?stream=raw`);
+    expect(list.text).not.toContain('\ufffd');
+    const [letter] = (JSON.parse(list.text) as DeadLettersView).deadLetters;
+    expect(letter!.fields[1]).toEqual([{ text: name.toString('base64'), encoding: 'base64', bytes: 2, truncated: false }, marked]);
+    const whole = JSON.parse((await get(`${app.page}/api/dead-letter?stream=raw&id=${letter!.deadLetterId}`)).text) as DeadLetterView;
+    expect(whole.fields[1]).toEqual(letter!.fields[1]);
+  });
+});
+
+describe('dashboard lists paged with a cursor (Express and Fastify)', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  /** Every page of `path` (a list route), following `next` until it is null. */
+  async function pages<T extends { next: string | null; total: number }>(dashboard: DashboardApp, path: string): Promise<T[]> {
+    const all: T[] = [];
+    let cursor: string | null = '';
+    while (cursor !== null) {
+      const reply = await get(`${dashboard.page}/api/${path}${cursor === '' ? '' : `&cursor=${encodeURIComponent(cursor)}`}`);
+      expect(reply.status, reply.text).toBe(200);
+      const page = JSON.parse(reply.text) as T;
+      all.push(page);
+      cursor = page.next;
+      expect(all.length).toBeLessThan(10);
+    }
+    return all;
+  }
+
+  it('pages dead letters and pending entries 50 at a time from a cursor, each id once and in order, saying how many there are', async () => {
+    const deadLetterIds = await seedStream(redis.client, 'paged', { entries: 230, pending: 0, deadLetters: 120 });
+    // Of the 110 entries not delivered yet, 105 now pending in the group.
+    const pendingIds = ((await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 105, 'STREAMS', 'paged', '>')) as [string, [string, string[]][]][])[0]![1].map(([id]) => id);
+    expect(pendingIds).toHaveLength(105);
+    for (const adapter of ['express', 'fastify'] as const) {
+      app = await startDashboardApp(redis.server.url, { streams: ['paged'] }, adapter);
+      const letterPages = await pages<DeadLettersView>(app, 'dead-letters?stream=paged');
+      expect(letterPages.map((page) => [page.deadLetters.length, page.total, page.more])).toEqual([[50, 120, true], [50, 120, true], [20, 120, false]]);
+      expect(letterPages.flatMap((page) => page.deadLetters.map((letter) => letter.deadLetterId))).toEqual(deadLetterIds);
+      const pendingPages = await pages<{ entries: { id: string }[]; next: string | null; total: number }>(app, `pending?stream=paged&group=${AUDIT_GROUP}`);
+      expect(pendingPages.map((page) => [page.entries.length, page.total])).toEqual([[50, 105], [50, 105], [5, 105]]);
+      expect(pendingPages.flatMap((page) => page.entries.map((entry) => entry.id))).toEqual(pendingIds);
+
+      // A cursor stays where it was while the list changes before it: the next page starts after it.
+      if (adapter === 'fastify') {
+        expect(await redis.client.xdel(deadLetterKey('paged'), ...deadLetterIds.slice(0, 10))).toBe(10);
+        const second = JSON.parse((await get(`${app.page}/api/dead-letters?stream=paged&cursor=${encodeURIComponent(letterPages[0]!.next!)}`)).text) as DeadLettersView;
+        expect([second.deadLetters[0]!.deadLetterId, second.total]).toEqual([deadLetterIds[50], 110]);
+      }
+
+      const bad = await get(`${app.page}/api/pending?stream=paged&group=${AUDIT_GROUP}&cursor=50`);
+      expect(bad.status).toBe(400);
+      expect(bad.text).toContain('cursor');
+      await app.close();
+      app = undefined;
+    }
+  });
+
+  it('pages the dead letters of a partitioned stream merged in id order', async () => {
+    await redis.client.set('{pparted}:partitions', '2');
+    const first = await seedStream(redis.client, 'pparted:p0', { entries: 40, pending: 0, deadLetters: 40 });
+    const second = await seedStream(redis.client, 'pparted:p1', { entries: 30, pending: 0, deadLetters: 30 });
+    app = await startDashboardApp(redis.server.url, { streams: ['pparted'] });
+    const letterPages = await pages<DeadLettersView>(app, 'dead-letters?stream=pparted');
+    expect(letterPages.map((page) => [page.deadLetters.length, page.total])).toEqual([[50, 70], [20, 70]]);
+    const ids = letterPages.flatMap((page) => page.deadLetters.map((letter) => letter.deadLetterId));
+    expect(new Set(ids)).toEqual(new Set([...first, ...second]));
+    expect(ids).toEqual([...ids].sort(byStreamId));
+  });
+});
+
+function byStreamId(a: string, b: string): number {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am === bm ? Number(as - bs) : am < bm ? -1 : 1;
+}
 
 describe('dashboard on a password-protected Redis', () => {
   const PASSWORD = 'dashboard-s3cret-pass';

@@ -184,7 +184,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard: pause and resume from the pag
     await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
     await page.locator('#detail button[data-action="pause"]').click();
     await untilGroupCell(HANDLED_STREAM, 'billing paused');
-    expect(dialogs).toEqual([`Pause group "billing" on "${HANDLED_STREAM}" for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`]);
+    expect(dialogs).toEqual([`Pause group "\u2068billing\u2069" on "\u2068${HANDLED_STREAM}\u2069" for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`]);
     expect(await redis.client.hexists(pausedKey(HANDLED_STREAM), 'billing')).toBe(1);
 
     await page.locator('#detail button[data-action="resume"]').click();

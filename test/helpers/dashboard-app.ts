@@ -51,6 +51,19 @@ export interface DashboardApp {
   close(): Promise<void>;
 }
 
+export interface DashboardAppOptions {
+  /** A second handler reads PARTITIONED_STREAM's two partitions. */
+  partitioned?: boolean;
+  /** `app.enableCors({ origin: true, credentials: true })`: every origin may read the app's answers. */
+  cors?: boolean;
+  /** `app.setGlobalPrefix(prefix)`. */
+  prefix?: string;
+  /** The loopback address the app listens on (default 127.0.0.1). */
+  host?: string;
+  /** The port (default: a free one). */
+  port?: number;
+}
+
 /**
  * A Nest HTTP app on a free loopback port with RedisStreamsModule (connection `url`), the
  * dashboard at `/streams` and a RedisStreamsServer whose handler reads HANDLED_STREAM (and, with
@@ -60,7 +73,7 @@ export async function startDashboardApp(
   url: string,
   dashboard: RedisStreamsDashboardOptions = {},
   adapter: 'express' | 'fastify' = 'express',
-  { partitioned = false }: { partitioned?: boolean } = {},
+  { partitioned = false, cors = false, prefix, host = '127.0.0.1', port = 0 }: DashboardAppOptions = {},
 ): Promise<DashboardApp> {
   const controllers = partitioned ? [OrdersHandler, PartitionedHandler] : [OrdersHandler];
   @Module({ imports: [RedisStreamsModule.forRoot({ connection: url }), RedisStreamsDashboardModule.forRoot(dashboard)], controllers })
@@ -73,10 +86,13 @@ export async function startDashboardApp(
   const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), options) : moduleRef.createNestApplication(options);
   const strategy = new RedisStreamsServer({ connection: url, group: 'billing', consumer: 'billing-1', blockMs: 200 });
   app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+  if (cors) app.enableCors({ origin: true, credentials: true });
+  if (prefix !== undefined) app.setGlobalPrefix(prefix);
   await app.startAllMicroservices();
-  await app.listen(0, '127.0.0.1');
-  const origin = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
-  return { app, origin, page: `${origin}${dashboard.path ?? '/streams'}`, logger, close: () => app.close() };
+  await app.listen(port, host);
+  const origin = `http://${host}:${(app.getHttpServer().address() as AddressInfo).port}`;
+  const mount = `${prefix === undefined ? '' : `/${prefix}`}${dashboard.path ?? '/streams'}`;
+  return { app, origin, page: `${origin}${mount}`, logger, close: () => app.close() };
 }
 
 /** A group nobody handles: entries read into it stay pending, for the page to show. */

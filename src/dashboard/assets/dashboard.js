@@ -13,6 +13,8 @@
     selected: null,
     /** Dead letters ticked for "selected" actions: `${sourceStream}\n${id}`. */
     ticked: new Set(),
+    /** Where the open lists start (the `next` of a page; absent: the first page): 'dead-letters', or a group's name. */
+    cursors: new Map(),
     timer: null,
     running: null,
   };
@@ -32,7 +34,29 @@
   }
   const cell = (text, props) => el('td', { text, ...props });
   const num = (value, col) => cell(value === null || value === undefined ? '—' : String(value), { className: 'num', dataset: col ? { col } : undefined });
-  const nameCell = (name, props) => el('td', props, el('span', { className: 'name', text: name }));
+  // A name from Redis, isolated from the text around it: a right-to-left override (U+202E) in it
+  // cannot reorder what follows, in the page (a <bdi> element) nor in a dialog's text (FSI…PDI).
+  const nameEl = (name, props) => el('bdi', { className: 'name', text: balancedIsolates(String(name)), ...props });
+  const nameCell = (name, props) => el('td', props, nameEl(name));
+  const isolated = (name) => `\u2068${balancedIsolates(String(name))}\u2069`;
+
+  /**
+   * `text` with every isolate it opens closed and no stray PDI (U+2069): a stray one would close
+   * the isolate around the name early, and let an override after it reach the text beyond.
+   */
+  function balancedIsolates(text) {
+    let open = 0;
+    let out = '';
+    for (const char of text) {
+      if (char === '\u2066' || char === '\u2067' || char === '\u2068') open++;
+      else if (char === '\u2069') {
+        if (open === 0) continue;
+        open--;
+      }
+      out += char;
+    }
+    return out + '\u2069'.repeat(open);
+  }
 
   function duration(ms) {
     if (ms === null || ms === undefined || ms < 0) return '—';
@@ -56,11 +80,26 @@
     return reply(await fetch(url, { headers: { Accept: 'application/json' }, cache: 'no-store' }));
   }
 
+  /**
+   * A mutation with the session's CSRF token. Refused for its token (expired, or the app's
+   * replicas changed their secret), the page fetches a new token and tries once more.
+   */
   async function postJson(path, body) {
-    const session = state.session;
-    const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
-    if (session.csrfToken) headers[session.csrfHeader] = session.csrfToken;
-    return reply(await fetch(new URL(path, api), { method: 'POST', headers, body: JSON.stringify(body) }));
+    const post = () => {
+      const session = state.session;
+      const headers = { 'Content-Type': 'application/json', Accept: 'application/json' };
+      if (session.csrfToken) headers[session.csrfHeader] = session.csrfToken;
+      return fetch(new URL(path, api), { method: 'POST', headers, body: JSON.stringify(body) });
+    };
+    let response = await post();
+    if (response.status === 403) {
+      const refusal = await response.clone().json().catch(() => null);
+      if (refusal && refusal.reason === 'csrf') {
+        state.session = await getJson('session');
+        response = await post();
+      }
+    }
+    return reply(response);
   }
 
   async function reply(response) {
@@ -126,7 +165,7 @@
       const first = index === 0;
       const row = el('tr', { className: [isPartition ? 'partition' : '', state.selected === stream.name ? 'selected' : ''].join(' ').trim(), dataset: { stream: stream.name, group: group ? group.name : '' } });
       if (first) {
-        const label = el('button', { type: 'button', className: 'link name', text: stream.name, title: 'Details', onclick: () => select(stream.name) });
+        const label = el('button', { type: 'button', className: 'link', title: 'Details', onclick: () => select(stream.name) }, nameEl(stream.name));
         const extra = [];
         if (stream.partitions) extra.push(el('span', { className: 'muted', text: ` (${stream.partitions.length} partitions)` }));
         if (!stream.exists) extra.push(el('span', { className: 'muted', text: ' (no such stream)' }));
@@ -148,7 +187,7 @@
         row.append(el('td', { colSpan: 5, className: 'muted', text: 'no consumer group' }));
       } else {
         row.append(
-          el('td', { dataset: { col: 'group' } }, el('span', { className: 'name', text: group.name }), pausedBadge(group)),
+          el('td', { dataset: { col: 'group' } }, nameEl(group.name), pausedBadge(group)),
           num(group.consumers.length, 'consumers'),
           num(group.pending, 'pending'),
           num(group.lag, 'lag'),
@@ -185,12 +224,12 @@
     const { stream, partitioned, partitionOf } = found;
     const readOnly = state.session.readOnly;
     const [deadLetters, pendings] = await Promise.all([
-      getJson('dead-letters', [['stream', stream.name]]).catch((error) => ({ error: error.message })),
-      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name]]).catch((error) => ({ error: error.message }))))),
+      getJson('dead-letters', [['stream', stream.name], ...cursorParam(DEAD_LETTERS)]).catch((error) => ({ error: error.message })),
+      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name], ...cursorParam(`group:${group.name}`)]).catch((error) => ({ error: error.message }))))),
     ]);
     const parts = [
       el('div', { className: 'toolbar' },
-        el('h2', {}, 'Stream ', el('span', { className: 'name', text: stream.name })),
+        el('h2', {}, 'Stream ', nameEl(stream.name)),
         el('button', { type: 'button', text: 'Close', onclick: () => select(null) })),
       el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters, ` + (stream.delayed ? `${stream.delayed.held} delayed (${stream.delayed.due} due, not promoted)` : 'delayed entries not readable') }),
     ];
@@ -201,7 +240,7 @@
   }
 
   function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf) {
-    const parts = [el('h3', {}, 'Group ', el('span', { className: 'name', text: group.name }), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null, pausedBadge(group))];
+    const parts = [el('h3', {}, 'Group ', nameEl(group.name), group.handled ? el('span', { className: 'muted', text: ' (read by this app)' }) : null, pausedBadge(group))];
     parts.push(pauseControl(stream, group, readOnly, partitionOf));
     const consumers = group.consumers.map((consumer) =>
       el('tr', { dataset: { consumer: consumer.name } },
@@ -212,7 +251,7 @@
         el('td', {}, readOnly || partitioned ? null : el('button', {
           type: 'button', className: 'danger', text: 'Delete', disabled: consumer.pending > 0,
           title: consumer.pending > 0 ? 'Claim or ack its pending entries first' : 'Delete this consumer',
-          onclick: () => act(`Delete consumer "${consumer.name}" of group "${group.name}" on "${stream.name}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
+          onclick: () => act(`Delete consumer "${isolated(consumer.name)}" of group "${isolated(group.name)}" on "${isolated(stream.name)}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
         }))));
     parts.push(table(['Consumer', 'Pending', 'Idle', 'Inactive', ''], consumers, 'No consumers.'));
     if (partitioned) {
@@ -225,15 +264,16 @@
     }
     const rows = pending.entries.map((entry) =>
       el('tr', { dataset: { id: entry.id } },
-        el('td', {}, el('button', { type: 'button', className: 'link name', text: entry.id, title: 'Show its fields', onclick: () => inspect(stream.name, entry.id) })),
+        el('td', {}, el('button', { type: 'button', className: 'link name id', text: entry.id, title: 'Show its fields', onclick: () => inspect(stream.name, entry.id) })),
         nameCell(entry.consumer),
         num(duration(entry.idleMs)),
         num(entry.deliveryCount),
         el('td', {}, readOnly ? null : el('span', { className: 'actions' },
           el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }),
-          el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${group.name}" on "${stream.name}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
-    parts.push(el('h3', { text: `Pending entries (oldest ${pending.entries.length}${pending.more ? ' shown' : ''})` }));
+          el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
+    parts.push(el('h3', { text: `Pending entries (${pending.total} in all)` }));
     parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
+    parts.push(...[pager(`group:${group.name}`, pending, 'pending')].filter(Boolean));
     return parts;
   }
 
@@ -243,9 +283,9 @@
    */
   function pauseControl(stream, group, readOnly, partitionOf) {
     const since = group.paused ? `Paused for every worker since ${group.pausedAt}.` : 'Running.';
-    if (partitionOf !== null) return el('p', { className: 'hint', text: `${since} Pause and resume on the partitioned stream ${partitionOf}, for every partition.` });
+    if (partitionOf !== null) return el('p', { className: 'hint' }, `${since} Pause and resume on the partitioned stream `, nameEl(partitionOf), ', for every partition.');
     if (readOnly) return el('p', { className: 'muted', text: since });
-    const where = `group "${group.name}" on "${stream.name}"`;
+    const where = `group "${isolated(group.name)}" on "${isolated(stream.name)}"`;
     const button = group.paused
       ? el('button', { type: 'button', text: 'Resume', dataset: { action: 'resume' }, onclick: () => act(`Resume ${where}? Every worker reads it again within a second.`, 'groups/resume', { stream: stream.name, group: group.name }) })
       : el('button', { type: 'button', className: 'danger', text: 'Pause', dataset: { action: 'pause' }, onclick: () => act(`Pause ${where} for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`, 'groups/pause', { stream: stream.name, group: group.name }) });
@@ -253,7 +293,7 @@
   }
 
   function deadLetterDetail(stream, page, partitioned, readOnly) {
-    const parts = [el('h3', { text: 'Dead letters' })];
+    const parts = [el('h3', { text: page.error ? 'Dead letters' : `Dead letters (${page.total} in all)` })];
     if (page.error) return [...parts, el('p', { className: 'warn', text: page.error })];
     const letters = page.deadLetters;
     const key = (letter) => `${letter.sourceStream}\n${letter.deadLetterId}`;
@@ -264,30 +304,57 @@
       parts.push(el('div', { className: 'actions' },
         el('button', { type: 'button', text: 'Redrive selected', onclick: () => onTicked('redrive') }),
         el('button', { type: 'button', className: 'danger', text: 'Purge selected', onclick: () => onTicked('purge') }),
-        el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${stream.name}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
-        el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${stream.name}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
+        el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
+        el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
     }
     const rows = letters.map((letter) => {
-      const fields = letter.tombstone ? 'body gone (trimmed while pending)' : letter.fields.map(([name, value]) => `${name} = ${value}`).join('\n');
+      const fields = letter.tombstone
+        ? el('pre', { className: 'fields', text: 'body gone (trimmed while pending)' })
+        : el('pre', { className: 'fields' }, ...letter.fields.flatMap(([name, value], index) => [index > 0 ? '\n' : null, fieldEl(name), ' = ', fieldEl(value)]));
+      const cut = letter.fields.some(([name, value]) => name.truncated || value.truncated);
       return el('tr', { dataset: { deadLetter: letter.deadLetterId } },
         readOnly ? null : el('td', {}, el('input', { type: 'checkbox', checked: state.ticked.has(key(letter)), title: 'Select', onchange: (event) => (event.target.checked ? state.ticked.add(key(letter)) : state.ticked.delete(key(letter))) })),
-        el('td', { className: 'name', text: letter.deadLetterId }),
+        el('td', { className: 'name id', text: letter.deadLetterId }),
         partitioned ? nameCell(letter.sourceStream) : null,
-        el('td', { className: 'name', text: letter.sourceId }),
+        el('td', { className: 'name id', text: letter.sourceId }),
         nameCell(letter.group),
         cell(letter.reason),
-        el('td', {}, el('span', { className: 'name', text: letter.error })),
+        el('td', {}, nameEl(letter.error)),
         cell(new Date(letter.deadLetteredAt).toISOString()),
         num(letter.deliveryCount),
-        el('td', {}, el('pre', { className: 'fields', text: fields })),
+        el('td', {}, fields, cut ? el('button', { type: 'button', className: 'link', text: 'Show whole fields', dataset: { action: 'whole' }, onclick: () => inspectDeadLetter(letter) }) : null),
         readOnly ? null : el('td', {}, el('span', { className: 'actions' },
-          el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${letter.sourceStream}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
-          el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${letter.sourceStream}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
+          el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${isolated(letter.sourceStream)}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
+          el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${isolated(letter.sourceStream)}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
     });
     const headings = [readOnly ? null : '', 'Id', partitioned ? 'Partition' : null, 'Source id', 'Group', 'Reason', 'Error', 'At', 'Deliveries', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null);
     parts.push(table(headings, rows, 'No dead letters.'));
-    if (page.more) parts.push(el('p', { className: 'hint', text: `The oldest ${letters.length} are shown.` }));
+    parts.push(...[pager(DEAD_LETTERS, page, 'dead-letters')].filter(Boolean));
     return parts;
+  }
+
+  // ---- lists paged with a cursor ---------------------------------------------------------------------
+  const DEAD_LETTERS = 'dead-letters';
+  const cursorParam = (list) => (state.cursors.has(list) ? [['cursor', state.cursors.get(list)]] : []);
+
+  /**
+   * Which page of `list` is shown, and buttons to the next one and back to the first (each
+   * refresh re-reads the same page); null when the whole list fits on its first page.
+   */
+  function pager(list, page, name) {
+    const first = !state.cursors.has(list);
+    if (first && page.next === null) return null;
+    const shown = page.deadLetters || page.entries;
+    const where = first ? `The oldest ${shown.length} shown.` : shown.length === 0 ? 'None after the previous page.' : `${shown.length} shown, from ${shown[0].deadLetterId || shown[0].id} on.`;
+    const turn = (cursor) => {
+      if (cursor === null) state.cursors.delete(list);
+      else state.cursors.set(list, cursor);
+      refreshNow();
+    };
+    return el('p', { className: 'actions pager', dataset: { list: name } },
+      el('span', { className: 'hint', text: where }),
+      first ? null : el('button', { type: 'button', text: 'First page', dataset: { page: 'first' }, onclick: () => turn(null) }),
+      page.next === null ? null : el('button', { type: 'button', text: 'Next page', dataset: { page: 'next' }, onclick: () => turn(page.next) }));
   }
 
   const NUMERIC = new Set(['Pending', 'Idle', 'Inactive', 'Deliveries']);
@@ -297,17 +364,48 @@
       el('tbody', {}, ...(rows.length > 0 ? rows : [el('tr', {}, el('td', { colSpan: headings.length, className: 'muted', text: empty }))])));
   }
 
-  async function inspect(stream, id) {
+  /**
+   * A field name or value: its text, or its bytes as base64 marked so (they are not UTF-8), and
+   * when the list sent only its first bytes, how many there are in all.
+   */
+  function fieldEl(field) {
+    return el('span', { className: 'field', dataset: { encoding: field.encoding, truncated: field.truncated ? 'yes' : undefined } },
+      field.encoding === 'base64' ? el('span', { className: 'encoding', text: 'base64:', title: `Not UTF-8 text: its ${field.bytes} bytes as base64` }) : null,
+      el('bdi', { text: field.text }),
+      field.truncated ? el('span', { className: 'muted', text: ` … (${size(field.bytes)} in all)` }) : null);
+  }
+
+  function size(bytes) {
+    if (bytes < 1024) return `${bytes} bytes`;
+    if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+    return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  }
+
+  /** An entry's or a dead letter's whole fields, fetched on demand, in the section below the details. */
+  function showFields(title, fields) {
     const section = document.getElementById('entry');
+    const rows = fields.map(([name, value]) => el('tr', {}, el('td', { className: 'name field-name' }, fieldEl(name)), el('td', {}, el('pre', { className: 'fields' }, fieldEl(value)))));
+    section.replaceChildren(
+      el('div', { className: 'toolbar' },
+        el('h2', {}, ...title),
+        el('button', { type: 'button', text: 'Close', onclick: () => { section.hidden = true; } })),
+      table(['Field', 'Value'], rows, 'No fields.'));
+    section.hidden = false;
+  }
+
+  async function inspect(stream, id) {
     try {
       const entry = await getJson('entry', [['stream', stream], ['id', id]]);
-      const rows = entry.fields.map(([name, value]) => el('tr', {}, nameCell(name), el('td', {}, el('pre', { className: 'fields', text: value }))));
-      section.replaceChildren(
-        el('div', { className: 'toolbar' },
-          el('h2', {}, 'Entry ', el('span', { className: 'name', text: entry.id }), ' of ', el('span', { className: 'name', text: stream })),
-          el('button', { type: 'button', text: 'Close', onclick: () => { section.hidden = true; } })),
-        table(['Field', 'Value'], rows, 'No fields.'));
-      section.hidden = false;
+      showFields(['Entry ', el('span', { className: 'name', text: entry.id }), ' of ', nameEl(stream)], entry.fields);
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+  }
+
+  async function inspectDeadLetter(letter) {
+    try {
+      const whole = await getJson('dead-letter', [['stream', letter.sourceStream], ['id', letter.deadLetterId]]);
+      showFields(['Dead letter ', el('span', { className: 'name', text: whole.deadLetterId }), ' of ', nameEl(whole.sourceStream)], whole.fields);
     } catch (error) {
       setStatus(error.message, true);
     }
@@ -329,7 +427,7 @@
   }
 
   async function claim(stream, group, entry) {
-    const consumer = window.prompt(`Claim entry ${entry.id} (held by "${entry.consumer}") for which consumer of group "${group}"?`, 'dashboard');
+    const consumer = window.prompt(`Claim entry ${entry.id} (held by "${isolated(entry.consumer)}") for which consumer of group "${isolated(group)}"?`, 'dashboard');
     if (consumer === null || consumer === '') return;
     await send('pending/claim', { stream, group, owner: entry.consumer, consumer, ids: [entry.id] });
   }
@@ -350,7 +448,7 @@
 
   function describeResult(result) {
     if (typeof result.paused === 'boolean') {
-      const where = `group "${result.group}" on "${result.stream}"`;
+      const where = `group "${isolated(result.group)}" on "${isolated(result.stream)}"`;
       if (result.paused) return result.changed ? `${where} paused` : `${where} was already paused`;
       return result.changed ? `${where} resumed` : `${where} was not paused`;
     }
@@ -366,6 +464,7 @@
   function select(name) {
     state.selected = name;
     state.ticked.clear();
+    state.cursors.clear();
     refreshNow();
   }
 
