@@ -91,6 +91,8 @@ export type {
 } from './recovery/dead-letter.service.js';
 export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
 export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
+export { entryStatus } from './lifecycle/entry-status.js';
+export type { EntryDeadLetter, EntryState, EntryStatus, EntryStatusOptions, EntryStreams, GroupEntryStatus } from './lifecycle/entry-status.js';
 export { moveToDeadLetter, RedisStreamsDeadLetterError } from './recovery/dead-letter-move.js';
 export type {
   DeadLetterMoveOutcome,

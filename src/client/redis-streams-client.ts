@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy, type ClientOptions, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { Observable, throwError } from 'rxjs';
+import { entryStatus, type EntryStatus, type EntryStatusOptions } from '../lifecycle/entry-status.js';
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { priorityStreamKeys } from '../priorities/priority-lanes.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
@@ -111,6 +112,18 @@ export class RedisStreamsClient
     const stream = streamKeyFor(normalized, this.config.streamPrefix);
     const lanes = this.config.priorities.get(normalized);
     return lanes !== undefined ? priorityStreamKeys(stream, lanes) : partitionStreamKeys(stream, this.config.partitions.get(normalized) ?? 1);
+  }
+
+  /**
+   * What became of entry `entryId` of `pattern` (a stream id, or the hold id of a delayed emit):
+   * held, waiting, pending, running, done, dead-lettered or gone, per consumer group, looked up in
+   * the pattern's partitions or priority lanes as this client routes them (docs/lifecycle.md).
+   * Named apart from `status`, which is the connection's status (Nest's `ClientProxy`).
+   */
+  async entryStatus(pattern: string, entryId: string, options?: EntryStatusOptions): Promise<EntryStatus> {
+    const client = await this.connect();
+    const stream = streamKeyFor(this.normalizePattern(pattern), this.config.streamPrefix);
+    return entryStatus(client, { stream, keys: this.streamKeysOf(pattern) }, entryId, options);
   }
 
   /** The key of this instance's reply stream. */

@@ -3,6 +3,7 @@ import { registerAckCommand } from './ack.command.js';
 import { registerClaimCommand } from './claim.command.js';
 import { registerDelayedCommand } from './delayed.command.js';
 import { registerDlqCommand } from './dlq.command.js';
+import { registerEntryCommand } from './entry.command.js';
 import { registerInfoCommand } from './info.command.js';
 import { registerPauseCommands } from './pause.command.js';
 import { registerPendingCommand } from './pending.command.js';
@@ -15,6 +16,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerPendingCommand,
   registerInfoCommand,
   registerDlqCommand,
+  registerEntryCommand,
   registerDelayedCommand,
   registerTopCommand,
   registerPauseCommands,
