@@ -92,6 +92,7 @@ export type {
 export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
 export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
 export { entryStatus } from './lifecycle/entry-status.js';
+export { RedisStreamsAbortError, RedisStreamsHandlerTimeoutError, type DeliveryAbortReason } from './lifecycle/delivery-abort.js';
 export type { EntryDeadLetter, EntryState, EntryStatus, EntryStatusOptions, EntryStreams, GroupEntryStatus } from './lifecycle/entry-status.js';
 export { moveToDeadLetter, RedisStreamsDeadLetterError } from './recovery/dead-letter-move.js';
 export type {

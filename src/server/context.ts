@@ -29,6 +29,8 @@ export interface EntrySettler {
   extendLease(entry: ContextEntry, ms: number | undefined): Promise<void>;
   /** `ctx.rateLimited(ms)`: every worker of the group backs off for `ms`; the entry comes back after it. */
   rateLimited(entry: ContextEntry, ms: number): Promise<void>;
+  /** `ctx.signal`: the delivery's abort signal, made on first read. */
+  signal(entry: ContextEntry): AbortSignal;
 }
 
 /** The message a context describes; `getArgs()[0]`. */
@@ -149,6 +151,18 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   nack(options?: NackOptions): void {
     if (options === undefined || options.delay === undefined) this.settler.nack(this.entry);
     else this.settler.nack(this.entry, timerDurationOption('delay', options.delay));
+  }
+
+  /**
+   * Aborts when the handler should stop: its time limit passed (`extras.timeout`), its lease was
+   * lost to another worker, the shutdown deadline passed, or an operator cancelled the entry.
+   * `signal.reason` is a `RedisStreamsAbortError` whose `reason` says which (`timeout`,
+   * `lease-lost`, `shutdown`, `cancelled`). Pass it to `fetch`, database drivers, `setTimeout` of
+   * `node:timers/promises`. Made on first read: a handler that never reads it pays nothing.
+   * See docs/lifecycle.md.
+   */
+  get signal(): AbortSignal {
+    return this.settler.signal(this.entry);
   }
 
   /**

@@ -7,6 +7,7 @@ import type { LeaseExtender } from '../recovery/recovery-host.js';
 import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { AckBatcher } from './ack-batcher.js';
+import type { DeliveryAborts } from '../lifecycle/delivery-abort.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { RedisStreamsOptionError } from '../errors.js';
@@ -50,6 +51,8 @@ export interface EntryHandlingParts {
   readonly telemetry: Telemetry | undefined;
   /** What answering a request needs besides the settling done here. */
   readonly requests: Pick<RequestHost, 'replies' | 'handlerFor' | 'serialize'>;
+  /** The running deliveries' `ctx.signal`s and time limits (only those used). */
+  readonly aborts: DeliveryAborts;
 }
 
 /**
@@ -76,6 +79,8 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   private readonly telemetry: Telemetry | undefined;
   private readonly requests: RequestHost;
   private batches: BatchHost | undefined;
+  /** The running deliveries' `ctx.signal`s and time limits (shutdown, lost leases and cancels abort them). */
+  readonly aborts: DeliveryAborts;
   /** The handlers' Observables running (streamed replies, events): close() abandons those left after shutdownTimeout. */
   readonly streams = new RunningStreams();
 
@@ -94,6 +99,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       records: this.records,
       recovery: this.recovery,
       telemetry: this.telemetry,
+      aborts: this.aborts,
     } = parts);
     this.requests = {
       ...parts.requests,
@@ -202,6 +208,10 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     }
   }
 
+  signal(entry: InFlightEntry): AbortSignal {
+    return (entry.abort ??= this.aborts.create([entry])).signal;
+  }
+
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
     const extender = this.hooks.leaseExtender;
     if (extender === undefined) return Promise.resolve();
@@ -233,6 +243,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
         else if (this.isClosed() || !this.retries.release(entry, error)) this.nack(entry);
       },
       extendLease: (entry) => this.extendLease(entry, undefined),
+      aborts: this.aborts,
     };
   }
 
@@ -359,6 +370,9 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       this.runIfNotProcessed(entry, decoded, context);
       return;
     }
+    if (binding.timeout !== undefined) {
+      (entry.abort ??= this.aborts.create([entry])).startDeadline(binding.timeout, (error) => this.handlerFailed(entry, error));
+    }
     let result: unknown;
     try {
       result = binding.handler(decoded.data, context);
@@ -392,23 +406,31 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   }
 
   private eventReturned(entry: InFlightEntry, value: unknown): void {
+    // Past its time limit the delivery was settled already: the handler's own outcome is ignored.
+    if (entry.abort?.isLate('returned')) return;
     if (!isObservable(value)) {
       this.finish(entry, true);
       return;
     }
     followObservable(this.streams, value, {
-      completed: () => this.finish(entry, true),
+      completed: () => entry.abort?.isLate('returned') || this.finish(entry, true),
       failed: (error) => this.eventFailed(entry, error),
-      abandoned: () => this.finish(entry, false),
+      abandoned: () => entry.abort?.isLate('failed') || this.finish(entry, false),
     });
   }
 
   private eventFailed(entry: InFlightEntry, filtered: unknown): void {
+    if (entry.abort?.isLate('failed')) return;
     // The handler's own error, not the "Internal server error" Nest's exception filter made of it.
-    const error = entry.handlerError ?? filtered;
+    this.handlerFailed(entry, entry.handlerError ?? filtered);
+  }
+
+  /** A failed delivery (the handler's error, or its time limit): reported, then released for its retry or left pending. */
+  private handlerFailed(entry: InFlightEntry, error: unknown): void {
     this.reportHandlerError(entry, error);
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
     if (!this.isClosed() && this.retries.release(entry, error)) {
+      entry.abort?.end();
       this.telemetry?.finished(entry, false);
       this.hooks.processing?.end(entry);
       this.lanes.finished(entry);
@@ -417,6 +439,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   /** An entry acked in any ack mode without its handler's verdict (already processed, or nothing here answers it). */
   private ackWithoutRunning(entry: InFlightEntry): void {
+    entry.abort?.end();
     this.lanes.finished(entry);
     this.telemetry?.finished(entry, true);
     this.hooks.processing?.end(entry);
@@ -425,6 +448,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
   private finish(entry: InFlightEntry, succeeded: boolean): void {
+    entry.abort?.end();
     this.lanes.finished(entry);
     this.telemetry?.finished(entry, succeeded);
     this.hooks.processing?.end(entry);

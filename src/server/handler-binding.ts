@@ -72,6 +72,9 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
     const streams = lanes === undefined ? partitionStreamKeys(stream, partitions) : lanes.map((lane) => priorityStreamKey(stream, lane));
     for (const { extras, links } of groups) {
       const handler = links[0] as MessageHandler;
+      if (extras.timeout !== undefined && handler.isEventHandler !== true) {
+        throw new RedisStreamsOptionError(`extras.timeout (handler "${pattern}")`, "applies to @EventPattern handlers: a request is bounded by its caller's timeout");
+      }
       for (const [index, partition] of streams.entries()) {
         bindings.push({
           key: bindingKey(partition, extras.group),
@@ -95,6 +98,7 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
           rateLimit: extras.rateLimit,
           globalConcurrency: extras.globalConcurrency,
           priorities: lanes,
+          timeout: extras.timeout,
           limits: undefined,
           handler,
           isEventHandler: handler.isEventHandler === true,
@@ -172,8 +176,8 @@ export function hasSharedLimit(binding: HandledStream): boolean {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler } = binding;
-  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler };
+  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, isEventHandler } = binding;
+  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, isEventHandler };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { RedisStreamsOptionError } from '../errors.js';
-import { durationMillisOption } from '../duration.js';
+import { durationMillisOption, timerDurationOption } from '../duration.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { partitionCountOption } from '../partitions/partition-keys.js';
 import { priorityLanesOption } from '../priorities/priority-lanes.js';
@@ -82,6 +82,14 @@ export interface RedisStreamsHandlerExtras {
    * `rateLimit` or `globalConcurrency`. See docs/server.md#priorities.
    */
   priorities?: readonly string[];
+  /**
+   * Time limit of one delivery (ms or ISO-8601, such as `PT30S`): past it the handler's
+   * `ctx.signal` aborts and the delivery fails with a `RedisStreamsHandlerTimeoutError` (retry policy and
+   * `maxDeliveries` apply as to any failure), whatever the handler does after; its late outcome is
+   * ignored and logged once. A batch handler: the whole batch. Not for `@MessagePattern` handlers
+   * (the caller's `timeout` bounds a request). See docs/lifecycle.md.
+   */
+  timeout?: number | string;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -112,6 +120,8 @@ export interface ResolvedHandlerExtras {
   readonly globalConcurrency: ResolvedGlobalConcurrency | undefined;
   /** `extras.priorities`: the lanes, highest first; `undefined` when the pattern has none. */
   readonly priorities: readonly string[] | undefined;
+  /** `extras.timeout` in ms; `undefined`: no time limit. */
+  readonly timeout: number | undefined;
 }
 
 /** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
@@ -157,6 +167,7 @@ export function resolveHandlerExtras(
     rateLimit,
     globalConcurrency,
     priorities,
+    timeout: given.timeout === undefined ? undefined : timerDurationOption(name('timeout'), given.timeout),
   };
 }
 

@@ -27,6 +27,7 @@ import type { ServerEventEmitter } from './server-events.js';
 import { ServerFlow } from './server-flow.js';
 import { ServerRecoveryHost } from './server-recovery-host.js';
 import { StreamReader } from './stream-reader.js';
+import { DeliveryAborts } from '../lifecycle/delivery-abort.js';
 
 /** What `listen()` builds from the handlers: their bindings and the machinery that moves their entries. */
 export interface ServerParts {
@@ -110,6 +111,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
       if (reader.reads(target.stream, target.group)) void (paused ? reader.interruptStaleRead() : reader.interrupt());
     }
   });
+  const aborts = new DeliveryAborts(logger);
   const host = new ServerRecoveryHost({
     consumer: options.consumer,
     handoffConsumer: options.handoffConsumer,
@@ -123,6 +125,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     deletePolicyOf,
     telemetry,
     flow,
+    aborts,
   });
   const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery, sources.recoveryLogger);
   const records = new IdempotencyRecords(commands);
@@ -145,6 +148,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     recovery,
     telemetry,
     requests: sources.requests,
+    aborts,
   });
   lanes.handledBy(handling);
 
