@@ -92,6 +92,9 @@ export type {
 export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
 export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
 export { entryStatus } from './lifecycle/entry-status.js';
+export { RedisStreamsProgressError, MAX_PROGRESS_BYTES } from './lifecycle/lifecycle-records.js';
+export type { EntryProgressRecord, EntryResultRecord, KeepResultsOption } from './lifecycle/lifecycle-records.js';
+export type { ResultOptions } from './lifecycle/record-reader.js';
 export { RedisStreamsAbortError, RedisStreamsHandlerTimeoutError, type DeliveryAbortReason } from './lifecycle/delivery-abort.js';
 export type { EntryDeadLetter, EntryState, EntryStatus, EntryStatusOptions, EntryStreams, GroupEntryStatus } from './lifecycle/entry-status.js';
 export { moveToDeadLetter, RedisStreamsDeadLetterError } from './recovery/dead-letter-move.js';

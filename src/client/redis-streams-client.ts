@@ -6,7 +6,9 @@ import { entryStatus, type EntryStatus, type EntryStatusOptions } from '../lifec
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { priorityStreamKeys } from '../priorities/priority-lanes.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
-import { closeConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, openConnection, type RedisClient } from '../redis/connection.js';
+import type { EntryProgressRecord, EntryResultRecord } from '../lifecycle/lifecycle-records.js';
+import { readProgress, readResult, watchProgress, type BlockingConnection, type ResultOptions } from '../lifecycle/record-reader.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
@@ -122,8 +124,55 @@ export class RedisStreamsClient
    */
   async entryStatus(pattern: string, entryId: string, options?: EntryStatusOptions): Promise<EntryStatus> {
     const client = await this.connect();
-    const stream = streamKeyFor(this.normalizePattern(pattern), this.config.streamPrefix);
-    return entryStatus(client, { stream, keys: this.streamKeysOf(pattern) }, entryId, options);
+    return entryStatus(client, this.entryStreamsOf(pattern), entryId, options);
+  }
+
+  /**
+   * The latest `ctx.progress()` value of entry `entryId` of `pattern` (`{ value, delivery, at }`),
+   * `null` when none is kept (docs/lifecycle.md).
+   */
+  async progress(pattern: string, entryId: string): Promise<EntryProgressRecord | null> {
+    const client = await this.connect();
+    return readProgress(client, this.entryStreamsOf(pattern), entryId);
+  }
+
+  /**
+   * The kept result of entry `entryId` of `pattern` (handlers with `keepResults`): `{ state: 'done',
+   * value }` or `{ state: 'failed', error }`, `null` when none is kept. `wait`: wait that long for it
+   * (a blocking read on its own connection, no polling); `consume`: delete it as it is read, so
+   * exactly one caller gets it (docs/lifecycle.md).
+   */
+  async result(pattern: string, entryId: string, options: ResultOptions = {}): Promise<EntryResultRecord | null> {
+    const client = await this.connect();
+    return readResult(client, this.entryStreamsOf(pattern), entryId, options, () => this.blockingConnection());
+  }
+
+  /** Progress updates of entry `entryId` of `pattern` as they are written (the kept one first), completing when its delivery settles (docs/lifecycle.md). */
+  watch(pattern: string, entryId: string): Observable<EntryProgressRecord> {
+    return new Observable<EntryProgressRecord>((subscriber) => {
+      let inner: { unsubscribe(): void } | undefined;
+      let closed = false;
+      this.connect().then(
+        (client) => {
+          if (!closed) inner = watchProgress(client, this.entryStreamsOf(pattern), entryId, () => this.blockingConnection()).subscribe(subscriber);
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+      return () => {
+        closed = true;
+        inner?.unsubscribe();
+      };
+    });
+  }
+
+  private entryStreamsOf(pattern: string): { stream: string; keys: string[] } {
+    return { stream: streamKeyFor(this.normalizePattern(pattern), this.config.streamPrefix), keys: this.streamKeysOf(pattern) };
+  }
+
+  /** A connection of its own for one blocking wait (a wait must not hold up the producer's commands). */
+  private blockingConnection(): BlockingConnection {
+    const opened = openConnection(this.config.connection, 'client-wait', {}, true);
+    return { client: opened.client, close: () => closeConnection(opened) };
   }
 
   /** The key of this instance's reply stream. */

@@ -6,13 +6,15 @@ import type { RedisClient } from '../redis/connection.js';
 import { deadLetterKey } from '../redis/keys.js';
 import { deadLetterKeyOption, type DeadLetterKeySetting } from '../recovery/dead-letter-key-option.js';
 import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
+import { progressKey, resultKey } from './lifecycle-keys.js';
+import { decodeRecord, type EntryProgressRecord, type EntryResultRecord } from './lifecycle-records.js';
 import { lifecycleScripts, type DeadLetterRow, type GroupRow } from './scripts/loader.js';
 
 /**
  * What became of one entry, from what Redis shows (docs/lifecycle.md): the one place that
  * classifies it. The client, the CLI and the dashboard ask through `entryStatus`.
  */
-export type EntryState = 'held' | 'waiting' | 'pending' | 'running' | 'done' | 'dead-lettered' | 'gone';
+export type EntryState = 'held' | 'waiting' | 'pending' | 'running' | 'failed' | 'done' | 'dead-lettered' | 'gone';
 
 /** A dead letter of the entry (the dead-letter stream's entry and its header). */
 export interface EntryDeadLetter {
@@ -59,6 +61,10 @@ export interface EntryStatus {
   readonly groups: readonly GroupEntryStatus[];
   /** `false` when the dead-letter search stopped at its bound (`deadLetterScan`) before the end: a `done` may be a dead letter further on. */
   readonly deadLettersSearched: boolean;
+  /** Its latest `ctx.progress()` value while kept, else `null`. */
+  readonly progress: EntryProgressRecord | null;
+  /** Its kept result (`keepResults`) while kept, else `null`. */
+  readonly result: EntryResultRecord | null;
 }
 
 export interface EntryStatusOptions {
@@ -90,7 +96,7 @@ export interface EntryStreams {
 const DEFAULT_LEASE_WINDOW_MS = 30_000;
 const DEFAULT_DEAD_LETTER_SCAN = 10_000;
 /** Least advanced first: the order in which one state stands for several groups. */
-const STATE_ORDER: readonly EntryState[] = ['waiting', 'pending', 'running', 'dead-lettered', 'done', 'gone'];
+const STATE_ORDER: readonly EntryState[] = ['waiting', 'pending', 'running', 'failed', 'dead-lettered', 'done', 'gone'];
 /** Hold ids are UUIDs or `repeat:` keys: text of any kind, bounded so a typo is not sent as a huge key. */
 const MAX_ID_LENGTH = 1024;
 
@@ -120,15 +126,19 @@ export async function entryStatus(client: RedisClient, streams: EntryStreams, id
   const readings = await Promise.all(streams.keys.map((key) => readKey(client, key, entryId, resolved.group)));
   const held = readings.find((reading) => reading.dueMs >= 0);
   if (held !== undefined) {
-    return { stream: streams.stream, id: entryId, state: 'held', key: held.key, dueAt: new Date(held.dueMs).toISOString(), groups: [], deadLettersSearched: true };
+    return { stream: streams.stream, id: entryId, state: 'held', key: held.key, dueAt: new Date(held.dueMs).toISOString(), groups: [], deadLettersSearched: true, progress: null, result: null };
   }
   // Ids are per stream: on a pattern of several keys, the one that has it (or still has it pending).
   const reading = readings.find((one) => one.inStream || one.groups.some(isPendingRow));
   if (reading === undefined) return findGone(client, streams, entryId, resolved);
   const settled = reading.groups.filter((row) => !isPendingRow(row) && !isAfter(entryId, row[1]));
-  const search = settled.length > 0 || !reading.inStream ? await findDeadLetters(client, reading.key, entryId, resolved) : { complete: true, letters: [] };
-  const groups = reading.groups.map((row) => groupStatus(row, entryId, reading.inStream, search.letters, resolved));
+  const [search, records] = await Promise.all([
+    settled.length > 0 || !reading.inStream ? findDeadLetters(client, reading.key, entryId, resolved) : { complete: true, letters: [] },
+    readRecords(client, reading.key, entryId),
+  ]);
+  const groups = reading.groups.map((row) => groupStatus(row, entryId, reading.inStream, search.letters, resolved, records.result));
   return {
+    ...records,
     stream: streams.stream,
     id: entryId,
     state: summaryState(groups, reading.inStream),
@@ -141,14 +151,14 @@ export async function entryStatus(client: RedisClient, streams: EntryStreams, id
 
 /** No key has it in its stream or pending: a dead letter (moved and deleted), else gone. */
 async function findGone(client: RedisClient, streams: EntryStreams, id: string, options: ResolvedOptions): Promise<EntryStatus> {
-  if (!isStreamId(id)) return { stream: streams.stream, id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true };
+  if (!isStreamId(id)) return { stream: streams.stream, id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true, progress: null, result: null };
   const searches = await Promise.all(streams.keys.map(async (key) => ({ key, ...(await findDeadLetters(client, key, id, options)) })));
   const found = searches.find((search) => search.letters.length > 0);
   const complete = searches.every((search) => search.complete);
-  if (found === undefined) return { stream: streams.stream, id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: complete };
+  if (found === undefined) return { stream: streams.stream, id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: complete, progress: null, result: null };
   const groups = found.letters.filter((letter) => options.group === '' || letter.group === options.group).map((letter) => deadLetteredGroup(letter.group, letter.deadLetter));
   const state = groups.length > 0 ? 'dead-lettered' : 'gone';
-  return { stream: streams.stream, id, state, key: found.key, dueAt: null, groups: sortedByGroup(groups), deadLettersSearched: complete };
+  return { stream: streams.stream, id, state, key: found.key, dueAt: null, groups: sortedByGroup(groups), deadLettersSearched: complete, ...(await readRecords(client, found.key, id)) };
 }
 
 async function readKey(client: RedisClient, key: string, id: string, group: string): Promise<KeyReading> {
@@ -172,12 +182,22 @@ function deadLetterOf(key: string, row: DeadLetterRow): GroupDeadLetter {
   return { group, deadLetter: { key, id, reason, error, deliveries: Number(deliveries), at: new Date(Number(at)).toISOString() } };
 }
 
-/** One group's state: pending (running while its lease is fresh), waiting past the group's last-delivered id, else settled. */
-function groupStatus(row: GroupRow, id: string, inStream: boolean, letters: readonly GroupDeadLetter[], options: ResolvedOptions): GroupEntryStatus {
+/** The entry's progress and kept result (two GETs of its stream's slot). */
+async function readRecords(client: RedisClient, key: string, id: string): Promise<{ progress: EntryProgressRecord | null; result: EntryResultRecord | null }> {
+  const [progress, result] = await Promise.all([client.getBuffer(progressKey(key, id)), client.getBuffer(resultKey(key, id))]);
+  return { progress: progress === null ? null : decodeRecord(progress), result: result === null ? null : decodeRecord(result) };
+}
+
+/**
+ * One group's state: pending (running while its lease is fresh; failed when its kept result is
+ * its last delivery's error and nobody runs it), waiting past the group's last-delivered id, else settled.
+ */
+function groupStatus(row: GroupRow, id: string, inStream: boolean, letters: readonly GroupDeadLetter[], options: ResolvedOptions, result: EntryResultRecord | null): GroupEntryStatus {
   const [group, lastDelivered, consumer, idleMs, deliveries] = row;
   if (isPendingRow(row)) {
     const running = consumer !== options.retryConsumer && idleMs < options.leaseWindowMs;
-    return { group, state: running ? 'running' : 'pending', consumer, deliveries, idleMs, deadLetter: null };
+    const failed = result?.state === 'failed' && result.delivery === deliveries;
+    return { group, state: failed && !running ? 'failed' : running ? 'running' : 'pending', consumer, deliveries, idleMs, deadLetter: null };
   }
   const letter = letters.find((one) => one.group === group);
   if (letter !== undefined) return deadLetteredGroup(group, letter.deadLetter);

@@ -31,6 +31,8 @@ export interface EntrySettler {
   rateLimited(entry: ContextEntry, ms: number): Promise<void>;
   /** `ctx.signal`: the delivery's abort signal, made on first read. */
   signal(entry: ContextEntry): AbortSignal;
+  /** `ctx.progress(value)`: the delivery's latest progress, written coalesced. */
+  progress(entry: ContextEntry, value: unknown): Promise<void>;
 }
 
 /** The message a context describes; `getArgs()[0]`. */
@@ -163,6 +165,18 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
    */
   get signal(): AbortSignal {
     return this.settler.signal(this.entry);
+  }
+
+  /**
+   * Reports how far the handler got (any JSON-serializable value up to 64 KiB as JSON, such as
+   * `{ done: 40, of: 100 }`), for `client.progress()`, `client.entryStatus()` and `client.watch()`.
+   * Cheap enough per item of a long job: reports within 100 ms are one write of the last value
+   * (kept with a TTL, next to the stream); a retry's progress replaces the earlier delivery's.
+   * Resolves once the write that carries it is done; a bad value throws
+   * `RedisStreamsProgressError` at once. See docs/lifecycle.md.
+   */
+  progress(value: unknown): Promise<void> {
+    return this.settler.progress(this.entry, value);
   }
 
   /**

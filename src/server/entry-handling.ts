@@ -23,6 +23,7 @@ import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import { followObservable, RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
+import type { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
 
 /** What may be set on a server at any time, before or after `listen()`; read where it is used. */
 export interface HandlingHooks {
@@ -53,6 +54,8 @@ export interface EntryHandlingParts {
   readonly requests: Pick<RequestHost, 'replies' | 'handlerFor' | 'serialize'>;
   /** The running deliveries' `ctx.signal`s and time limits (only those used). */
   readonly aborts: DeliveryAborts;
+  /** Writes `ctx.progress` reports and kept results. */
+  readonly lifecycle: LifecycleWriter;
 }
 
 /**
@@ -81,6 +84,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   private batches: BatchHost | undefined;
   /** The running deliveries' `ctx.signal`s and time limits (shutdown, lost leases and cancels abort them). */
   readonly aborts: DeliveryAborts;
+  private readonly lifecycle: LifecycleWriter;
   /** The handlers' Observables running (streamed replies, events): close() abandons those left after shutdownTimeout. */
   readonly streams = new RunningStreams();
 
@@ -100,6 +104,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       recovery: this.recovery,
       telemetry: this.telemetry,
       aborts: this.aborts,
+      lifecycle: this.lifecycle,
     } = parts);
     this.requests = {
       ...parts.requests,
@@ -206,6 +211,10 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     } finally {
       this.nack(entry, ms);
     }
+  }
+
+  progress(entry: InFlightEntry, value: unknown): Promise<void> {
+    return (entry.progress ??= this.lifecycle.progressOf(entry)).report(value);
   }
 
   signal(entry: InFlightEntry): AbortSignal {
@@ -409,11 +418,12 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     // Past its time limit the delivery was settled already: the handler's own outcome is ignored.
     if (entry.abort?.isLate('returned')) return;
     if (!isObservable(value)) {
+      if (entry.progress !== undefined || entry.binding.keepResults !== undefined) this.recordOutcome(entry, { value });
       this.finish(entry, true);
       return;
     }
     followObservable(this.streams, value, {
-      completed: () => entry.abort?.isLate('returned') || this.finish(entry, true),
+      completed: () => entry.abort?.isLate('returned') || this.finishObserved(entry),
       failed: (error) => this.eventFailed(entry, error),
       abandoned: () => entry.abort?.isLate('failed') || this.finish(entry, false),
     });
@@ -425,8 +435,20 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     this.handlerFailed(entry, entry.handlerError ?? filtered);
   }
 
+  private finishObserved(entry: InFlightEntry): void {
+    if (entry.progress !== undefined || entry.binding.keepResults !== undefined) this.recordOutcome(entry, { value: undefined });
+    this.finish(entry, true);
+  }
+
+  /** The delivery's last progress report, then its kept result (each written once, failures logged). */
+  private recordOutcome(entry: InFlightEntry, outcome: { value: unknown } | { error: unknown }): void {
+    const progress = entry.progress?.flush() ?? Promise.resolve();
+    void progress.then(() => this.lifecycle.keepResult(entry, outcome));
+  }
+
   /** A failed delivery (the handler's error, or its time limit): reported, then released for its retry or left pending. */
   private handlerFailed(entry: InFlightEntry, error: unknown): void {
+    if (entry.progress !== undefined || entry.binding.keepResults !== undefined) this.recordOutcome(entry, { error });
     this.reportHandlerError(entry, error);
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
     if (!this.isClosed() && this.retries.release(entry, error)) {

@@ -99,6 +99,8 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
           globalConcurrency: extras.globalConcurrency,
           priorities: lanes,
           timeout: extras.timeout,
+          // A request's outcome is its reply: results are kept for event handlers.
+          keepResults: handler.isEventHandler === true ? extras.keepResults : undefined,
           limits: undefined,
           handler,
           isEventHandler: handler.isEventHandler === true,
@@ -176,8 +178,8 @@ export function hasSharedLimit(binding: HandledStream): boolean {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, isEventHandler } = binding;
-  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, isEventHandler };
+  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, keepResults, isEventHandler } = binding;
+  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, keepResults, isEventHandler };
 }
 
 /**

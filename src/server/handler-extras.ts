@@ -16,6 +16,7 @@ import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batc
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import type { RedisStreamsContext } from './context.js';
 import { ackModeOption, START_ID_SPECIALS, type AckMode, type ResolvedServerOptions } from './options.js';
+import { keepResultsTtl, type KeepResultsOption } from '../lifecycle/lifecycle-records.js';
 
 /** Per-handler options, given as the pattern decorator's `extras`. */
 export interface RedisStreamsHandlerExtras {
@@ -90,6 +91,12 @@ export interface RedisStreamsHandlerExtras {
    * (the caller's `timeout` bounds a request). See docs/lifecycle.md.
    */
   timeout?: number | string;
+  /**
+   * Keep each entry's outcome, its handler's return value or its error, for `ttl` (ms or
+   * ISO-8601) under its id, for `client.result()` (`@EventPattern` single-entry handlers; default:
+   * the server's `keepResults`). `false`: not for this handler. See docs/lifecycle.md.
+   */
+  keepResults?: KeepResultsOption | false;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -122,6 +129,8 @@ export interface ResolvedHandlerExtras {
   readonly priorities: readonly string[] | undefined;
   /** `extras.timeout` in ms; `undefined`: no time limit. */
   readonly timeout: number | undefined;
+  /** `extras.keepResults` (else the server's): how long results are kept, in ms; `undefined`: not kept. */
+  readonly keepResults: number | undefined;
 }
 
 /** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
@@ -168,6 +177,7 @@ export function resolveHandlerExtras(
     globalConcurrency,
     priorities,
     timeout: given.timeout === undefined ? undefined : timerDurationOption(name('timeout'), given.timeout),
+    keepResults: keepResultsOf(name('keepResults'), given.keepResults, server.keepResults, given.batch),
   };
 }
 
@@ -183,6 +193,14 @@ function checkPriorityCombinations(option: string, partitions: number, limited: 
   if (limited) {
     throw new RedisStreamsOptionError(option, 'cannot be combined with extras.globalConcurrency or an extras.rateLimit without key (a binding its limits gate is read alone, so its lanes could not be compared)');
   }
+}
+
+function keepResultsOf(option: string, value: unknown, serverTtl: number | undefined, batch: unknown): number | undefined {
+  const ttl = value === undefined ? serverTtl : keepResultsTtl(option, value, timerDurationOption);
+  if (value !== undefined && ttl !== undefined && batch !== undefined && batch !== false) {
+    throw new RedisStreamsOptionError(option, 'cannot be used with extras.batch: a batch handler returns one value for many entries');
+  }
+  return batch !== undefined && batch !== false ? undefined : ttl;
 }
 
 function rawOption(option: string, value: unknown): RawMode {

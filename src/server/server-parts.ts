@@ -28,6 +28,7 @@ import { ServerFlow } from './server-flow.js';
 import { ServerRecoveryHost } from './server-recovery-host.js';
 import { StreamReader } from './stream-reader.js';
 import { DeliveryAborts } from '../lifecycle/delivery-abort.js';
+import { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
 
 /** What `listen()` builds from the handlers: their bindings and the machinery that moves their entries. */
 export interface ServerParts {
@@ -149,6 +150,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     telemetry,
     requests: sources.requests,
     aborts,
+    lifecycle: new LifecycleWriter(commands, logger),
   });
   lanes.handledBy(handling);
 

@@ -48,6 +48,8 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
       dueAt: new Date(4_000_000_000_000).toISOString(),
       groups: [],
       deadLettersSearched: true,
+      progress: null,
+      result: null,
     });
   });
 
@@ -98,6 +100,8 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
         { group: 'shipping', state: 'done', consumer: null, deliveries: null, idleMs: null, deadLetter: null },
       ],
       deadLettersSearched: true,
+      progress: null,
+      result: null,
     });
   });
 
@@ -133,6 +137,8 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
           },
         ],
         deadLettersSearched: true,
+        progress: null,
+        result: null,
       });
     }
   });
@@ -144,7 +150,7 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
     await redis.client.xack('trimmed', 'g', id);
     await emit('trimmed', { n: 2 });
     await redis.client.xtrim('trimmed', 'MAXLEN', 1);
-    expect(await client.entryStatus('trimmed', id)).toEqual({ stream: 'trimmed', id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true });
+    expect(await client.entryStatus('trimmed', id)).toEqual({ stream: 'trimmed', id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true, progress: null, result: null });
     expect((await client.entryStatus('trimmed', '1-0')).state).toBe('gone');
     expect((await client.entryStatus('trimmed', 'no-such-hold')).state).toBe('gone');
     for (let n = 0; n < 3; n++) await redis.client.xadd('{trimmed}:dead', '*', 'other', String(n));
@@ -219,6 +225,8 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
       dueAt: null,
       groups: [{ group: 'g', state: 'pending', consumer: 'worker-1', deliveries: 1, idleMs: 0, deadLetter: null }],
       deadLettersSearched: true,
+      progress: null,
+      result: null,
     });
     const inPartition = await emit('parted', { n: 2 }, { partitionKey: 'customer-9' });
     const parted = JSON.parse((await cli('entry', 'parted', inPartition)).stdout) as EntryStatus;

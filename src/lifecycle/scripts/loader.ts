@@ -9,6 +9,8 @@ import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
 const SCRIPTS = {
   nrsEntryStatus: { file: 'entry-status.lua', numberOfKeys: 2 },
   nrsFindDeadLetter: { file: 'find-dead-letter.lua', numberOfKeys: 1 },
+  nrsWriteRecord: { file: 'write-record.lua', numberOfKeys: 2 },
+  nrsReadRecord: { file: 'read-record.lua', numberOfKeys: 2 },
 } as const satisfies Record<string, LuaScript>;
 
 /** One group's row of entry-status.lua: group, last-delivered id, consumer ('' when not pending), idle ms and deliveries (-1 when not pending). */
@@ -21,6 +23,8 @@ export type DeadLetterRow = [id: string, group: string, consumer: string, delive
 export interface LifecycleScriptCommands {
   nrsEntryStatus(stream: string, schedule: string, id: string, isStreamId: '1' | '0', group: string): Promise<[number, number, number, ...GroupRow[]]>;
   nrsFindDeadLetter(deadLetters: string, source: string, id: string, limit: number): Promise<[number, ...DeadLetterRow[]]>;
+  nrsWriteRecord(record: string, notices: string, value: string | Buffer, ttlMs: number, id: string, kind: 'progress' | 'result', maxLen: number): Promise<string>;
+  nrsReadRecordBuffer(record: string, notices: string, consume: '1' | '0'): Promise<[Buffer | null, Buffer]>;
 }
 
 const SCRIPT_SET = new LuaScripts<LifecycleScriptCommands>(new URL('./', import.meta.url), SCRIPTS);
