@@ -172,6 +172,8 @@ export class RedisStreamsClient
   /** A connection of its own for one blocking wait (a wait must not hold up the producer's commands). */
   private blockingConnection(): BlockingConnection {
     const opened = openConnection(this.config.connection, 'client-wait', {}, true);
+    // Its failures reach the waiting read (a watch reads again); reported once more here, they would only be noise.
+    opened.client.on('error', noop);
     return { client: opened.client, close: () => closeConnection(opened) };
   }
 

@@ -146,3 +146,45 @@ describe('ctx.progress, kept results, client.result and client.watch (real redis
     expect(await pendingRows(redis.client, 'kept', 'g')).toHaveLength(1);
   });
 });
+
+describe('client.watch across a Redis restart (real redis-server, AOF)', { timeout: 90_000 }, () => {
+  const redis = useRedisServer({ appendOnly: true });
+
+  it('keeps watching: the progress written after the restart arrives, and the watch completes with the outcome', async () => {
+    Logger.overrideLogger(false as never);
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
+    let release: (() => void) | undefined;
+    server.addHandler(
+      'restarted',
+      (async (_data: unknown, ctx: RedisStreamsContext) => {
+        await ctx.progress({ step: 1 });
+        await new Promise<void>((resolve) => (release = resolve));
+        await ctx.progress({ step: 2 });
+        return 'survived';
+      }) as never,
+      true,
+      { keepResults: { ttl: 60_000 } },
+    );
+    try {
+      await new Promise<unknown>((resolve) => void server.listen(resolve));
+      const id = (await redis.client.xadd('restarted', '*', 'pattern', 'restarted', 'data', '{}')) as string;
+      await waitFor(async () => (await client.progress('restarted', id)) !== null, 'the first progress');
+      const seen: unknown[] = [];
+      const done = new Promise<void>((resolve, reject) =>
+        client.watch('restarted', id).subscribe({ next: (progress) => seen.push(progress.value), complete: resolve, error: reject }),
+      );
+      await waitFor(() => seen.length === 1, 'the kept progress');
+      await redis.server.restart();
+      release!();
+      await done;
+      expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
+      expect(await client.result('restarted', id)).toMatchObject({ state: 'done', value: 'survived' });
+    } finally {
+      release?.();
+      await server.close();
+      await client.close();
+      Logger.overrideLogger(true as never);
+    }
+  });
+});
