@@ -92,6 +92,7 @@ export type {
 export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
 export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
 export { entryStatus } from './lifecycle/entry-status.js';
+export type { CancelOptions, CancelOutcome } from './lifecycle/cancel.js';
 export { RedisStreamsProgressError, MAX_PROGRESS_BYTES } from './lifecycle/lifecycle-records.js';
 export type { EntryProgressRecord, EntryResultRecord, KeepResultsOption } from './lifecycle/lifecycle-records.js';
 export type { ResultOptions } from './lifecycle/record-reader.js';

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy, type ClientOptions, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { Observable, throwError } from 'rxjs';
+import { cancelEntry, type CancelOptions, type CancelOutcome } from '../lifecycle/cancel.js';
 import { entryStatus, type EntryStatus, type EntryStatusOptions } from '../lifecycle/entry-status.js';
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { priorityStreamKeys } from '../priorities/priority-lanes.js';
@@ -163,6 +164,18 @@ export class RedisStreamsClient
         inner?.unsubscribe();
       };
     });
+  }
+
+  /**
+   * Cancels entry `entryId` of `pattern` (a stream id, or a delayed emit's hold id), never losing
+   * it: it is dead-lettered with reason `cancelled` and `reason` as its error, and taken out of
+   * where it would start (its hold, the stream, every group's pending list). A worker running it
+   * learns at its next lease renewal: its `ctx.signal` aborts with reason `cancelled`. An entry
+   * already done or gone is left alone (`cancelled: false`). See docs/lifecycle.md.
+   */
+  async cancel(pattern: string, entryId: string, reason?: string, options?: CancelOptions): Promise<CancelOutcome> {
+    const client = await this.connect();
+    return cancelEntry(client, this.entryStreamsOf(pattern), entryId, reason, options);
   }
 
   private entryStreamsOf(pattern: string): { stream: string; keys: string[] } {

@@ -139,6 +139,11 @@ export class DeliveryAborts {
     return true;
   }
 
+  /** Whether a running delivery of the entry has an abort state here (someone to tell). */
+  has(stream: string, group: string, id: string): boolean {
+    return this.byKey.has(abortKey(stream, group, id));
+  }
+
   /** Aborts every running delivery (the shutdown deadline passed). */
   abortAll(reason: RedisStreamsAbortError): void {
     for (const abort of new Set(this.byKey.values())) abort.abort(reason);

@@ -176,6 +176,9 @@ describe('client.watch across a Redis restart (real redis-server, AOF)', { timeo
       );
       await waitFor(() => seen.length === 1, 'the kept progress');
       await redis.server.restart();
+      // Progress writes are best-effort (a failed one is logged): the worker must be back before it reports.
+      const commands = (server as unknown as { commandConnection(): { status: string } }).commandConnection();
+      await waitFor(() => commands.status === 'ready', 'the worker to reconnect', { timeout: 20_000 });
       release!();
       await done;
       expect(seen).toEqual([{ step: 1 }, { step: 2 }]);

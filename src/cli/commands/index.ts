@@ -1,5 +1,6 @@
 import type { RegisterCommand } from '../context.js';
 import { registerAckCommand } from './ack.command.js';
+import { registerCancelCommand } from './cancel.command.js';
 import { registerClaimCommand } from './claim.command.js';
 import { registerDelayedCommand } from './delayed.command.js';
 import { registerDlqCommand } from './dlq.command.js';
@@ -17,6 +18,7 @@ export const COMMANDS: readonly RegisterCommand[] = [
   registerInfoCommand,
   registerDlqCommand,
   registerEntryCommand,
+  registerCancelCommand,
   registerDelayedCommand,
   registerTopCommand,
   registerPauseCommands,

@@ -11,6 +11,7 @@ const SCRIPTS = {
   nrsFindDeadLetter: { file: 'find-dead-letter.lua', numberOfKeys: 1 },
   nrsWriteRecord: { file: 'write-record.lua', numberOfKeys: 2 },
   nrsReadRecord: { file: 'read-record.lua', numberOfKeys: 2 },
+  nrsCancel: { file: 'cancel.lua', numberOfKeys: 6 },
 } as const satisfies Record<string, LuaScript>;
 
 /** One group's row of entry-status.lua: group, last-delivered id, consumer ('' when not pending), idle ms and deliveries (-1 when not pending). */
@@ -24,6 +25,10 @@ export interface LifecycleScriptCommands {
   nrsEntryStatus(stream: string, schedule: string, id: string, isStreamId: '1' | '0', group: string): Promise<[number, number, number, ...GroupRow[]]>;
   nrsFindDeadLetter(deadLetters: string, source: string, id: string, limit: number): Promise<[number, ...DeadLetterRow[]]>;
   nrsWriteRecord(record: string, notices: string, value: string | Buffer, ttlMs: number, id: string, kind: 'progress' | 'result', maxLen: number): Promise<string>;
+  nrsCancel(
+    stream: string, dead: string, schedule: string, bodies: string, recurring: string, marker: string,
+    id: string, reason: string, isStreamId: '1' | '0', markerTtlMs: number,
+  ): Promise<[string, string]>;
   nrsReadRecordBuffer(record: string, notices: string, consume: '1' | '0'): Promise<[Buffer | null, Buffer]>;
 }
 
