@@ -91,6 +91,13 @@ export type {
 } from './recovery/dead-letter.service.js';
 export { DEAD_LETTER_HEADER, RedriveHistoryField } from './recovery/dead-letter-format.js';
 export type { DeadLetter, DeadLetterReason } from './recovery/dead-letter-format.js';
+export { entryStatus } from './lifecycle/entry-status.js';
+export type { CancelOptions, CancelOutcome } from './lifecycle/cancel.js';
+export { RedisStreamsProgressError, MAX_PROGRESS_BYTES } from './lifecycle/lifecycle-records.js';
+export type { EntryProgressRecord, EntryResultRecord, KeepResultsOption } from './lifecycle/lifecycle-records.js';
+export type { ResultOptions } from './lifecycle/record-reader.js';
+export { RedisStreamsAbortError, RedisStreamsHandlerTimeoutError, type DeliveryAbortReason } from './lifecycle/delivery-abort.js';
+export type { EntryDeadLetter, EntryState, EntryStatus, EntryStatusOptions, EntryStreams, GroupEntryStatus } from './lifecycle/entry-status.js';
 export { moveToDeadLetter, RedisStreamsDeadLetterError } from './recovery/dead-letter-move.js';
 export type {
   DeadLetterMoveOutcome,

@@ -2,10 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { ClientProxy, type ClientOptions, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import { Observable, throwError } from 'rxjs';
+import { cancelEntry, type CancelOptions, type CancelOutcome } from '../lifecycle/cancel.js';
+import { entryStatus, type EntryStatus, type EntryStatusOptions } from '../lifecycle/entry-status.js';
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { priorityStreamKeys } from '../priorities/priority-lanes.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
-import { closeConnection, type RedisClient } from '../redis/connection.js';
+import { closeConnection, openConnection, type RedisClient } from '../redis/connection.js';
+import type { EntryProgressRecord, EntryResultRecord } from '../lifecycle/lifecycle-records.js';
+import { readProgress, readResult, watchProgress, type BlockingConnection, type ResultOptions } from '../lifecycle/record-reader.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
@@ -111,6 +115,79 @@ export class RedisStreamsClient
     const stream = streamKeyFor(normalized, this.config.streamPrefix);
     const lanes = this.config.priorities.get(normalized);
     return lanes !== undefined ? priorityStreamKeys(stream, lanes) : partitionStreamKeys(stream, this.config.partitions.get(normalized) ?? 1);
+  }
+
+  /**
+   * What became of entry `entryId` of `pattern` (a stream id, or the hold id of a delayed emit):
+   * held, waiting, pending, running, done, dead-lettered or gone, per consumer group, looked up in
+   * the pattern's partitions or priority lanes as this client routes them (docs/lifecycle.md).
+   * Named apart from `status`, which is the connection's status (Nest's `ClientProxy`).
+   */
+  async entryStatus(pattern: string, entryId: string, options?: EntryStatusOptions): Promise<EntryStatus> {
+    const client = await this.connect();
+    return entryStatus(client, this.entryStreamsOf(pattern), entryId, options);
+  }
+
+  /**
+   * The latest `ctx.progress()` value of entry `entryId` of `pattern` (`{ value, delivery, at }`),
+   * `null` when none is kept (docs/lifecycle.md).
+   */
+  async progress(pattern: string, entryId: string): Promise<EntryProgressRecord | null> {
+    const client = await this.connect();
+    return readProgress(client, this.entryStreamsOf(pattern), entryId);
+  }
+
+  /**
+   * The kept result of entry `entryId` of `pattern` (handlers with `keepResults`): `{ state: 'done',
+   * value }` or `{ state: 'failed', error }`, `null` when none is kept. `wait`: wait that long for it
+   * (a blocking read on its own connection, no polling); `consume`: delete it as it is read, so
+   * exactly one caller gets it (docs/lifecycle.md).
+   */
+  async result(pattern: string, entryId: string, options: ResultOptions = {}): Promise<EntryResultRecord | null> {
+    const client = await this.connect();
+    return readResult(client, this.entryStreamsOf(pattern), entryId, options, () => this.blockingConnection());
+  }
+
+  /** Progress updates of entry `entryId` of `pattern` as they are written (the kept one first), completing when its delivery settles (docs/lifecycle.md). */
+  watch(pattern: string, entryId: string): Observable<EntryProgressRecord> {
+    return new Observable<EntryProgressRecord>((subscriber) => {
+      let inner: { unsubscribe(): void } | undefined;
+      let closed = false;
+      this.connect().then(
+        (client) => {
+          if (!closed) inner = watchProgress(client, this.entryStreamsOf(pattern), entryId, () => this.blockingConnection()).subscribe(subscriber);
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+      return () => {
+        closed = true;
+        inner?.unsubscribe();
+      };
+    });
+  }
+
+  /**
+   * Cancels entry `entryId` of `pattern` (a stream id, or a delayed emit's hold id), never losing
+   * it: it is dead-lettered with reason `cancelled` and `reason` as its error, and taken out of
+   * where it would start (its hold, the stream, every group's pending list). A worker running it
+   * learns at its next lease renewal: its `ctx.signal` aborts with reason `cancelled`. An entry
+   * already done or gone is left alone (`cancelled: false`). See docs/lifecycle.md.
+   */
+  async cancel(pattern: string, entryId: string, reason?: string, options?: CancelOptions): Promise<CancelOutcome> {
+    const client = await this.connect();
+    return cancelEntry(client, this.entryStreamsOf(pattern), entryId, reason, options);
+  }
+
+  private entryStreamsOf(pattern: string): { stream: string; keys: string[] } {
+    return { stream: streamKeyFor(this.normalizePattern(pattern), this.config.streamPrefix), keys: this.streamKeysOf(pattern) };
+  }
+
+  /** A connection of its own for one blocking wait (a wait must not hold up the producer's commands). */
+  private blockingConnection(): BlockingConnection {
+    const opened = openConnection(this.config.connection, 'client-wait', {}, true);
+    // Its failures reach the waiting read (a watch reads again); reported once more here, they would only be noise.
+    opened.client.on('error', noop);
+    return { client: opened.client, close: () => closeConnection(opened) };
   }
 
   /** The key of this instance's reply stream. */

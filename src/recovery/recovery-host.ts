@@ -58,4 +58,6 @@ export interface RecoveryHost {
   deletePolicyFor?(stream: string, group: string): 'KEEPREF' | 'ACKED' | undefined;
   /** The consumer `close()` hands unstarted entries to; reaped once drained. */
   handoffConsumerName?(): string;
+  /** The lease keeper found an entry this process works on held by another consumer (or no longer pending): its handler is told to stop. */
+  leaseLost?(stream: string, group: string, id: string, owner: string | null): void;
 }

@@ -111,6 +111,7 @@ export class RecoveryScheduler {
         this.reporter.logger,
         (count) => (this.reporter.counters.leasesRenewed += count),
         (notice) => {
+          this.host.leaseLost?.(notice.stream, notice.group, notice.id, notice.owner);
           this.reporter.counters.leasesLost++;
           this.reporter.emit('leaseLost', notice);
         },

@@ -29,6 +29,10 @@ export interface EntrySettler {
   extendLease(entry: ContextEntry, ms: number | undefined): Promise<void>;
   /** `ctx.rateLimited(ms)`: every worker of the group backs off for `ms`; the entry comes back after it. */
   rateLimited(entry: ContextEntry, ms: number): Promise<void>;
+  /** `ctx.signal`: the delivery's abort signal, made on first read. */
+  signal(entry: ContextEntry): AbortSignal;
+  /** `ctx.progress(value)`: the delivery's latest progress, written coalesced. */
+  progress(entry: ContextEntry, value: unknown): Promise<void>;
 }
 
 /** The message a context describes; `getArgs()[0]`. */
@@ -149,6 +153,30 @@ export class RedisStreamsContext extends BaseRpcContext<[RedisStreamsMessage]> {
   nack(options?: NackOptions): void {
     if (options === undefined || options.delay === undefined) this.settler.nack(this.entry);
     else this.settler.nack(this.entry, timerDurationOption('delay', options.delay));
+  }
+
+  /**
+   * Aborts when the handler should stop: its time limit passed (`extras.timeout`), its lease was
+   * lost to another worker, the shutdown deadline passed, or an operator cancelled the entry.
+   * `signal.reason` is a `RedisStreamsAbortError` whose `reason` says which (`timeout`,
+   * `lease-lost`, `shutdown`, `cancelled`). Pass it to `fetch`, database drivers, `setTimeout` of
+   * `node:timers/promises`. Made on first read: a handler that never reads it pays nothing.
+   * See docs/lifecycle.md.
+   */
+  get signal(): AbortSignal {
+    return this.settler.signal(this.entry);
+  }
+
+  /**
+   * Reports how far the handler got (any JSON-serializable value up to 64 KiB as JSON, such as
+   * `{ done: 40, of: 100 }`), for `client.progress()`, `client.entryStatus()` and `client.watch()`.
+   * Cheap enough per item of a long job: reports within 100 ms are one write of the last value
+   * (kept with a TTL, next to the stream); a retry's progress replaces the earlier delivery's.
+   * Resolves once the write that carries it is done; a bad value throws
+   * `RedisStreamsProgressError` at once. See docs/lifecycle.md.
+   */
+  progress(value: unknown): Promise<void> {
+    return this.settler.progress(this.entry, value);
   }
 
   /**

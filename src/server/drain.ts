@@ -10,6 +10,7 @@ import type { RetryReleaser } from './retry-releaser.js';
 import type { RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { StreamReader } from './stream-reader.js';
+import { RedisStreamsAbortError, type DeliveryAborts } from '../lifecycle/delivery-abort.js';
 
 const READER_STOP_GRACE_MS = 2_000;
 /** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
@@ -28,6 +29,8 @@ export interface DrainTarget {
   readonly logger: Logger;
   readonly events: ServerEventEmitter;
   readonly streams: RunningStreams;
+  /** The running deliveries' `ctx.signal`s: aborted when `shutdownTimeout` passes. */
+  readonly aborts: DeliveryAborts | undefined;
 }
 
 /** No handler starts any more; the readers stop (a blocked read is given a grace period). */
@@ -73,7 +76,7 @@ export async function drain(target: DrainTarget): Promise<void> {
 }
 
 /** True when handlers still ran at the end of `shutdownTimeout`. */
-async function waitForRunningHandlers({ lanes, shutdownTimeout, logger }: DrainTarget): Promise<boolean> {
+async function waitForRunningHandlers({ lanes, shutdownTimeout, logger, aborts }: DrainTarget): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(true), shutdownTimeout);
@@ -82,6 +85,7 @@ async function waitForRunningHandlers({ lanes, shutdownTimeout, logger }: DrainT
   clearTimeout(timer);
   if (late) {
     logger.warn(`${lanes.runningCount()} handlers still ran after shutdownTimeout (${shutdownTimeout} ms); their entries stay pending`);
+    aborts?.abortAll(new RedisStreamsAbortError('shutdown', `the server closed and shutdownTimeout (${shutdownTimeout} ms) passed`));
   }
   return late;
 }

@@ -7,6 +7,7 @@ import type { LeaseExtender } from '../recovery/recovery-host.js';
 import type { RecoveryScheduler } from '../recovery/recovery-scheduler.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { AckBatcher } from './ack-batcher.js';
+import type { DeliveryAborts } from '../lifecycle/delivery-abort.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { RedisStreamsOptionError } from '../errors.js';
@@ -22,6 +23,7 @@ import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import { followObservable, RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
+import type { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
 
 /** What may be set on a server at any time, before or after `listen()`; read where it is used. */
 export interface HandlingHooks {
@@ -50,6 +52,10 @@ export interface EntryHandlingParts {
   readonly telemetry: Telemetry | undefined;
   /** What answering a request needs besides the settling done here. */
   readonly requests: Pick<RequestHost, 'replies' | 'handlerFor' | 'serialize'>;
+  /** The running deliveries' `ctx.signal`s and time limits (only those used). */
+  readonly aborts: DeliveryAborts;
+  /** Writes `ctx.progress` reports and kept results. */
+  readonly lifecycle: LifecycleWriter;
 }
 
 /**
@@ -76,6 +82,9 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   private readonly telemetry: Telemetry | undefined;
   private readonly requests: RequestHost;
   private batches: BatchHost | undefined;
+  /** The running deliveries' `ctx.signal`s and time limits (shutdown, lost leases and cancels abort them). */
+  readonly aborts: DeliveryAborts;
+  private readonly lifecycle: LifecycleWriter;
   /** The handlers' Observables running (streamed replies, events): close() abandons those left after shutdownTimeout. */
   readonly streams = new RunningStreams();
 
@@ -94,6 +103,8 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       records: this.records,
       recovery: this.recovery,
       telemetry: this.telemetry,
+      aborts: this.aborts,
+      lifecycle: this.lifecycle,
     } = parts);
     this.requests = {
       ...parts.requests,
@@ -202,6 +213,14 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     }
   }
 
+  progress(entry: InFlightEntry, value: unknown): Promise<void> {
+    return (entry.progress ??= this.lifecycle.progressOf(entry)).report(value);
+  }
+
+  signal(entry: InFlightEntry): AbortSignal {
+    return (entry.abort ??= this.aborts.create([entry])).signal;
+  }
+
   extendLease(entry: InFlightEntry, ms: number | undefined): Promise<void> {
     const extender = this.hooks.leaseExtender;
     if (extender === undefined) return Promise.resolve();
@@ -233,6 +252,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
         else if (this.isClosed() || !this.retries.release(entry, error)) this.nack(entry);
       },
       extendLease: (entry) => this.extendLease(entry, undefined),
+      aborts: this.aborts,
     };
   }
 
@@ -359,6 +379,9 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       this.runIfNotProcessed(entry, decoded, context);
       return;
     }
+    if (binding.timeout !== undefined) {
+      (entry.abort ??= this.aborts.create([entry])).startDeadline(binding.timeout, (error) => this.handlerFailed(entry, error));
+    }
     let result: unknown;
     try {
       result = binding.handler(decoded.data, context);
@@ -392,23 +415,44 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   }
 
   private eventReturned(entry: InFlightEntry, value: unknown): void {
+    // Past its time limit the delivery was settled already: the handler's own outcome is ignored.
+    if (entry.abort?.isLate('returned')) return;
     if (!isObservable(value)) {
+      if (entry.progress !== undefined || entry.binding.keepResults !== undefined) this.recordOutcome(entry, { value });
       this.finish(entry, true);
       return;
     }
     followObservable(this.streams, value, {
-      completed: () => this.finish(entry, true),
+      completed: () => entry.abort?.isLate('returned') || this.finishObserved(entry),
       failed: (error) => this.eventFailed(entry, error),
-      abandoned: () => this.finish(entry, false),
+      abandoned: () => entry.abort?.isLate('failed') || this.finish(entry, false),
     });
   }
 
   private eventFailed(entry: InFlightEntry, filtered: unknown): void {
+    if (entry.abort?.isLate('failed')) return;
     // The handler's own error, not the "Internal server error" Nest's exception filter made of it.
-    const error = entry.handlerError ?? filtered;
+    this.handlerFailed(entry, entry.handlerError ?? filtered);
+  }
+
+  private finishObserved(entry: InFlightEntry): void {
+    if (entry.progress !== undefined || entry.binding.keepResults !== undefined) this.recordOutcome(entry, { value: undefined });
+    this.finish(entry, true);
+  }
+
+  /** The delivery's last progress report, then its kept result (each written once, failures logged). */
+  private recordOutcome(entry: InFlightEntry, outcome: { value: unknown } | { error: unknown }): void {
+    const progress = entry.progress?.flush() ?? Promise.resolve();
+    void progress.then(() => this.lifecycle.keepResult(entry, outcome));
+  }
+
+  /** A failed delivery (the handler's error, or its time limit): reported, then released for its retry or left pending. */
+  private handlerFailed(entry: InFlightEntry, error: unknown): void {
+    if (entry.progress !== undefined || entry.binding.keepResults !== undefined) this.recordOutcome(entry, { error });
     this.reportHandlerError(entry, error);
     // With a retry policy the entry goes to the retry consumer for its backoff (its slot comes back then).
     if (!this.isClosed() && this.retries.release(entry, error)) {
+      entry.abort?.end();
       this.telemetry?.finished(entry, false);
       this.hooks.processing?.end(entry);
       this.lanes.finished(entry);
@@ -417,6 +461,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   /** An entry acked in any ack mode without its handler's verdict (already processed, or nothing here answers it). */
   private ackWithoutRunning(entry: InFlightEntry): void {
+    entry.abort?.end();
     this.lanes.finished(entry);
     this.telemetry?.finished(entry, true);
     this.hooks.processing?.end(entry);
@@ -425,6 +470,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   /** Handler slot back; then ack (auto mode, success), release (failure) or wait for ack()/nack() (manual). */
   private finish(entry: InFlightEntry, succeeded: boolean): void {
+    entry.abort?.end();
     this.lanes.finished(entry);
     this.telemetry?.finished(entry, succeeded);
     this.hooks.processing?.end(entry);

@@ -72,6 +72,9 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
     const streams = lanes === undefined ? partitionStreamKeys(stream, partitions) : lanes.map((lane) => priorityStreamKey(stream, lane));
     for (const { extras, links } of groups) {
       const handler = links[0] as MessageHandler;
+      if (extras.timeout !== undefined && handler.isEventHandler !== true) {
+        throw new RedisStreamsOptionError(`extras.timeout (handler "${pattern}")`, "applies to @EventPattern handlers: a request is bounded by its caller's timeout");
+      }
       for (const [index, partition] of streams.entries()) {
         bindings.push({
           key: bindingKey(partition, extras.group),
@@ -95,6 +98,9 @@ export function bindHandlers(handlers: Map<string, MessageHandler>, options: Res
           rateLimit: extras.rateLimit,
           globalConcurrency: extras.globalConcurrency,
           priorities: lanes,
+          timeout: extras.timeout,
+          // A request's outcome is its reply: results are kept for event handlers.
+          keepResults: handler.isEventHandler === true ? extras.keepResults : undefined,
           limits: undefined,
           handler,
           isEventHandler: handler.isEventHandler === true,
@@ -167,8 +173,8 @@ function relinkPerGroup(groups: MessageHandler[][]): void {
 }
 
 export function describeBinding(binding: StreamBinding): HandledStream {
-  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler } = binding;
-  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, isEventHandler };
+  const { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, keepResults, isEventHandler } = binding;
+  return { stream, partitionOf, priorityOf, priority, group, pattern, raw, ackMode, startId, concurrency, maxDeliveries, minIdleTime, recovery, retry, idempotency, batch, partitions, rateLimit, globalConcurrency, priorities, timeout, keepResults, isEventHandler };
 }
 
 /**

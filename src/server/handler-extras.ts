@@ -1,5 +1,5 @@
 import { RedisStreamsOptionError } from '../errors.js';
-import { durationMillisOption } from '../duration.js';
+import { durationMillisOption, timerDurationOption } from '../duration.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from '../recovery/retry-policy.js';
 import { partitionCountOption } from '../partitions/partition-keys.js';
 import { priorityLanesOption } from '../priorities/priority-lanes.js';
@@ -16,6 +16,7 @@ import { resolveBatchOption, type BatchOption, type ResolvedBatch } from './batc
 import { resolveIdempotency, type IdempotencyOption, type ResolvedIdempotency } from './idempotency-options.js';
 import type { RedisStreamsContext } from './context.js';
 import { ackModeOption, START_ID_SPECIALS, type AckMode, type ResolvedServerOptions } from './options.js';
+import { keepResultsTtl, type KeepResultsOption } from '../lifecycle/lifecycle-records.js';
 
 /** Per-handler options, given as the pattern decorator's `extras`. */
 export interface RedisStreamsHandlerExtras {
@@ -82,6 +83,20 @@ export interface RedisStreamsHandlerExtras {
    * `rateLimit` or `globalConcurrency`. See docs/server.md#priorities.
    */
   priorities?: readonly string[];
+  /**
+   * Time limit of one delivery (ms or ISO-8601, such as `PT30S`): past it the handler's
+   * `ctx.signal` aborts and the delivery fails with a `RedisStreamsHandlerTimeoutError` (retry policy and
+   * `maxDeliveries` apply as to any failure), whatever the handler does after; its late outcome is
+   * ignored and logged once. A batch handler: the whole batch. Not for `@MessagePattern` handlers
+   * (the caller's `timeout` bounds a request). See docs/lifecycle.md.
+   */
+  timeout?: number | string;
+  /**
+   * Keep each entry's outcome, its handler's return value or its error, for `ttl` (ms or
+   * ISO-8601) under its id, for `client.result()` (`@EventPattern` single-entry handlers; default:
+   * the server's `keepResults`). `false`: not for this handler. See docs/lifecycle.md.
+   */
+  keepResults?: KeepResultsOption | false;
 }
 
 /** `extras.raw`: false decodes (the default); see `RedisStreamsHandlerExtras.raw`. */
@@ -112,6 +127,10 @@ export interface ResolvedHandlerExtras {
   readonly globalConcurrency: ResolvedGlobalConcurrency | undefined;
   /** `extras.priorities`: the lanes, highest first; `undefined` when the pattern has none. */
   readonly priorities: readonly string[] | undefined;
+  /** `extras.timeout` in ms; `undefined`: no time limit. */
+  readonly timeout: number | undefined;
+  /** `extras.keepResults` (else the server's): how long results are kept, in ms; `undefined`: not kept. */
+  readonly keepResults: number | undefined;
 }
 
 /** Validates one handler's `extras` against the server defaults. `pattern` only names the handler in errors. */
@@ -156,6 +175,8 @@ export function resolveHandlerExtras(
     rateLimit,
     globalConcurrency,
     priorities,
+    timeout: given.timeout === undefined ? undefined : timerDurationOption(name('timeout'), given.timeout),
+    keepResults: keepResultsOf(name('keepResults'), given.keepResults, server.keepResults, given.batch),
   };
 }
 
@@ -191,6 +212,14 @@ function checkPriorityCombinations(option: string, partitions: number, limited: 
   if (limited) {
     throw new RedisStreamsOptionError(option, 'cannot be combined with extras.globalConcurrency or an extras.rateLimit without key (a binding its limits gate is read alone, so its lanes could not be compared)');
   }
+}
+
+function keepResultsOf(option: string, value: unknown, serverTtl: number | undefined, batch: unknown): number | undefined {
+  const ttl = value === undefined ? serverTtl : keepResultsTtl(option, value, timerDurationOption);
+  if (value !== undefined && ttl !== undefined && batch !== undefined && batch !== false) {
+    throw new RedisStreamsOptionError(option, 'cannot be used with extras.batch: a batch handler returns one value for many entries');
+  }
+  return batch !== undefined && batch !== false ? undefined : ttl;
 }
 
 function rawOption(option: string, value: unknown): RawMode {

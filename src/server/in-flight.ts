@@ -1,8 +1,10 @@
 import type { MessageHandler } from '@nestjs/microservices';
 import type { DecodedEntry, JsonStreamDeserializer, StreamDeserializer } from '../codec/stream-deserializer.js';
 import { fieldsFromArray, type StreamFields } from '../codec/wire-format.js';
+import type { DeliveryAbort } from '../lifecycle/delivery-abort.js';
 import type { HandledStream } from './handled-stream.js';
 import type { BindingLimits } from './binding-limits.js';
+import type { EntryProgress } from '../lifecycle/lifecycle-writer.js';
 
 /**
  * One handler bound to one stream and consumer group, with its options resolved once (never per
@@ -79,6 +81,10 @@ export class InFlightEntry {
   redelivery: IncomingEntry | undefined = undefined;
   /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
   handlerError: unknown = undefined;
+  /** Its `ctx.signal` and time limit (lifecycle/delivery-abort.ts), made only when its handler reads the signal or has `extras.timeout`. */
+  abort: DeliveryAbort | undefined = undefined;
+  /** Its `ctx.progress` reports (lifecycle/lifecycle-writer.ts), made on the first one. */
+  progress: EntryProgress | undefined = undefined;
   /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */
   readonly size: number;
   /** When it was admitted, in entries admitted before it: a pattern's priority lanes start their entries in this order (handler-lanes.ts). */

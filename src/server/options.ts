@@ -9,6 +9,8 @@ import { resolveDelayedOptions, type DelayedOptions, type ResolvedDelayedOptions
 import { resolveRecoveryOptions, type RecoveryOptions, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { resolveTelemetryOptions, type ResolvedTelemetryOptions, type TelemetryOptions } from '../telemetry/telemetry-options.js';
 import { describe, integerOption, nonEmptyStringOption, streamIdOption, timerMillisOption } from '../validation.js';
+import { keepResultsTtl, type KeepResultsOption } from '../lifecycle/lifecycle-records.js';
+import { timerDurationOption } from '../duration.js';
 
 export type AckMode = 'auto' | 'manual';
 
@@ -73,6 +75,8 @@ export interface RedisStreamsServerOptions {
   workQueue?: boolean | { policy?: WorkQueuePolicy };
   /** How long `close()` waits for running handlers, in ms. Default 10000. */
   shutdownTimeout?: number;
+  /** Keep every event handler's outcome for `client.result()`: `{ ttl }` (ms or ISO-8601); a handler's `extras.keepResults` overrides it. Default off. See docs/lifecycle.md. */
+  keepResults?: KeepResultsOption | false;
   /** Consumer that `close()` hands fetched-but-unstarted entries to (XCLAIM … IDLE huge JUSTID). Default `handoff`. */
   handoffConsumer?: string;
   /** PEXPIRE of a reply stream after each reply, in ms (a dead client's reply stream goes away). Default 60000. */
@@ -124,6 +128,8 @@ export interface ResolvedServerOptions {
   /** `undefined`: off; `{ policy: undefined }`: KEEPREF, ACKED where several of this server's groups read a stream. */
   readonly workQueue: { readonly policy: WorkQueuePolicy | undefined } | undefined;
   readonly shutdownTimeout: number;
+  /** `keepResults`' TTL in ms; `undefined`: off. */
+  readonly keepResults: number | undefined;
   readonly handoffConsumer: string;
   readonly replyTtl: number;
   readonly replyMaxLen: number;
@@ -150,7 +156,7 @@ export const START_ID_SPECIALS = ['0', '$'] as const;
 
 const KNOWN_OPTIONS = new Set<string>([
   'connection', 'startupTimeout', 'group', 'consumer', 'streamPrefix', 'prefix', 'startId', 'concurrency', 'prefetch', 'maxPrefetchBytes', 'readBatch', 'blockMs',
-  'ackMode', 'workQueue', 'shutdownTimeout', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
+  'ackMode', 'workQueue', 'shutdownTimeout', 'keepResults', 'handoffConsumer', 'replyTtl', 'replyMaxLen', 'reconnectDelay',
   'deserializer', 'serializer', 'recovery', 'delayed', 'telemetry',
 ] satisfies (keyof RedisStreamsServerOptions)[]);
 
@@ -232,6 +238,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
     ackMode,
     workQueue,
     shutdownTimeout,
+    keepResults: keepResultsTtl('keepResults', options.keepResults, timerDurationOption),
     handoffConsumer,
     replyTtl,
     replyMaxLen,

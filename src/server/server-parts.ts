@@ -27,6 +27,8 @@ import type { ServerEventEmitter } from './server-events.js';
 import { ServerFlow } from './server-flow.js';
 import { ServerRecoveryHost } from './server-recovery-host.js';
 import { StreamReader } from './stream-reader.js';
+import { DeliveryAborts } from '../lifecycle/delivery-abort.js';
+import { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
 
 /** What `listen()` builds from the handlers: their bindings and the machinery that moves their entries. */
 export interface ServerParts {
@@ -110,6 +112,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
       if (reader.reads(target.stream, target.group)) void (paused ? reader.interruptStaleRead() : reader.interrupt());
     }
   });
+  const aborts = new DeliveryAborts(logger);
   const host = new ServerRecoveryHost({
     consumer: options.consumer,
     handoffConsumer: options.handoffConsumer,
@@ -123,6 +126,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     deletePolicyOf,
     telemetry,
     flow,
+    aborts,
   });
   const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery, sources.recoveryLogger);
   const records = new IdempotencyRecords(commands);
@@ -145,6 +149,8 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     recovery,
     telemetry,
     requests: sources.requests,
+    aborts,
+    lifecycle: new LifecycleWriter(commands, logger),
   });
   lanes.handledBy(handling);
 

@@ -11,6 +11,8 @@ import type { PrefetchSlots } from './prefetch-slots.js';
 import { grantFromLimits } from './binding-limits.js';
 import type { ServerFlow } from './server-flow.js';
 import type { StreamReader } from './stream-reader.js';
+import { RedisStreamsAbortError, type DeliveryAborts } from '../lifecycle/delivery-abort.js';
+import { cancelReasonOf } from '../lifecycle/cancel.js';
 
 /** What the host works with: the running server's parts (server-parts.ts builds it with them). */
 export interface ServerRecoveryHostParts {
@@ -30,6 +32,8 @@ export interface ServerRecoveryHostParts {
   readonly telemetry: Telemetry | undefined;
   /** Paused groups take no claims; claims of a `globalConcurrency` handler take its permits. */
   readonly flow: ServerFlow;
+  /** A lost lease aborts its delivery's `ctx.signal`. */
+  readonly aborts: DeliveryAborts;
 }
 
 /**
@@ -179,6 +183,23 @@ export class ServerRecoveryHost implements RecoveryHost {
   inFlightIds(stream: string, group: string): string[] {
     const binding = this.bindingsByKey.get(bindingKey(stream, group));
     return binding === undefined ? [] : this.parts.slots.unsettledIdsOf(binding);
+  }
+
+  /** The lease keeper found an entry held by another consumer now: its handler's `ctx.signal` aborts (when it has one). */
+  leaseLost(stream: string, group: string, id: string, owner: string | null): void {
+    const { aborts } = this.parts;
+    if (!aborts.has(stream, group, id)) return;
+    const lost = (holder: string) =>
+      aborts.abortEntry(stream, group, id, new RedisStreamsAbortError('lease-lost', `the lease of entry ${id} of "${stream}" (group "${group}") was lost: ${holder}`));
+    if (owner !== null) return void lost(`consumer "${owner}" holds it now`);
+    // No longer pending: an operator's cancel leaves its reason for this worker.
+    cancelReasonOf(this.parts.commands, stream, id).then(
+      (reason) =>
+        reason === undefined
+          ? lost('it is no longer pending')
+          : aborts.abortEntry(stream, group, id, new RedisStreamsAbortError('cancelled', `entry ${id} of "${stream}" was cancelled: ${reason}`)),
+      () => lost('it is no longer pending'),
+    );
   }
 
   /** Work-queue mode: the XACKDEL policy of a stream + group (dead-letter moves delete the same way). */

@@ -3,6 +3,7 @@ import type { Headers, StreamFields } from '../../codec/wire-format.js';
 import { timerDurationOption } from '../../duration.js';
 import type { ContextEntry, NackOptions } from '../context.js';
 import { RECORD_HANDLER_ERROR } from '../handler-error-capture.js';
+import type { DeliveryAbort, DeliveryAborts } from '../../lifecycle/delivery-abort.js';
 
 /** One entry of a batch, as `ctx.entries[i]` describes it (index i of the payload array). */
 export interface RedisStreamsBatchEntry {
@@ -19,6 +20,8 @@ export interface RedisStreamsBatchEntry {
 /** What a batch context does for `extendLease()`. */
 export interface BatchLeases {
   extendLease(entry: ContextEntry): Promise<void>;
+  /** Where the batch's abort state is registered (shutdown, lost leases and cancels find it). */
+  readonly aborts: DeliveryAborts;
 }
 
 const NO_HEADERS: Headers = Object.freeze(Object.create(null) as Headers);
@@ -64,6 +67,8 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStre
   private settled = false;
   /** What the handler threw, as it left the handler (before Nest's exception filter replaced it). */
   private thrown: unknown = undefined;
+  /** @internal The batch's `signal` and time limit, once read or set. */
+  abort: DeliveryAbort | undefined = undefined;
 
   constructor(
     private readonly batch: readonly ContextEntry[],
@@ -139,6 +144,21 @@ export class RedisStreamsBatchContext extends BaseRpcContext<[readonly RedisStre
   /** The indexes marked by `fail()`, in order. */
   getFailed(): number[] {
     return [...this.failures.keys()].sort((a, b) => a - b);
+  }
+
+  /**
+   * One signal for the whole batch: aborts when its time limit passed (`extras.timeout`), a lease
+   * of one of its entries was lost, the shutdown deadline passed, or an operator cancelled one of
+   * its entries. `signal.reason` is a `RedisStreamsAbortError` (docs/lifecycle.md).
+   */
+  get signal(): AbortSignal {
+    return this.abortState().signal;
+  }
+
+  /** @internal The batch's abort state, made and registered on first use. */
+  abortState(): DeliveryAbort {
+    this.abort ??= this.leases.aborts.create(this.batch);
+    return this.abort;
   }
 
   /** Tells recovery this consumer still works on every entry of the batch (resets their idle time now). */

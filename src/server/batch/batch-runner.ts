@@ -6,6 +6,7 @@ import type { EntryDecoders, InFlightEntry } from '../in-flight.js';
 import type { ProcessingHooks } from '../processing-hooks.js';
 import { followObservable, type RunningStreams } from '../running-streams.js';
 import type { Telemetry } from '../../telemetry/telemetry.js';
+import type { DeliveryAborts } from '../../lifecycle/delivery-abort.js';
 import { RedisStreamsBatchContext } from './batch-context.js';
 
 /** What running a batch needs from the server. */
@@ -30,6 +31,8 @@ export interface BatchHost {
   /** The entry failed: `error` is recorded for its dead letter; it stays pending (or goes to its retry; after `delayMs` when given). */
   failed(entry: InFlightEntry, error: unknown, delayMs?: number): void;
   extendLease(entry: InFlightEntry): Promise<void>;
+  /** The running deliveries' `ctx.signal`s and time limits: one per batch. */
+  readonly aborts: DeliveryAborts;
 }
 
 /**
@@ -120,7 +123,9 @@ function runWithHooks(host: BatchHost, all: InFlightEntry[], good: InFlightEntry
 }
 
 function callHandler(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, payloads: unknown[]): void {
-  const { handler } = (good[0] as InFlightEntry).binding;
+  const { handler, timeout } = (good[0] as InFlightEntry).binding;
+  // The batch's time limit: past it the batch fails as a whole, its handler's own outcome is ignored.
+  if (timeout !== undefined) context.abortState().startDeadline(timeout, (error) => settleNow(host, all, good, context, { error }));
   let result: unknown;
   try {
     result = handler(payloads, context);
@@ -139,6 +144,7 @@ function callHandler(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[
 }
 
 function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, value: unknown): void {
+  if (context.abort?.isLate('returned')) return;
   if (!isObservable(value)) {
     settle(host, all, good, context, undefined);
     return;
@@ -147,6 +153,8 @@ function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], 
     completed: () => settle(host, all, good, context, undefined),
     failed: (error) => settle(host, all, good, context, { error }),
     abandoned: () => {
+      if (context.abort?.isLate('failed')) return;
+      context.abort?.end();
       host.telemetry?.finishedBatch(context, good.length);
       host.finished(all);
       host.processing()?.end(context);
@@ -156,8 +164,15 @@ function returned(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], 
   });
 }
 
-/** `failure`: the handler threw (what reached us: Nest's filtered error; the context has the handler's own). */
+/** The handler's outcome: settled, unless its time limit passed before (then ignored, logged once). */
 function settle(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, failure: { error: unknown } | undefined): void {
+  if (context.abort?.isLate(failure === undefined ? 'returned' : 'failed')) return;
+  settleNow(host, all, good, context, failure);
+}
+
+/** `failure`: the handler threw (what reached us: Nest's filtered error; the context has the handler's own), or its time limit passed. */
+function settleNow(host: BatchHost, all: InFlightEntry[], good: InFlightEntry[], context: RedisStreamsBatchContext, failure: { error: unknown } | undefined): void {
+  context.abort?.end();
   host.finished(all);
   host.processing()?.end(context);
   const { thrown, failures, delays } = context.settle();

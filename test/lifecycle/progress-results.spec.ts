@@ -1,0 +1,193 @@
+import { Logger } from '@nestjs/common';
+import { firstValueFrom, toArray } from 'rxjs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsClient, RedisStreamsProgressError, RedisStreamsServer, type EntryProgressRecord, type RedisStreamsServerOptions } from '../../src/index.js';
+import type { RedisStreamsContext } from '../../src/server/context.js';
+import { pendingRows } from '../fixtures/server-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+type Handler = (data: unknown, ctx: RedisStreamsContext) => unknown;
+
+describe('ctx.progress, kept results, client.result and client.watch (real redis-server)', { timeout: 60_000 }, () => {
+  const redis = useRedisServer();
+  const servers: RedisStreamsServer[] = [];
+  let client: RedisStreamsClient;
+  const gates = new Map<number, () => void>();
+  const gate = (n: number) => new Promise<void>((resolve) => gates.set(n, resolve));
+  const open = async (n: number) => {
+    await waitFor(() => gates.has(n), `entry ${n} to start`);
+    gates.get(n)!();
+  };
+
+  beforeAll(() => {
+    client = new RedisStreamsClient({ connection: redis.server.url });
+  });
+  afterAll(() => client.close());
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.close()));
+    Logger.overrideLogger(true as never);
+  });
+
+  async function start(pattern: string, handler: Handler, extras: Record<string, unknown>, options: Partial<RedisStreamsServerOptions> = {}): Promise<RedisStreamsServer> {
+    Logger.overrideLogger(false as never);
+    const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100, ...options });
+    server.addHandler(pattern, handler as never, true, extras);
+    const error = await new Promise<unknown>((resolve) => void server.listen(resolve));
+    if (error !== undefined) {
+      await server.close();
+      throw error;
+    }
+    servers.push(server);
+    return server;
+  }
+  const emit = async (stream: string, n: number): Promise<string> => (await redis.client.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify({ n }))) as string;
+
+  it('progress per item is coalesced into few writes, the last value wins; readable by progress() and entryStatus()', async () => {
+    await start('long', async (data, ctx) => {
+      for (let item = 1; item <= 200; item++) void ctx.progress({ done: item, of: 200 });
+      await gate((data as { n: number }).n);
+    }, {});
+    const id = await emit('long', 1);
+    await waitFor(async () => (await client.progress('long', id))?.value !== undefined, 'the progress');
+    const progress = (await client.progress('long', id)) as EntryProgressRecord;
+    expect([progress.value, progress.delivery]).toEqual([{ done: 200, of: 200 }, 1]);
+    // 200 reports within the window: one write (one notice).
+    expect(await redis.client.xlen('{long}:lifecycle')).toBe(1);
+    expect(await redis.client.pttl(`{long}:progress:${id}`)).toBeGreaterThan(23 * 3600 * 1000);
+    const status = await client.entryStatus('long', id);
+    expect([status.state, status.progress?.value]).toEqual(['running', { done: 200, of: 200 }]);
+    await open(1);
+    await waitFor(async () => (await client.entryStatus('long', id)).state === 'done', 'done');
+  });
+
+  it('bad progress: not JSON-serializable, or over the cap, is a RedisStreamsProgressError thrown at the call', async () => {
+    const errors: unknown[] = [];
+    await start('badprogress', (_data, ctx) => {
+      for (const value of [10n, undefined, 'x'.repeat(70_000)]) {
+        try {
+          void ctx.progress(value);
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+    }, {});
+    await emit('badprogress', 1);
+    await waitFor(() => errors.length === 3, 'three refusals');
+    for (const error of errors) expect(error).toBeInstanceOf(RedisStreamsProgressError);
+    expect((errors[2] as Error).message).toContain('over the cap of 65536');
+    expect((errors[0] as Error).message).toContain('not JSON-serializable');
+  });
+
+  it('kept results: the return value (bytes as bytes), or the error; with the TTL', async () => {
+    await start('kept', async (data) => {
+      const { n } = data as { n: number };
+      if (n === 2) throw new Error('no stock');
+      return n === 3 ? Buffer.from([0, 255, 1]) : { total: n * 10 };
+    }, { keepResults: { ttl: 'PT1M' }, retry: false, minIdleTime: 60_000 });
+    const [ok, failed, bytes] = [await emit('kept', 1), await emit('kept', 2), await emit('kept', 3)];
+    expect(await client.result('kept', ok, { wait: 5_000 })).toMatchObject({ state: 'done', value: { total: 10 }, delivery: 1 });
+    expect(await client.result('kept', failed, { wait: 5_000 })).toMatchObject({ state: 'failed', error: { name: 'Error', message: 'no stock' }, delivery: 1 });
+    expect((await client.result('kept', bytes, { wait: 5_000 }))).toMatchObject({ state: 'done', value: Buffer.from([0, 255, 1]) });
+    const ttl = await redis.client.pttl(`{kept}:result:${ok}`);
+    expect(ttl).toBeGreaterThan(50_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+    // Pending, not running any more, its last delivery failed: failed, with its error.
+    await redis.client.xclaim('kept', 'g', 'worker', 0, failed, 'IDLE', 60_000, 'JUSTID');
+    expect((await client.entryStatus('kept', failed)).state).toBe('failed');
+    expect(await client.result('kept', '1-1')).toBeNull();
+  });
+
+  it('result with wait resolves when the entry settles (a blocking read, not a poll); watch emits progress and completes', async () => {
+    await start('waited', async (data, ctx) => {
+      const { n } = data as { n: number };
+      await ctx.progress({ step: 1 });
+      await gate(n);
+      await ctx.progress({ step: 2 });
+      await gate(n + 100);
+      return `result ${n}`;
+    }, { keepResults: { ttl: 60_000 } });
+    const id = await emit('waited', 1);
+    await waitFor(async () => (await client.progress('waited', id)) !== null, 'the first progress');
+    const watched = firstValueFrom(client.watch('waited', id).pipe(toArray()));
+    const result = client.result('waited', id, { wait: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await open(1);
+    await waitFor(async () => ((await client.progress('waited', id))?.value as { step: number } | undefined)?.step === 2, 'the second progress');
+    await open(101);
+    expect(await result).toMatchObject({ state: 'done', value: 'result 1' });
+    expect((await watched).map((progress) => progress.value)).toEqual([{ step: 1 }, { step: 2 }]);
+  });
+
+  it('consume: two callers at once, exactly one gets the result', async () => {
+    await start('consumed', async (data) => {
+      await gate((data as { n: number }).n);
+      return 'once';
+    }, { keepResults: { ttl: 60_000 } });
+    const id = await emit('consumed', 7);
+    const both = Promise.all([client.result('consumed', id, { wait: 3_000, consume: true }), client.result('consumed', id, { wait: 3_000, consume: true })]);
+    await open(7);
+    const results = await both;
+    expect(results.filter((result) => result !== null)).toEqual([expect.objectContaining({ state: 'done', value: 'once' })]);
+    expect(await redis.client.exists(`{consumed}:result:${id}`)).toBe(0);
+  });
+
+  it('bad input: bad TTLs and options name the option; an unknown entry of a partitioned pattern is named', async () => {
+    await expect(start('badttl', () => undefined, { keepResults: { ttl: 'soon' } })).rejects.toThrow('extras.keepResults (handler "badttl").ttl');
+    await expect(start('badttl2', () => undefined, { keepResults: 30 })).rejects.toThrow('extras.keepResults (handler "badttl2")');
+    expect(() => new RedisStreamsServer({ connection: redis.server.url, group: 'g', keepResults: { ttl: -1 } })).toThrow('keepResults.ttl');
+    await expect(client.result('kept', '1-1', { wait: 'later' })).rejects.toThrow('"wait"');
+    const parted = new RedisStreamsClient({ connection: redis.server.url, partitions: { parted: 2 } });
+    try {
+      await expect(parted.result('parted', '1-1')).rejects.toThrow('entry 1-1 is in none of the streams of "parted"');
+    } finally {
+      await parted.close();
+    }
+    expect(await pendingRows(redis.client, 'kept', 'g')).toHaveLength(1);
+  });
+});
+
+describe('client.watch across a Redis restart (real redis-server, AOF)', { timeout: 90_000 }, () => {
+  const redis = useRedisServer({ appendOnly: true });
+
+  it('keeps watching: the progress written after the restart arrives, and the watch completes with the outcome', async () => {
+    Logger.overrideLogger(false as never);
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
+    let release: (() => void) | undefined;
+    server.addHandler(
+      'restarted',
+      (async (_data: unknown, ctx: RedisStreamsContext) => {
+        await ctx.progress({ step: 1 });
+        await new Promise<void>((resolve) => (release = resolve));
+        await ctx.progress({ step: 2 });
+        return 'survived';
+      }) as never,
+      true,
+      { keepResults: { ttl: 60_000 } },
+    );
+    try {
+      await new Promise<unknown>((resolve) => void server.listen(resolve));
+      const id = (await redis.client.xadd('restarted', '*', 'pattern', 'restarted', 'data', '{}')) as string;
+      await waitFor(async () => (await client.progress('restarted', id)) !== null, 'the first progress');
+      const seen: unknown[] = [];
+      const done = new Promise<void>((resolve, reject) =>
+        client.watch('restarted', id).subscribe({ next: (progress) => seen.push(progress.value), complete: resolve, error: reject }),
+      );
+      await waitFor(() => seen.length === 1, 'the kept progress');
+      await redis.server.restart();
+      // Progress writes are best-effort (a failed one is logged): the worker must be back before it reports.
+      const commands = (server as unknown as { commandConnection(): { status: string } }).commandConnection();
+      await waitFor(() => commands.status === 'ready', 'the worker to reconnect', { timeout: 20_000 });
+      release!();
+      await done;
+      expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
+      expect(await client.result('restarted', id)).toMatchObject({ state: 'done', value: 'survived' });
+    } finally {
+      release?.();
+      await server.close();
+      await client.close();
+      Logger.overrideLogger(true as never);
+    }
+  });
+});
