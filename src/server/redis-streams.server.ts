@@ -274,8 +274,14 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     // close() ran while the groups were being created: it closed the connections; start nothing.
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     const { readers, telemetry, recovery, flow } = this.parts as ServerParts;
-    // The pause state is read before the first read: a paused group is not read at start-up.
-    await flow.start();
+    // The pause state is read before the first read: a paused group is not read at start-up. The
+    // lease thread renews before it too: a handler may block the event loop from its first entry.
+    try {
+      await Promise.all([flow.start(), recovery.startLeaseThread()]);
+    } catch (error) {
+      await recovery.stop();
+      throw error;
+    }
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     this.state = 'listening';
     for (const reader of readers) reader.start();

@@ -123,6 +123,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     deletePolicyOf,
     telemetry,
     flow,
+    leaseThreadConnection: { connection: options.connection, connectTimeout: options.startupTimeout },
   });
   const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery, sources.recoveryLogger);
   const records = new IdempotencyRecords(commands);
