@@ -77,15 +77,15 @@ export class LeaseThread {
 
   /** Starts the thread; false (logged) when it cannot run here. */
   start(): boolean {
-    const thread = threadConnectionOf(this.settings.connection);
-    if ('unavailable' in thread) {
-      this.logger.warn(`lease renewal runs on the event loop: ${thread.unavailable} (docs/recovery.md, "Leases")`);
-      this.settle();
-      return false;
-    }
     const script = leaseThreadScript();
     if (script === undefined) {
       this.logger.debug?.('lease renewal runs on the event loop: no compiled lease-thread.js beside this module (running from TypeScript sources)');
+      this.settle();
+      return false;
+    }
+    const thread = threadConnectionOf(this.settings.connection);
+    if ('unavailable' in thread) {
+      this.logger.warn(`lease renewal runs on the event loop: ${thread.unavailable} (docs/recovery.md, "Leases")`);
       this.settle();
       return false;
     }

@@ -1,0 +1,95 @@
+import { Controller, Logger } from '@nestjs/common';
+import { EventPattern } from '@nestjs/microservices';
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { setLeaseThreadScript } from '../../src/recovery/lease-thread-handle.js';
+import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
+import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
+import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * The lease thread in this process (the compiled build/ thread: the sources have none to run):
+ * its connection, its renewals, close() in the middle of them, and the fall-back to renewals on
+ * the event loop when the connection option cannot be passed to a thread.
+ */
+const LEASE_NAME = 'nestjs-redis-streams:lease-renewal';
+let release: (() => void) | undefined;
+let started = 0;
+
+@Controller()
+class SlowController {
+  @EventPattern('lease-thread.slow')
+  async slow(_data: unknown): Promise<void> {
+    started++;
+    await new Promise<void>((resolve) => (release = resolve));
+  }
+}
+
+describe('lease thread in-process (real redis-server, compiled thread)', () => {
+  const redis = useRedisServer();
+  let running: RunningServer | undefined;
+  const warnings: string[] = [];
+
+  beforeAll(async () => {
+    await ensureCompiled();
+    setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+  }, 240_000);
+  afterAll(() => setLeaseThreadScript(undefined));
+  afterEach(async () => {
+    release?.();
+    await running?.app.close();
+    running = undefined;
+    vi.restoreAllMocks();
+    warnings.length = 0;
+  });
+
+  async function leaseConnections(): Promise<number> {
+    const list = (await redis.client.client('LIST')) as string;
+    return list.split('\n').filter((line) => line.includes(` name=${LEASE_NAME} `)).length;
+  }
+
+  async function serve(connection: unknown): Promise<RunningServer> {
+    vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    running = await startServer(
+      { connection: connection as string, group: 'g', consumer: 'c1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    return running;
+  }
+
+  it('renews from its own connection, and close() in the middle of its renewals stops it and closes that connection', async () => {
+    await serve(redis.server.url);
+    await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
+    // listen() waited for it: connected before the first read.
+    expect(await leaseConnections()).toBe(1);
+    started = 0;
+    const id = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
+    await waitFor(() => started === 1, 'the handler started');
+    const recovery = new RedisStreamsRecovery();
+    await waitFor(() => (recovery.stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0) >= 5, 'renewals reported by the thread', { timeout: 10_000 });
+    expect((await pendingRows(redis.client, 'lease-thread.slow', 'g'))[0]).toMatchObject({ id, consumer: 'c1', deliveries: 1 });
+    const closing = (running as RunningServer).app.close();
+    release?.();
+    await closing;
+    running = undefined;
+    await waitFor(async () => (await leaseConnections()) === 0, 'the lease connection closed', { timeout: 5_000 });
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
+  });
+
+  it('a connection option holding a function: one warning naming it, and renewals on the event loop', async () => {
+    const url = new URL(redis.server.url);
+    await serve({ host: url.hostname, port: Number(url.port), retryStrategy: () => 50 });
+    expect(await leaseConnections()).toBe(0);
+    started = 0;
+    await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+    await waitFor(() => started === 1, 'the handler started');
+    const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0;
+    await waitFor(() => renewed() >= 3, 'renewals on the event loop', { timeout: 10_000 });
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([
+      'lease renewal runs on the event loop: connection holds a function at connection.retryStrategy, which cannot be passed to another thread (docs/recovery.md, "Leases")',
+    ]);
+  });
+});
