@@ -2,12 +2,15 @@ import { Controller, Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setLeaseThreadScript } from '../../src/recovery/lease-thread-handle.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
 import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
 import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
+import { RedisServerProcess, supportsTls } from '../helpers/redis-server.js';
+import { createTestCertificates, type TestCertificates } from '../helpers/tls-certificates.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -28,16 +31,21 @@ class SlowController {
   }
 }
 
+beforeAll(async () => {
+  await ensureCompiled();
+  setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+}, 240_000);
+afterAll(() => setLeaseThreadScript(undefined));
+
+async function leaseConnectionsOn(client: Redis): Promise<number> {
+  const list = (await client.client('LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${LEASE_NAME} `)).length;
+}
+
 describe('lease thread in-process (real redis-server, compiled thread)', () => {
   const redis = useRedisServer();
   let running: RunningServer | undefined;
   const warnings: string[] = [];
-
-  beforeAll(async () => {
-    await ensureCompiled();
-    setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
-  }, 240_000);
-  afterAll(() => setLeaseThreadScript(undefined));
   afterEach(async () => {
     release?.();
     await running?.app.close();
@@ -46,10 +54,7 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
     warnings.length = 0;
   });
 
-  async function leaseConnections(): Promise<number> {
-    const list = (await redis.client.client('LIST')) as string;
-    return list.split('\n').filter((line) => line.includes(` name=${LEASE_NAME} `)).length;
-  }
+  const leaseConnections = () => leaseConnectionsOn(redis.client);
 
   async function serve(connection: unknown): Promise<RunningServer> {
     vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
@@ -91,5 +96,50 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
     expect(warnings.filter((w) => w.includes('lease'))).toEqual([
       'lease renewal runs on the event loop: connection holds a function at connection.retryStrategy, which cannot be passed to another thread (docs/recovery.md, "Leases")',
     ]);
+  });
+});
+
+describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and certificates as Buffers (real redis-server built with TLS)', () => {
+  const PASSWORD = 'lease-thread-TLS-pw';
+  let certs: TestCertificates;
+  let server: RedisServerProcess;
+  let running: RunningServer | undefined;
+  beforeAll(async () => {
+    certs = createTestCertificates();
+    server = await RedisServerProcess.start({
+      password: PASSWORD,
+      tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, caFile: certs.ca.certFile, authClients: true, client: { cert: certs.client.cert, key: certs.client.key } },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await running?.app.close();
+    await server?.stop();
+    certs?.remove();
+  });
+
+  it('the thread connects with the same TLS options and renews from there; no warning', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const tls = { ca: Buffer.from(certs.ca.cert), cert: Buffer.from(certs.client.cert), key: Buffer.from(certs.client.key) };
+    running = await startServer(
+      { connection: { host: '127.0.0.1', port: server.port, password: PASSWORD, tls }, group: 'g', consumer: 'tls-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    const check = server.client();
+    try {
+      expect(await leaseConnectionsOn(check)).toBe(1);
+      started = 0;
+      await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the handler started');
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'tls-1' })[0]?.stats.leasesRenewed ?? 0;
+      await waitFor(() => renewed() >= 3, 'renewals from the thread', { timeout: 10_000 });
+      expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
+      release?.();
+      await running.app.close();
+      running = undefined;
+      expect(await leaseConnectionsOn(check)).toBe(0);
+    } finally {
+      check.disconnect();
+      warn.mockRestore();
+    }
   });
 });
