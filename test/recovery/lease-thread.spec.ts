@@ -2,7 +2,7 @@ import { Controller, Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setLeaseThreadScript } from '../../src/recovery/lease-thread-handle.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
@@ -10,6 +10,8 @@ import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
 import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { RedisServerProcess, supportsTls } from '../helpers/redis-server.js';
+import { RedisClusterProcess } from '../helpers/redis-cluster.js';
+import { RedisSentinelSet } from '../helpers/redis-sentinel.js';
 import { createTestCertificates, type TestCertificates } from '../helpers/tls-certificates.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -142,4 +144,61 @@ describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and cert
       warn.mockRestore();
     }
   });
+});
+
+describe('lease thread on a Redis Cluster and through Sentinel (real processes)', () => {
+  let running: RunningServer | undefined;
+  afterEach(async () => {
+    release?.();
+    await running?.app.close();
+    running = undefined;
+    vi.restoreAllMocks();
+  });
+
+  /** Serves the slow handler over `connection`, runs one entry, and checks the thread renews it with no warning. */
+  async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster): Promise<void> {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    running = await startServer(
+      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    const checks = nodes();
+    try {
+      started = 0;
+      await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
+      await waitFor(() => started === 1, 'the handler started', { timeout: 10_000 });
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer })[0]?.stats.leasesRenewed ?? 0;
+      await waitFor(() => renewed() >= 3, 'renewals', { timeout: 10_000 });
+      const counts = await Promise.all(checks.map(leaseConnectionsOn));
+      expect(counts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
+      expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
+    } finally {
+      for (const check of checks) check.disconnect();
+      producer.disconnect();
+    }
+  }
+
+  it('Cluster ({ cluster: { nodes } }): the thread opens its own Cluster client and renews there', async () => {
+    const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
+    try {
+      await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-1', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client());
+    } finally {
+      release?.();
+      await running?.app.close();
+      running = undefined;
+      await cluster.stop();
+    }
+  }, 120_000);
+
+  it('Sentinel (redis+sentinel:// URL): the thread finds the primary through the sentinels and renews there', async () => {
+    const set = await RedisSentinelSet.start();
+    try {
+      await renewsFromThread(set.url, 'sentinel-1', () => [set.primary.client()], set.primary.client());
+    } finally {
+      release?.();
+      await running?.app.close();
+      running = undefined;
+      await set.stop();
+    }
+  }, 120_000);
 });
