@@ -45,9 +45,9 @@ export class LeaseKeeper {
     if (this.running === undefined) this.running = this.renewAll().finally(() => (this.running = undefined));
   }
 
-  /** Starts the lease thread; resolves once it renews, or could not start (logged; renewals then stay here). */
-  startThread(settings: Omit<LeaseThreadSettings, 'interval'>): Promise<void> {
-    if (this.thread !== undefined) return this.thread.started;
+  /** Starts the lease thread; renewals stay here until it is ready, and for good if it cannot start (logged). */
+  startThread(settings: Omit<LeaseThreadSettings, 'interval'>): void {
+    if (this.thread !== undefined) return;
     const thread = new LeaseThread({ ...settings, interval: this.interval }, this.logger, {
       ready: () => thread.held(this.snapshot()),
       renewed: this.onRenewed,
@@ -61,7 +61,6 @@ export class LeaseKeeper {
     });
     this.thread = thread;
     if (thread.start()) this.host.setAdmissionListener?.((stream, group, ids) => thread.admitted(stream, group, ids));
-    return thread.started;
   }
 
   async stop(): Promise<void> {

@@ -60,9 +60,6 @@ export class LeaseThread {
   private readonly heartbeat = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
   private readonly stamp = new Float64Array(this.heartbeat);
   private exited: Promise<void> = Promise.resolve();
-  private settle: () => void = () => undefined;
-  /** Resolves once the thread renews, or will not (it could not start, failed or was stopped). */
-  readonly started = new Promise<void>((resolve) => (this.settle = resolve));
 
   constructor(
     private readonly settings: LeaseThreadSettings,
@@ -80,13 +77,11 @@ export class LeaseThread {
     const script = leaseThreadScript();
     if (script === undefined) {
       this.logger.debug?.('lease renewal runs on the event loop: no compiled lease-thread.js beside this module (running from TypeScript sources)');
-      this.settle();
       return false;
     }
     const thread = threadConnectionOf(this.settings.connection);
     if ('unavailable' in thread) {
       this.logger.warn(`lease renewal runs on the event loop: ${thread.unavailable} (docs/recovery.md, "Leases")`);
-      this.settle();
       return false;
     }
     this.stamp[0] = Date.now();
@@ -97,7 +92,6 @@ export class LeaseThread {
       worker = new Worker(script, { workerData: data, name: 'nestjs-redis-streams lease thread' });
     } catch (error) {
       this.logger.warn(`lease renewal runs on the event loop: the lease thread did not start (${(error as Error).message})`);
-      this.settle();
       return false;
     }
     this.worker = worker;
@@ -132,7 +126,6 @@ export class LeaseThread {
     if (worker === undefined || this.stopping) return this.exited;
     this.stopping = true;
     this.ready = false;
-    this.settle();
     clearInterval(this.heartbeatTimer);
     this.post({ type: 'stop' });
     let timer: NodeJS.Timeout | undefined;
@@ -151,8 +144,7 @@ export class LeaseThread {
       case 'ready':
         if (this.stopping) return;
         this.ready = true;
-        this.settle();
-        this.events.ready();
+          this.events.ready();
         return;
       case 'renewed':
         this.events.renewed(message.count);
@@ -184,7 +176,6 @@ export class LeaseThread {
     this.worker = undefined;
     this.ready = false;
     clearInterval(this.heartbeatTimer);
-    this.settle();
     this.logger.warn(`the lease thread stopped (${why}): leases are renewed on the event loop from now on`);
     void worker.terminate();
     this.events.gone();

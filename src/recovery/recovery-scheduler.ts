@@ -113,14 +113,14 @@ export class RecoveryScheduler {
   }
 
   /**
-   * Starts the lease thread (unless `leases` or `leases.thread` is off) and resolves once it renews
-   * or could not start: the server calls it before its first read, so an entry read and blocked on
-   * at once is renewed too. `start()` starts the renewal timer.
+   * Starts the lease thread (unless `leases` or `leases.thread` is off); the server calls it
+   * before its first read, so the thread hears of every entry. Renewals run on the event loop
+   * until the thread is ready (`start()` starts their timer).
    */
-  async startLeaseThread(): Promise<void> {
+  startLeaseThread(): void {
     const settings = this.leaseThreadSettings();
     if (!this.options.leases || settings === undefined || this.state !== 'idle') return;
-    await this.leaseKeeper()?.startThread(settings);
+    this.leaseKeeper()?.startThread(settings);
   }
 
   /**

@@ -274,16 +274,13 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     // close() ran while the groups were being created: it closed the connections; start nothing.
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     const { readers, telemetry, recovery, flow } = this.parts as ServerParts;
-    // The pause state is read before the first read: a paused group is not read at start-up. The
-    // lease thread renews before it too: a handler may block the event loop from its first entry.
-    try {
-      await Promise.all([flow.start(), recovery.startLeaseThread()]);
-    } catch (error) {
-      await recovery.stop();
-      throw error;
-    }
+    // The pause state is read before the first read: a paused group is not read at start-up.
+    await flow.start();
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     this.state = 'listening';
+    // Before the first read, so it hears of every entry; not waited for (it starts on a thread of
+    // its own, and renewals run here until it is ready).
+    recovery.startLeaseThread();
     for (const reader of readers) reader.start();
     recovery.start();
     this.startPromotion();

@@ -22,7 +22,10 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
   }
 
   async function publish(stream: string, payloads: WorkPayload[]): Promise<string[]> {
-    await harness.client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM');
+    // The first worker created the group already (at `$`: what is added from now on).
+    await harness.client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM').catch((error: Error) => {
+      if (!error.message.startsWith('BUSYGROUP')) throw error;
+    });
     const ids: string[] = [];
     for (const payload of payloads) ids.push((await harness.client.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify(payload))) as string);
     return ids;
@@ -36,10 +39,12 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
   }
 
   /** One worker takes every entry and blocks on the first; a second one, idle, recovers every 100 ms. */
-  async function blockedWhileAnotherRecovers(leases: unknown, ids: string[], ledgerKey: string, stream: string, during?: () => Promise<void>) {
-    const config = { url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: ids.length, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100, leases } };
+  async function blockedWhileAnotherRecovers(leases: unknown, payloads: WorkPayload[], ledgerKey: string, stream: string, during?: () => Promise<void>) {
+    const config = { url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: payloads.length, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100, leases } };
     const fleet = harness.fleet(config);
     await fleet.spawn();
+    await threadsConnected(leases === true ? 1 : 0);
+    const ids = await publish(stream, payloads);
     await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the first handler started', { timeout: 15_000, interval: 20 });
     await fleet.spawn();
     await during?.();
@@ -48,13 +53,21 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
       'every entry handled and nothing pending',
       { timeout: 60_000, interval: 100 },
     );
-    return ledger(ledgerKey);
+    return { ids, records: await ledger(ledgerKey) };
+  }
+
+  /**
+   * Renewals run on the event loop until a worker's thread is connected (it starts with listen()
+   * and loads in a second or so on a loaded machine): entries are published once it is.
+   */
+  async function threadsConnected(count: number): Promise<void> {
+    await waitFor(async () => (await leaseConnectionIds()).length === count, `${count} lease thread(s) connected`, { timeout: 15_000, interval: 20 });
   }
 
   it('a handler that blocks the loop for 3 × minIdleTime runs once per entry, with another worker recovering meanwhile', async () => {
     const { stream, ledger: ledgerKey } = names();
-    const ids = await publish(stream, Array.from({ length: 4 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE })));
-    const records = await blockedWhileAnotherRecovers(true, ids, ledgerKey, stream);
+    const payloads = Array.from({ length: 4 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE }));
+    const { ids, records } = await blockedWhileAnotherRecovers(true, payloads, ledgerKey, stream);
     const starts = records.filter((r) => r.start);
     expect(starts.map((r) => r.id).sort()).toEqual([...ids].sort());
     expect(starts.every((r) => r.deliveryCount === 1)).toBe(true);
@@ -63,9 +76,9 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
 
   it("the thread's connection killed (CLIENT KILL) during the blocks: it reconnects, and every entry still runs once", async () => {
     const { stream, ledger: ledgerKey } = names();
-    const ids = await publish(stream, Array.from({ length: 3 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE })));
+    const payloads = Array.from({ length: 3 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE }));
     let killed = 0;
-    const records = await blockedWhileAnotherRecovers(true, ids, ledgerKey, stream, async () => {
+    const { ids, records } = await blockedWhileAnotherRecovers(true, payloads, ledgerKey, stream, async () => {
       for (let round = 0; round < 3; round++) {
         await sleep(800);
         killed += await killLeaseConnections();
@@ -81,12 +94,13 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
 
   it('a process wedged in a busy loop for ever: its entry runs on the other worker after maxBlocked + minIdleTime, not before', async () => {
     const { stream, ledger: ledgerKey } = names();
-    const [id] = await publish(stream, [{ n: 0, kind: 'wedge' }]);
     const fleet = harness.fleet({
       url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1,
       recovery: { minIdleTime: MIN_IDLE, interval: 100, leases: { maxBlocked: MAX_BLOCKED } },
     });
     const wedged = await fleet.spawn();
+    await threadsConnected(1);
+    const [id] = await publish(stream, [{ n: 0, kind: 'wedge' }]);
     await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the wedged handler started', { timeout: 15_000, interval: 20 });
     const startedAt = Date.now();
     const other = await fleet.spawn();
@@ -106,9 +120,10 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
 
   it('kill -9 of a worker whose handler blocks: its thread dies with it, and the other worker runs the entry after minIdleTime', async () => {
     const { stream, ledger: ledgerKey } = names();
-    const [id] = await publish(stream, [{ n: 0, kind: 'block', ms: 60_000 }]);
     const fleet = harness.fleet({ url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100 } });
     const doomed = await fleet.spawn();
+    await threadsConnected(1);
+    const [id] = await publish(stream, [{ n: 0, kind: 'block', ms: 60_000 }]);
     await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the handler started', { timeout: 15_000, interval: 20 });
     const other = await fleet.spawn();
     await fleet.kill(doomed);

@@ -70,8 +70,7 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
   it('renews from its own connection, and close() in the middle of its renewals stops it and closes that connection', async () => {
     await serve(redis.server.url);
     await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
-    // listen() waited for it: connected before the first read.
-    expect(await leaseConnections()).toBe(1);
+    await waitFor(async () => (await leaseConnections()) === 1, 'the lease thread connected', { timeout: 10_000 });
     started = 0;
     const id = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
     await waitFor(() => started === 1, 'the handler started');
@@ -128,7 +127,7 @@ describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and cert
     );
     const check = server.client();
     try {
-      expect(await leaseConnectionsOn(check)).toBe(1);
+      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
       started = 0;
       await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
       await waitFor(() => started === 1, 'the handler started');
@@ -164,13 +163,13 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     );
     const checks = nodes();
     try {
+      const connected = async () => (await Promise.all(checks.map(leaseConnectionsOn))).reduce((a, b) => a + b, 0);
+      await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
       started = 0;
       await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
       await waitFor(() => started === 1, 'the handler started', { timeout: 10_000 });
       const renewed = () => new RedisStreamsRecovery().stats({ consumer })[0]?.stats.leasesRenewed ?? 0;
       await waitFor(() => renewed() >= 3, 'renewals', { timeout: 10_000 });
-      const counts = await Promise.all(checks.map(leaseConnectionsOn));
-      expect(counts.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(1);
       expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
     } finally {
       for (const check of checks) check.disconnect();
