@@ -201,3 +201,44 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     }
   }, 120_000);
 });
+
+describe('lease thread across a Redis restart (real redis-server, AOF)', () => {
+  let server: RedisServerProcess;
+  let running: RunningServer | undefined;
+  beforeAll(async () => {
+    server = await RedisServerProcess.start({ appendOnly: true });
+  }, 60_000);
+  afterAll(async () => {
+    release?.();
+    await running?.app.close();
+    await server?.stop();
+  });
+
+  it('reconnects like the other connections and renews again, without falling back to the event loop', async () => {
+    const warnings: string[] = [];
+    vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    running = await startServer(
+      { connection: server.url, group: 'g', consumer: 'restart-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    let check = server.client();
+    try {
+      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
+      started = 0;
+      await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the handler started');
+      check.disconnect();
+      await server.restart();
+      check = server.client();
+      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected again', { timeout: 20_000, interval: 100 });
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'restart-1' })[0]?.stats.leasesRenewed ?? 0;
+      const before = renewed();
+      await waitFor(() => renewed() >= before + 3, 'renewals after the restart', { timeout: 10_000 });
+      expect((await pendingRows(check, 'lease-thread.slow', 'g'))[0]).toMatchObject({ consumer: 'restart-1', deliveries: 1 });
+      expect(warnings.filter((w) => w.includes('lease thread'))).toEqual([]);
+    } finally {
+      check.disconnect();
+      vi.restoreAllMocks();
+    }
+  }, 60_000);
+});
