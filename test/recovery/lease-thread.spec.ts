@@ -85,6 +85,25 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
     expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
   });
 
+  it('a thread that dies: one warning, and renewals on the event loop from then on', async () => {
+    setLeaseThreadScript(pathToFileURL(resolve('test/fixtures/dying-lease-thread.mjs')));
+    try {
+      await serve(redis.server.url);
+      await waitFor(() => warnings.some((w) => w.includes('lease thread stopped')), 'the warning', { timeout: 10_000 });
+      started = 0;
+      await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the handler started');
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0;
+      await waitFor(() => renewed() >= 3, 'renewals on the event loop', { timeout: 10_000 });
+      expect(await leaseConnections()).toBe(0);
+      expect(warnings.filter((w) => w.includes('lease'))).toEqual([
+        'the lease thread stopped (it exited (code 3)): leases are renewed on the event loop from now on',
+      ]);
+    } finally {
+      setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+    }
+  });
+
   it('a connection option holding a function: one warning naming it, and renewals on the event loop', async () => {
     const url = new URL(redis.server.url);
     await serve({ host: url.hostname, port: Number(url.port), retryStrategy: () => 50 });
