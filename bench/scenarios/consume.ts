@@ -19,6 +19,8 @@ export const consumeScenario: Scenario = {
       ...workerContender(ctx, 'streams', 'RedisStreamsServer', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
     },
+    // The same run with the lease thread off (docs/benchmarks.md: its cost is streams against this one).
+    workerContender(ctx, 'streams-lease-thread-off', 'RedisStreamsServer, leases renewed on the event loop (recovery.leases: { thread: false })', 'streams-worker', undefined, { leaseThread: false }),
     workerContender(ctx, 'streams-batch', 'RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     workerContender(ctx, 'raw-otel', 'raw XREADGROUP/XACK loop + the same SDK: span, histogram, counter per entry', 'raw-otel-worker'),
     workerContender(ctx, 'streams-otel', 'RedisStreamsServer, OpenTelemetry SDK registered (traces + metrics)', 'streams-otel-worker'),

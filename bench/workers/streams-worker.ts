@@ -3,11 +3,14 @@ import { RedisStreamsServer, type RedisStreamsServerOptions } from '../../src/in
 import { serveNestWorker } from './nest-worker.js';
 
 await serveNestWorker((config) => {
+  // `leaseThread: false` (flat, as bench options are): leases renewed on the event loop.
+  const { leaseThread, ...given } = config.options ?? {};
   const options: RedisStreamsServerOptions = {
     connection: config.redisUrl,
     group: config.group,
     consumer: 'bench-worker',
-    ...(config.options as Partial<RedisStreamsServerOptions> | undefined),
+    ...(given as Partial<RedisStreamsServerOptions>),
+    ...(leaseThread === false ? { recovery: { leases: { thread: false } } } : {}),
   };
   return { strategy: new RedisStreamsServer(options) };
 });

@@ -4,6 +4,7 @@ import { booleanOption, describe, integerOption, MAX_TIMER_MS, nonEmptyStringOpt
 import { deadLetterKeyOption, type DeadLetterKeySetting } from './dead-letter-key-option.js';
 import type { DeadLetterNotice } from './recovery-events.js';
 import { DEFAULT_RETRY_CONSUMER } from '../claim/retry-record.js';
+import { resolveLeasesOption, type LeasesOption } from './lease-options.js';
 import { resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicy } from './retry-policy.js';
 
 /**
@@ -23,8 +24,12 @@ export interface RecoveryOptions {
   pageSize?: number;
   /** Pages one tick may scan per stream. Default 10 (1..1000). */
   maxPages?: number;
-  /** Renew the idle time of this process's in-flight entries while handlers run. Default `true`. */
-  leases?: boolean;
+  /**
+   * Renew the idle time of this process's in-flight entries while handlers run. Default `true`:
+   * from a worker thread with its own connection, so a handler blocking the event loop keeps its
+   * entries for up to `maxBlocked` (default 5 min). `{ thread: false }`: renew on the event loop.
+   */
+  leases?: LeasesOption;
   /** Time between lease renewals. Default `minIdleTime / 3` (the smallest over handlers). */
   leaseInterval?: number | string;
   /** Every how many ticks the "group fell behind a trimmed stream" check runs (XINFO GROUPS + XINFO STREAM). Default 10; 0 turns it off. */
@@ -70,6 +75,8 @@ export interface ResolvedRecoveryOptions {
   readonly pageSize: number;
   readonly maxPages: number;
   readonly leases: boolean;
+  /** The lease thread's settings (`leases.thread`, `leases.maxBlocked`). */
+  readonly leaseThread: { readonly enabled: boolean; readonly maxBlocked: number };
   /** `undefined`: a third of the smallest per-stream `minIdleTime`. */
   readonly leaseInterval: number | undefined;
   readonly trimCheckEvery: number;
@@ -113,6 +120,7 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
   const givenInterval = optionalTimerDuration(option('interval'), given.interval);
   const interval = givenInterval ?? derivedTickInterval(minIdleTime);
   const leaseInterval = optionalTimerDuration(option('leaseInterval'), given.leaseInterval);
+  const leases = resolveLeasesOption(option('leases'), given.leases);
   const reap = given.reapConsumers;
   let resolvedReap: ResolvedRecoveryOptions['reap'];
   if (reap !== false) {
@@ -132,7 +140,8 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
     maxDeliveries: integerOption(option('maxDeliveries'), given.maxDeliveries, DEFAULT_MAX_DELIVERIES, 1),
     pageSize: integerOption(option('pageSize'), given.pageSize, DEFAULT_RECOVERY_PAGE_SIZE, 1, 10_000),
     maxPages: integerOption(option('maxPages'), given.maxPages, DEFAULT_RECOVERY_MAX_PAGES, 1, 1_000),
-    leases: booleanOption(option('leases'), given.leases, true),
+    leases: leases.enabled,
+    leaseThread: { enabled: leases.thread, maxBlocked: leases.maxBlocked },
     leaseInterval,
     trimCheckEvery: integerOption(option('trimCheckEvery'), given.trimCheckEvery, DEFAULT_TRIM_CHECK_EVERY, 0),
     reap: resolvedReap,

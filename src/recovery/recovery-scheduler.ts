@@ -6,6 +6,7 @@ import { DeadLetterReporting, type DeadLetterRequest, type MoveTally } from './d
 import { errorText, HandlerErrorMemory, handlerErrorText } from './handler-error-memory.js';
 import { HandlerErrorRecords } from './handler-error-records.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import type { LeaseThreadSettings } from './lease-thread-handle.js';
 import { PendingRecoverer, type RecoveryServices, type RecoveryTarget } from './pending-recoverer.js';
 import type { RecoveryEmit } from './recovery-events.js';
 import type { RecoveryHost } from './recovery-host.js';
@@ -101,29 +102,56 @@ export class RecoveryScheduler {
     if (!this.options.intervalGiven && this.targets.length > 0) {
       this.tickInterval = derivedTickInterval(Math.min(...this.targets.map((state) => state.recoverer.target.minIdleTime)));
     }
-    // The keeper also serves `ctx.extendLease()`, which works with `leases: false` (no timer then).
-    if (handled.length > 0) {
-      const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
-      const interval = this.options.leaseInterval ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestIdle / 3)));
-      this.leases = new LeaseKeeper(
-        this.host,
-        interval,
-        this.reporter.logger,
-        (count) => (this.reporter.counters.leasesRenewed += count),
-        (notice) => {
-          this.host.leaseLost?.(notice.stream, notice.group, notice.id, notice.owner);
-          this.reporter.counters.leasesLost++;
-          this.reporter.emit('leaseLost', notice);
-        },
-        (error) => this.reporter.error(error),
-      );
-      if (this.options.leases) this.leases.start();
-      const keeper = this.leases;
+    const keeper = this.leaseKeeper();
+    if (keeper !== undefined) {
+      if (this.options.leases) keeper.start();
       this.host.setLeaseExtender(({ stream, group, id }) => keeper.renew(stream, group, [id]));
     }
     recoveryRegistry.add(this);
     this.retryInterval = retryTickInterval(this.targets.map((state) => state.recoverer.target.retry), this.tickInterval);
     if (this.options.enabled && this.targets.length > 0) this.schedule();
+  }
+
+  /**
+   * Starts the lease thread (unless `leases` or `leases.thread` is off); the server calls it
+   * before its first read, so the thread hears of every entry. Renewals run on the event loop
+   * until the thread is ready (`start()` starts their timer).
+   */
+  startLeaseThread(): void {
+    const settings = this.leaseThreadSettings();
+    if (!this.options.leases || settings === undefined || this.state !== 'idle') return;
+    this.leaseKeeper()?.startThread(settings);
+  }
+
+  /**
+   * The keeper of this server's leases (built once); none without handlers. It also serves
+   * `ctx.extendLease()`, which works with `leases: false` (no timer then).
+   */
+  private leaseKeeper(): LeaseKeeper | undefined {
+    if (this.leases !== undefined) return this.leases;
+    const handled = this.host.handledStreams();
+    if (handled.length === 0) return undefined;
+    const smallestIdle = Math.min(...handled.map((stream) => stream.minIdleTime ?? this.options.minIdleTime));
+    this.leases = new LeaseKeeper(
+      this.host,
+      this.options.leaseInterval ?? Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestIdle / 3))),
+      this.reporter.logger,
+      (count) => (this.reporter.counters.leasesRenewed += count),
+      (notice) => {
+        this.host.leaseLost?.(notice.stream, notice.group, notice.id, notice.owner);
+        this.reporter.counters.leasesLost++;
+        this.reporter.emit('leaseLost', notice);
+      },
+      (error) => this.reporter.error(error),
+    );
+    return this.leases;
+  }
+
+  /** The lease thread's settings, unless `leases.thread: false` or the host cannot say how to connect. */
+  private leaseThreadSettings(): Omit<LeaseThreadSettings, 'interval'> | undefined {
+    const source = this.host.leaseThreadConnection?.();
+    if (!this.options.leaseThread.enabled || source === undefined) return undefined;
+    return { ...source, consumer: this.host.consumer, maxBlocked: this.options.leaseThread.maxBlocked };
   }
 
   /**

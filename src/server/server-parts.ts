@@ -127,6 +127,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
     telemetry,
     flow,
     aborts,
+    leaseThreadConnection: { connection: options.connection, connectTimeout: options.startupTimeout },
   });
   const recovery = new RecoveryScheduler(host, options.recovery, sources.emitRecovery, sources.recoveryLogger);
   const records = new IdempotencyRecords(commands);

@@ -1,5 +1,5 @@
-import type { RedisClient } from '../redis/connection.js';
-import type { LeaseExtender, RecoveryHost } from '../recovery/recovery-host.js';
+import type { RedisClient, RedisConnection } from '../redis/connection.js';
+import type { AdmissionListener, LeaseExtender, RecoveryHost } from '../recovery/recovery-host.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { AckDeletePolicy } from './ack-policy.js';
 import type { HandlingHooks } from './entry-handling.js';
@@ -34,6 +34,8 @@ export interface ServerRecoveryHostParts {
   readonly flow: ServerFlow;
   /** A lost lease aborts its delivery's `ctx.signal`. */
   readonly aborts: DeliveryAborts;
+  /** The server's connection option and `startupTimeout`, for the lease thread's own connection. */
+  readonly leaseThreadConnection: { connection: RedisConnection | undefined; connectTimeout: number };
 }
 
 /**
@@ -215,6 +217,15 @@ export class ServerRecoveryHost implements RecoveryHost {
 
   commandConnection(): RedisClient {
     return this.parts.commands;
+  }
+
+  /** Installed by recovery's lease thread: it learns each admission's ids before their handlers start. */
+  setAdmissionListener(listener: AdmissionListener | undefined): void {
+    this.parts.slots.onAdmitted = listener === undefined ? undefined : (binding, ids) => listener(binding.stream, binding.group, ids);
+  }
+
+  leaseThreadConnection(): { connection: RedisConnection | undefined; connectTimeout: number } {
+    return this.parts.leaseThreadConnection;
   }
 
   /** Installed by recovery to make `ctx.extendLease()` renew idle times. */

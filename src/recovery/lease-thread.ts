@@ -1,0 +1,141 @@
+/**
+ * The lease thread (a worker_threads Worker, started by lease-thread-handle.ts): it renews the
+ * leases of the entries its process holds on a connection and a timer of its own, so a handler
+ * that blocks the main event loop does not make them look idle. Owner-checked renewals
+ * (leases.ts), batched per stream + group as on the main thread. Once the main thread's
+ * heartbeat is older than `maxBlocked` it renews nothing (a wedged process gives its work back)
+ * until the heartbeat moves again.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { errorMessage } from '../error-message.js';
+import { closeConnection, describeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
+import { whenReady } from '../redis/ready.js';
+import { reviveThreadConnection } from '../redis/thread-connection.js';
+import { renewLeases } from './leases.js';
+import type { FromLeaseThread, HeldEntries, LeaseThreadData, ToLeaseThread } from './lease-thread-protocol.js';
+
+const data = workerData as LeaseThreadData;
+const port = parentPort as NonNullable<typeof parentPort>;
+const heartbeat = new Float64Array(data.heartbeat);
+/** stream NUL group → what is held there. */
+const held = new Map<string, { stream: string; group: string; ids: Set<string> }>();
+let opened: OpenedConnection | undefined;
+let ready = false;
+let stopping = false;
+let running: Promise<void> | undefined;
+/** A snapshot arrived while a renewal ran: renew again once it is done. */
+let again = false;
+let lastRenewal = Date.now();
+let gaveUp = false;
+
+function send(message: FromLeaseThread): void {
+  port.postMessage(message);
+}
+
+function replace(snapshot: readonly HeldEntries[]): void {
+  held.clear();
+  for (const [stream, group, ids] of snapshot) held.set(`${stream}\u0000${group}`, { stream, group, ids: new Set(ids) });
+}
+
+function add(stream: string, group: string, ids: readonly string[]): void {
+  const key = `${stream}\u0000${group}`;
+  let entry = held.get(key);
+  if (entry === undefined) held.set(key, (entry = { stream, group, ids: new Set() }));
+  for (const id of ids) entry.ids.add(id);
+}
+
+function renewSoon(): void {
+  if (!ready || stopping) return;
+  if (running !== undefined) {
+    again = true;
+    return;
+  }
+  running = renewAll().finally(() => {
+    running = undefined;
+    if (again) {
+      again = false;
+      renewSoon();
+    }
+  });
+}
+
+async function renewAll(): Promise<void> {
+  lastRenewal = Date.now();
+  const client = (opened as OpenedConnection).client;
+  // A snapshot arriving meanwhile replaces the map (this loop then ends) and asks for another round.
+  for (const { stream, group, ids } of held.values()) {
+    if (ids.size === 0 || stopping) continue;
+    try {
+      const { renewed, lost } = await renewLeases(client, { stream, group, consumer: data.consumer, ids: [...ids] });
+      if (renewed.length > 0) send({ type: 'renewed', count: renewed.length });
+      if (lost.length === 0) continue;
+      // Never ours again: the main thread decides what to report.
+      for (const lease of lost) ids.delete(lease.id);
+      send({ type: 'lost', stream, group, leases: lost });
+    } catch (error) {
+      send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") failed: ${errorMessage(error)}` });
+    }
+  }
+}
+
+/** The main thread's snapshots drive renewals while it lives; this timer covers for it when they are late. */
+function onTimer(): void {
+  const now = Date.now();
+  if (now - lastRenewal < data.interval * 1.25) return;
+  const blockedMs = now - (heartbeat[0] as number);
+  if (blockedMs > data.maxBlocked) {
+    if (!gaveUp) {
+      gaveUp = true;
+      let entries = 0;
+      for (const { ids } of held.values()) entries += ids.size;
+      send({ type: 'gaveUp', entries, blockedMs });
+    }
+    return;
+  }
+  gaveUp = false;
+  renewSoon();
+}
+
+async function stop(): Promise<void> {
+  stopping = true;
+  clearInterval(timer);
+  await running;
+  await closeConnection(opened);
+  send({ type: 'stopped' });
+  port.close();
+}
+
+port.on('message', (message: ToLeaseThread) => {
+  if (message.type === 'held') {
+    replace(message.held);
+    gaveUp = false;
+    renewSoon();
+  } else if (message.type === 'started') add(message.stream, message.group, message.ids);
+  else if (message.type === 'stop') void stop();
+});
+
+const timer = setInterval(onTimer, Math.max(1, Math.floor(data.interval / 4)));
+
+async function connect(): Promise<void> {
+  const connection = reviveThreadConnection(data.connection);
+  opened = openConnection(connection, 'lease-renewal');
+  // Reconnects are reported by the failed renewals; the status events need no listener here.
+  opened.client.on('error', () => undefined);
+  try {
+    await whenReady(opened.client, data.connectTimeout, describeConnection(connection));
+  } catch (error) {
+    if (stopping) return;
+    await closeConnection(opened);
+    clearInterval(timer);
+    send({ type: 'failed', message: errorMessage(error) });
+    port.close();
+    return;
+  }
+  if (stopping) return;
+  ready = true;
+  send({ type: 'ready' });
+  // What was admitted meanwhile, whatever the main thread does now.
+  renewSoon();
+}
+
+void connect();

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import { pendingRows } from '../fixtures/server-app.js';
+import type { WorkPayload } from '../fixtures/recovery-worker.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+import { useWorkerFleets } from '../helpers/use-worker-fleets.js';
+
+/**
+ * The lease thread with real worker processes (test/fixtures/recovery-worker.ts): handlers that
+ * keep the event loop busy (`block`, `wedge`) while another worker's recovery looks for idle
+ * entries every 100 ms. Each worker records `<id>:<deliveryCount>:<consumer>[:start]` in a list.
+ */
+const MIN_IDLE = 1_000;
+const MAX_BLOCKED = 3_000;
+
+describe('lease thread: leases hold while a handler blocks the event loop (worker processes, real redis-server)', () => {
+  const harness = useWorkerFleets();
+  let run = 0;
+
+  function names() {
+    run++;
+    return { stream: `blocked${run}`, ledger: `blocked-ledger${run}` };
+  }
+
+  async function publish(stream: string, payloads: WorkPayload[]): Promise<string[]> {
+    // The first worker created the group already (at `$`: what is added from now on).
+    await harness.client.xgroup('CREATE', stream, 'g', '0', 'MKSTREAM').catch((error: Error) => {
+      if (!error.message.startsWith('BUSYGROUP')) throw error;
+    });
+    const ids: string[] = [];
+    for (const payload of payloads) ids.push((await harness.client.xadd(stream, '*', 'pattern', stream, 'data', JSON.stringify(payload))) as string);
+    return ids;
+  }
+
+  async function ledger(key: string): Promise<Array<{ id: string; deliveryCount: number; consumer: string; start: boolean }>> {
+    return (await harness.client.lrange(key, 0, -1)).map((line) => {
+      const [id, count, consumer, marker] = line.split(':') as [string, string, string, string | undefined];
+      return { id, deliveryCount: Number(count), consumer, start: marker === 'start' };
+    });
+  }
+
+  /** One worker takes every entry and blocks on the first; a second one, idle, recovers every 100 ms. */
+  async function blockedWhileAnotherRecovers(leases: unknown, payloads: WorkPayload[], ledgerKey: string, stream: string, during?: () => Promise<void>) {
+    const config = { url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: payloads.length, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100, leases } };
+    const fleet = harness.fleet(config);
+    await fleet.spawn();
+    await threadsConnected(leases === true ? 1 : 0);
+    const ids = await publish(stream, payloads);
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the first handler started', { timeout: 15_000, interval: 20 });
+    await fleet.spawn();
+    await during?.();
+    await waitFor(
+      async () => (await ledger(ledgerKey)).filter((r) => !r.start).length >= ids.length && (await pendingRows(harness.client, stream, 'g')).length === 0,
+      'every entry handled and nothing pending',
+      { timeout: 60_000, interval: 100 },
+    );
+    return { ids, records: await ledger(ledgerKey) };
+  }
+
+  /**
+   * Renewals run on the event loop until a worker's thread is connected (it starts with listen()
+   * and loads in a second or so on a loaded machine): entries are published once it is.
+   */
+  async function threadsConnected(count: number): Promise<void> {
+    await waitFor(async () => (await leaseConnectionIds()).length === count, `${count} lease thread(s) connected`, { timeout: 15_000, interval: 20 });
+  }
+
+  it('a handler that blocks the loop for 3 × minIdleTime runs once per entry, with another worker recovering meanwhile', async () => {
+    const { stream, ledger: ledgerKey } = names();
+    const payloads = Array.from({ length: 4 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE }));
+    const { ids, records } = await blockedWhileAnotherRecovers(true, payloads, ledgerKey, stream);
+    const starts = records.filter((r) => r.start);
+    expect(starts.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(starts.every((r) => r.deliveryCount === 1)).toBe(true);
+    expect(records.filter((r) => !r.start).map((r) => r.id).sort()).toEqual([...ids].sort());
+  }, 90_000);
+
+  it("the thread's connection killed (CLIENT KILL) during the blocks: it reconnects, and every entry still runs once", async () => {
+    const { stream, ledger: ledgerKey } = names();
+    const payloads = Array.from({ length: 3 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE }));
+    let killed = 0;
+    const { ids, records } = await blockedWhileAnotherRecovers(true, payloads, ledgerKey, stream, async () => {
+      for (let round = 0; round < 3; round++) {
+        await sleep(800);
+        killed += await killLeaseConnections();
+      }
+      // Reconnected under its name while the blocks go on.
+      await waitFor(async () => (await leaseConnectionIds()).length === 2, 'both lease threads connected again', { timeout: 10_000, interval: 50 });
+    });
+    expect(killed).toBeGreaterThanOrEqual(3);
+    const starts = records.filter((r) => r.start);
+    expect(starts.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(starts.every((r) => r.deliveryCount === 1)).toBe(true);
+  }, 90_000);
+
+  it('a process wedged in a busy loop for ever: its entry runs on the other worker after maxBlocked + minIdleTime, not before', async () => {
+    const { stream, ledger: ledgerKey } = names();
+    const fleet = harness.fleet({
+      url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1,
+      recovery: { minIdleTime: MIN_IDLE, interval: 100, leases: { maxBlocked: MAX_BLOCKED } },
+    });
+    const wedged = await fleet.spawn();
+    await threadsConnected(1);
+    const [id] = await publish(stream, [{ n: 0, kind: 'wedge' }]);
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the wedged handler started', { timeout: 15_000, interval: 20 });
+    const startedAt = Date.now();
+    const other = await fleet.spawn();
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.consumer === other.consumer && r.start), 'the other worker ran the entry', {
+      timeout: 20_000,
+      interval: 20,
+    });
+    const elapsed = Date.now() - startedAt;
+    expect(elapsed).toBeGreaterThanOrEqual(MAX_BLOCKED);
+    const records = await ledger(ledgerKey);
+    expect(records.filter((r) => r.start).map((r) => [r.id, r.deliveryCount, r.consumer])).toEqual([
+      [id, 1, wedged.consumer],
+      [id, 2, other.consumer],
+    ]);
+    expect(wedged.child.exitCode).toBeNull();
+  }, 60_000);
+
+  it('kill -9 of a worker whose handler blocks: its thread dies with it, and the other worker runs the entry after minIdleTime', async () => {
+    const { stream, ledger: ledgerKey } = names();
+    const fleet = harness.fleet({ url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: MIN_IDLE, interval: 100 } });
+    const doomed = await fleet.spawn();
+    await threadsConnected(1);
+    const [id] = await publish(stream, [{ n: 0, kind: 'block', ms: 60_000 }]);
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the handler started', { timeout: 15_000, interval: 20 });
+    const other = await fleet.spawn();
+    await fleet.kill(doomed);
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.consumer === other.consumer && r.start), 'the other worker took the entry', {
+      timeout: 10_000,
+      interval: 20,
+    });
+    const taken = (await ledger(ledgerKey)).filter((r) => r.start).map((r) => [r.id, r.deliveryCount, r.consumer]);
+    expect(taken).toEqual([
+      [id, 1, doomed.consumer],
+      [id, 2, other.consumer],
+    ]);
+    // The survivor's thread renews the entry it now blocks on; the victim's connection is gone.
+    await waitFor(async () => (await leaseConnectionIds()).length === 1, 'one lease connection left', { timeout: 10_000, interval: 50 });
+  }, 60_000);
+
+  async function leaseConnectionIds(): Promise<string[]> {
+    const list = (await harness.client.client('LIST')) as string;
+    return list
+      .split('\n')
+      .filter((line) => line.includes(' name=nestjs-redis-streams:lease-renewal '))
+      .map((line) => /(?:^|\s)id=(\d+)/.exec(line)?.[1] as string);
+  }
+
+  async function killLeaseConnections(): Promise<number> {
+    let killed = 0;
+    for (const id of await leaseConnectionIds()) killed += Number(await harness.client.client('KILL', 'ID', id));
+    return killed;
+  }
+});

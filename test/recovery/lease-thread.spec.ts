@@ -1,0 +1,263 @@
+import { Controller, Logger } from '@nestjs/common';
+import { EventPattern } from '@nestjs/microservices';
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import type { Cluster, Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { setLeaseThreadScript } from '../../src/recovery/lease-thread-handle.js';
+import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
+import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
+import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { RedisServerProcess, supportsTls } from '../helpers/redis-server.js';
+import { RedisClusterProcess } from '../helpers/redis-cluster.js';
+import { RedisSentinelSet } from '../helpers/redis-sentinel.js';
+import { createTestCertificates, type TestCertificates } from '../helpers/tls-certificates.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * The lease thread in this process (the compiled build/ thread: the sources have none to run):
+ * its connection, its renewals, close() in the middle of them, and the fall-back to renewals on
+ * the event loop when the connection option cannot be passed to a thread.
+ */
+const LEASE_NAME = 'nestjs-redis-streams:lease-renewal';
+let release: (() => void) | undefined;
+let started = 0;
+
+@Controller()
+class SlowController {
+  @EventPattern('lease-thread.slow')
+  async slow(_data: unknown): Promise<void> {
+    started++;
+    await new Promise<void>((resolve) => (release = resolve));
+  }
+}
+
+beforeAll(async () => {
+  await ensureCompiled();
+  setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+}, 240_000);
+afterAll(() => setLeaseThreadScript(undefined));
+
+async function leaseConnectionsOn(client: Redis): Promise<number> {
+  const list = (await client.client('LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${LEASE_NAME} `)).length;
+}
+
+describe('lease thread in-process (real redis-server, compiled thread)', () => {
+  const redis = useRedisServer();
+  let running: RunningServer | undefined;
+  const warnings: string[] = [];
+  afterEach(async () => {
+    release?.();
+    await running?.app.close();
+    running = undefined;
+    vi.restoreAllMocks();
+    warnings.length = 0;
+  });
+
+  const leaseConnections = () => leaseConnectionsOn(redis.client);
+
+  async function serve(connection: unknown): Promise<RunningServer> {
+    vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    running = await startServer(
+      { connection: connection as string, group: 'g', consumer: 'c1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    return running;
+  }
+
+  it('renews from its own connection, and close() in the middle of its renewals stops it and closes that connection', async () => {
+    await serve(redis.server.url);
+    await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
+    await waitFor(async () => (await leaseConnections()) === 1, 'the lease thread connected', { timeout: 10_000 });
+    started = 0;
+    const id = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
+    await waitFor(() => started === 1, 'the handler started');
+    const recovery = new RedisStreamsRecovery();
+    await waitFor(() => (recovery.stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0) >= 5, 'renewals reported by the thread', { timeout: 10_000 });
+    expect((await pendingRows(redis.client, 'lease-thread.slow', 'g'))[0]).toMatchObject({ id, consumer: 'c1', deliveries: 1 });
+    const closing = (running as RunningServer).app.close();
+    release?.();
+    await closing;
+    running = undefined;
+    await waitFor(async () => (await leaseConnections()) === 0, 'the lease connection closed', { timeout: 5_000 });
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
+  });
+
+  it('a thread that dies: one warning, and renewals on the event loop from then on', async () => {
+    setLeaseThreadScript(pathToFileURL(resolve('test/fixtures/dying-lease-thread.mjs')));
+    try {
+      await serve(redis.server.url);
+      await waitFor(() => warnings.some((w) => w.includes('lease thread stopped')), 'the warning', { timeout: 10_000 });
+      started = 0;
+      await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the handler started');
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0;
+      await waitFor(() => renewed() >= 3, 'renewals on the event loop', { timeout: 10_000 });
+      expect(await leaseConnections()).toBe(0);
+      expect(warnings.filter((w) => w.includes('lease'))).toEqual([
+        'the lease thread stopped (it exited (code 3)): leases are renewed on the event loop from now on',
+      ]);
+    } finally {
+      setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+    }
+  });
+
+  it('a connection option holding a function: one warning naming it, and renewals on the event loop', async () => {
+    const url = new URL(redis.server.url);
+    await serve({ host: url.hostname, port: Number(url.port), retryStrategy: () => 50 });
+    expect(await leaseConnections()).toBe(0);
+    started = 0;
+    await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+    await waitFor(() => started === 1, 'the handler started');
+    const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0;
+    await waitFor(() => renewed() >= 3, 'renewals on the event loop', { timeout: 10_000 });
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([
+      'lease renewal runs on the event loop: connection holds a function at connection.retryStrategy, which cannot be passed to another thread (docs/recovery.md, "Leases")',
+    ]);
+  });
+});
+
+describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and certificates as Buffers (real redis-server built with TLS)', () => {
+  const PASSWORD = 'lease-thread-TLS-pw';
+  let certs: TestCertificates;
+  let server: RedisServerProcess;
+  let running: RunningServer | undefined;
+  beforeAll(async () => {
+    certs = createTestCertificates();
+    server = await RedisServerProcess.start({
+      password: PASSWORD,
+      tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, caFile: certs.ca.certFile, authClients: true, client: { cert: certs.client.cert, key: certs.client.key } },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await running?.app.close();
+    await server?.stop();
+    certs?.remove();
+  });
+
+  it('the thread connects with the same TLS options and renews from there; no warning', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const tls = { ca: Buffer.from(certs.ca.cert), cert: Buffer.from(certs.client.cert), key: Buffer.from(certs.client.key) };
+    running = await startServer(
+      { connection: { host: '127.0.0.1', port: server.port, password: PASSWORD, tls }, group: 'g', consumer: 'tls-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    const check = server.client();
+    try {
+      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
+      started = 0;
+      await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the handler started');
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'tls-1' })[0]?.stats.leasesRenewed ?? 0;
+      await waitFor(() => renewed() >= 3, 'renewals from the thread', { timeout: 10_000 });
+      expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
+      release?.();
+      await running.app.close();
+      running = undefined;
+      expect(await leaseConnectionsOn(check)).toBe(0);
+    } finally {
+      check.disconnect();
+      warn.mockRestore();
+    }
+  });
+});
+
+describe('lease thread on a Redis Cluster and through Sentinel (real processes)', () => {
+  let running: RunningServer | undefined;
+  afterEach(async () => {
+    release?.();
+    await running?.app.close();
+    running = undefined;
+    vi.restoreAllMocks();
+  });
+
+  /** Serves the slow handler over `connection`, runs one entry, and checks the thread renews it with no warning. */
+  async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster): Promise<void> {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    running = await startServer(
+      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    const checks = nodes();
+    try {
+      const connected = async () => (await Promise.all(checks.map(leaseConnectionsOn))).reduce((a, b) => a + b, 0);
+      await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
+      started = 0;
+      await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
+      await waitFor(() => started === 1, 'the handler started', { timeout: 10_000 });
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer })[0]?.stats.leasesRenewed ?? 0;
+      await waitFor(() => renewed() >= 3, 'renewals', { timeout: 10_000 });
+      expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
+    } finally {
+      for (const check of checks) check.disconnect();
+      producer.disconnect();
+    }
+  }
+
+  it('Cluster ({ cluster: { nodes } }): the thread opens its own Cluster client and renews there', async () => {
+    const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
+    try {
+      await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-1', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client());
+    } finally {
+      release?.();
+      await running?.app.close();
+      running = undefined;
+      await cluster.stop();
+    }
+  }, 120_000);
+
+  it('Sentinel (redis+sentinel:// URL): the thread finds the primary through the sentinels and renews there', async () => {
+    const set = await RedisSentinelSet.start();
+    try {
+      await renewsFromThread(set.url, 'sentinel-1', () => [set.primary.client()], set.primary.client());
+    } finally {
+      release?.();
+      await running?.app.close();
+      running = undefined;
+      await set.stop();
+    }
+  }, 120_000);
+});
+
+describe('lease thread across a Redis restart (real redis-server, AOF)', () => {
+  let server: RedisServerProcess;
+  let running: RunningServer | undefined;
+  beforeAll(async () => {
+    server = await RedisServerProcess.start({ appendOnly: true });
+  }, 60_000);
+  afterAll(async () => {
+    release?.();
+    await running?.app.close();
+    await server?.stop();
+  });
+
+  it('reconnects like the other connections and renews again, without falling back to the event loop', async () => {
+    const warnings: string[] = [];
+    vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    running = await startServer(
+      { connection: server.url, group: 'g', consumer: 'restart-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      [SlowController],
+    );
+    let check = server.client();
+    try {
+      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
+      started = 0;
+      await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the handler started');
+      check.disconnect();
+      await server.restart();
+      check = server.client();
+      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected again', { timeout: 20_000, interval: 100 });
+      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'restart-1' })[0]?.stats.leasesRenewed ?? 0;
+      const before = renewed();
+      await waitFor(() => renewed() >= before + 3, 'renewals after the restart', { timeout: 10_000 });
+      expect((await pendingRows(check, 'lease-thread.slow', 'g'))[0]).toMatchObject({ consumer: 'restart-1', deliveries: 1 });
+      expect(warnings.filter((w) => w.includes('lease thread'))).toEqual([]);
+    } finally {
+      check.disconnect();
+      vi.restoreAllMocks();
+    }
+  }, 60_000);
+});
