@@ -320,6 +320,19 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     const { consumer, handoffConsumer, shutdownTimeout } = this.options;
     const commands = this.commandConnection();
     const { logger, events } = this;
-    await drain({ slots, lanes, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams });
+    await drain({
+      slots,
+      lanes,
+      acker,
+      retries,
+      commands,
+      consumer,
+      handoffConsumer,
+      shutdownTimeout,
+      logger,
+      events,
+      streams: handling.streams,
+      takeHeldEntries: () => handling.takeHeldEntries(),
+    });
   }
 }
