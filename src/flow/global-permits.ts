@@ -23,8 +23,8 @@ export class GlobalPermits {
   private acquiring = 0;
   private renewTimer: NodeJS.Timeout | undefined;
   private lastRelease: Promise<void> = Promise.resolve();
-  /** One promise for every waiter of the next release (a waiter that gave up leaves nothing behind). */
-  private nextRelease: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Who waits for the next release; each wait removes itself when it ends, woken or not (a starved reader retries every 100 ms). */
+  private readonly releaseWaiters = new Set<() => void>();
   /** Permits held by all workers at this worker's last acquire: whether they are scarce (taken as scarce before the first). */
   private heldByAll = Number.POSITIVE_INFINITY;
   private closed = false;
@@ -82,14 +82,15 @@ export class GlobalPermits {
     return Math.max(0, (scarce ? concurrency : concurrency + readBatch) - this.held);
   }
 
-  /** Resolves at the next release of one of this worker's permits (a reader short of permits may ask again then). */
-  whenReleased(): Promise<void> {
-    if (this.nextRelease === undefined) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((done) => (resolve = done));
-      this.nextRelease = { promise, resolve };
-    }
-    return this.nextRelease.promise;
+  /**
+   * Calls `wake` at the next release of one of this worker's permits (a reader short of permits may
+   * ask again then). Returns the end of the wait: a wait that ended otherwise (its retry timer) must
+   * call it, or a worker that holds no permit, and so never releases one, would keep every wait.
+   */
+  onNextRelease(wake: () => void): () => void {
+    const waiter = (): void => wake();
+    this.releaseWaiters.add(waiter);
+    return () => this.releaseWaiters.delete(waiter);
   }
 
   /** Gives back every permit still held and stops renewing. */
@@ -121,9 +122,9 @@ export class GlobalPermits {
   }
 
   private wakeReleaseWaiters(): void {
-    const waiting = this.nextRelease;
-    this.nextRelease = undefined;
-    waiting?.resolve();
+    const waiting = [...this.releaseWaiters];
+    this.releaseWaiters.clear();
+    for (const wake of waiting) wake();
   }
 
   private renewWhileHeld(): void {

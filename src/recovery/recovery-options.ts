@@ -153,6 +153,17 @@ export function resolveRecoveryOptions(value: unknown, name = 'recovery'): Resol
   };
 }
 
+/**
+ * Whether recovery runs for a handler: the server's ticks on (`recovery: false` is
+ * `{ enabled: false }`) and the handler not left alone (`extras.recovery: false`). Everything that
+ * parks an entry with the retry consumer (a retry policy, `ctx.nack({ delay })`, a per-key rate
+ * limit's hold) asks this first: only a tick claims such an entry back. Where it answers false the
+ * entry stays with its worker instead. `runOnce()` alone does not count: nothing says it is called.
+ */
+export function recoveryRunsFor(options: Pick<ResolvedRecoveryOptions, 'enabled'>, handler: { readonly recovery?: boolean | undefined }): boolean {
+  return options.enabled && handler.recovery !== false;
+}
+
 /** The default tick interval for a smallest `minIdleTime`: a quarter of it, capped to a timer's range. */
 export function derivedTickInterval(smallestMinIdleTime: number): number {
   return Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(smallestMinIdleTime / 4)));

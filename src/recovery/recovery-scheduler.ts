@@ -194,11 +194,6 @@ export class RecoveryScheduler {
     return this.reporter.stats();
   }
 
-  /** Whether this scheduler recovers `stream` + `group` (a handler with `recovery: false` is left alone). */
-  recovers(stream: string, group: string): boolean {
-    return this.targetOf(stream, group) !== undefined;
-  }
-
   /**
    * A handler nacked an entry with a delay (it waits with the retry consumer): retry ticks cover
    * this stream + group from now on, at least every quarter of the delay (as a retry policy with

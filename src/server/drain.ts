@@ -5,7 +5,9 @@ import type { AckBatcher } from './ack-batcher.js';
 import { errorMessage } from '../error-message.js';
 import { handOffEntries } from './handoff.js';
 import type { HandlerLanes } from './handler-lanes.js';
+import type { KeyHolds } from './key-holds.js';
 import type { PrefetchSlots } from './prefetch-slots.js';
+import type { InFlightEntry } from './in-flight.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import type { RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
@@ -31,23 +33,26 @@ export interface DrainTarget {
   readonly streams: RunningStreams;
   /** The running deliveries' `ctx.signal`s: aborted when `shutdownTimeout` passes. */
   readonly aborts: DeliveryAborts | undefined;
+  /** Entries waiting here for their key's token (entry-handling.ts): not started, handed off with the queued ones. */
+  readonly takeHeldEntries: () => InFlightEntry[];
 }
 
-/** No handler starts any more; the readers stop (a blocked read is given a grace period). */
-export async function stopReading({ slots, lanes, readers }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[] }): Promise<void> {
+/** No handler starts any more (nor an entry held for its key's token); the readers stop (a blocked read is given a grace period). */
+export async function stopReading({ slots, lanes, readers, handling }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[]; handling: { readonly keyHolds: KeyHolds } }): Promise<void> {
   lanes.stop();
+  handling.keyHolds.stop();
   slots.stopAccepting();
   await Promise.all(readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
 }
 
 /**
- * The shutdown after the readers stopped: fetched but unstarted entries are handed to the handoff
- * consumer, running handlers get `shutdownTimeout`, then the last acks (and retry releases) go out.
+ * The shutdown after the readers stopped: fetched but unstarted entries (queued, or held for their
+ * key's token) are handed to the handoff consumer, running handlers get `shutdownTimeout`, then the last acks (and retry releases) go out.
  * Every Redis step is bounded; what fails stays pending (a duplicate later, never a loss).
  */
 export async function drain(target: DrainTarget): Promise<void> {
   const { slots, lanes, events } = target;
-  const queued = lanes.takeQueued();
+  const queued = [...lanes.takeQueued(), ...target.takeHeldEntries()];
   // Settled before the handoff: lease renewals stop at once (a renewal after the handoff would
   // find them owned by the handoff consumer and report a lost lease).
   for (const entry of queued) entry.settled = true;

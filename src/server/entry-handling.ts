@@ -21,6 +21,7 @@ import type { ProcessingHooks } from './processing-hooks.js';
 import { handleRequest } from './request-handling.js';
 import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
+import { KeyHolds } from './key-holds.js';
 import { followObservable, RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
@@ -87,6 +88,8 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   private readonly lifecycle: LifecycleWriter;
   /** The handlers' Observables running (streamed replies, events): close() abandons those left after shutdownTimeout. */
   readonly streams = new RunningStreams();
+  /** Entries waiting here for their key's token (per-key rate limit where recovery does not run): close() stops and hands them back. */
+  readonly keyHolds = new KeyHolds();
 
   constructor(parts: EntryHandlingParts) {
     ({
@@ -128,6 +131,16 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     }
     if (decoded instanceof Promise) void this.decodeThenHandle(entry, decoded);
     else this.handle(entry, decoded);
+  }
+
+  /**
+   * close(): the entries waiting here for their key's token, none of which started, for the
+   * handoff. They stop counting as running, so close() does not wait for them.
+   */
+  takeHeldEntries(): InFlightEntry[] {
+    const held = this.keyHolds.takeAll();
+    for (const entry of held) this.lanes.finished(entry);
+    return held;
   }
 
   /** The lanes' start of a batch binding's batch (`extras.batch`): batch/batch-runner.ts runs and settles it. */
@@ -174,20 +187,20 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   /**
    * `delayMs` (`ctx.nack({ delay })`): released to the retry consumer with that wait, like a failed
    * entry under a retry policy, and recovery ticks cover the stream's retries from now on. Where
-   * recovery does not run on the stream (`recovery: false`) or the server is closing, it stays
-   * pending here as a plain nack (warned: it comes back after `minIdleTime` or a restart).
+   * recovery does not run for the handler (`recovery: false`, server-wide or in its extras) or the
+   * server is closing, it stays pending here as a plain nack (warned: it comes back after
+   * `minIdleTime` or a restart).
    */
   nack(entry: InFlightEntry, delayMs?: number): void {
     if (entry.settled) return;
     if (delayMs !== undefined) {
       const { stream, group } = entry.binding;
-      const { recovery } = this;
-      if (!this.isClosed() && recovery.recovers(stream, group) && this.retries.releaseAfter(entry, delayMs, `nacked with a delay of ${delayMs} ms`)) {
-        recovery.retryAfterNack(stream, group, delayMs);
+      if (!this.isClosed() && this.retries.releaseAfter(entry, delayMs, `nacked with a delay of ${delayMs} ms`)) {
+        this.recovery.retryAfterNack(stream, group, delayMs);
         return;
       }
       this.logger.warn(
-        `nack of entry ${entry.id} of "${stream}" (group "${group}") with a delay: ${this.isClosed() ? 'the server is closing' : 'recovery does not run on this stream'}; it stays pending here instead`,
+        `nack of entry ${entry.id} of "${stream}" (group "${group}") with a delay: ${this.isClosed() ? 'the server is closing' : 'recovery does not run for this handler (recovery: false)'}; it stays pending here instead`,
       );
     }
     // Stays pending; the slot is free at once.
@@ -301,9 +314,10 @@ export class EntryHandling implements EntryRunner, EntrySettler {
    * A per-key rate limit (`extras.rateLimit.key`): the entry's key, then a token of that key's
    * bucket; with one the entry runs (`handle` again, its key now set). Without, it is held: released
    * to the retry consumer until the key has a token, its delivery count set back (no delivery
-   * counted), so it neither runs nor holds a slot here meanwhile. Where recovery does not run on the
-   * stream it waits here instead, keeping its slots. Nothing of telemetry or the processing hooks
-   * starts for a held entry: it did not run.
+   * counted), so it neither runs nor holds a slot here meanwhile. Where recovery does not run for
+   * the handler it waits here instead, keeping its slots (key-holds.ts: close() stops the wait and
+   * hands the entry back). Nothing of telemetry or the processing hooks starts for a held entry:
+   * it did not run, and once close() began it does not start.
    */
   private handleWithinKeyLimit(entry: InFlightEntry, decoded: DecodedEntry, perKey: SharedRateLimit): void {
     const { binding } = entry;
@@ -321,10 +335,14 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     const tenant = key;
     perKey.take(1, tenant).then(
       ({ granted, waitMs }) => {
-        if (granted > 0) {
+        if (granted > 0 && !this.keyHolds.stopped) {
           entry.rateKey = tenant;
           this.handle(entry, decoded);
-        } else this.holdForKey(entry, decoded, perKey, tenant, waitMs);
+          return;
+        }
+        // close() began while the token was asked for: the entry does not start, its token goes back.
+        if (granted > 0) perKey.refund(granted, tenant).catch(() => undefined);
+        this.holdForKey(entry, decoded, perKey, tenant, waitMs);
       },
       (error: unknown) => {
         this.events.error(new Error(`rate limit of key "${tenant}" (handler "${binding.pattern}") could not be read; entry ${entry.id} stays pending: ${errorMessage(error)}`));
@@ -342,13 +360,13 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     // Spread over one period: held entries of a busy key all told the same wait would come back
     // together, one would win and the rest be held again, a claim and a release each.
     const holdMs = waitMs + Math.floor(Math.random() * perKey.limit.perMs);
-    if (this.recovery.recovers(stream, group) && this.retries.holdUncounted(entry, holdMs, `rate limit of key "${tenant}": no token for ${waitMs} ms`)) {
+    if (this.retries.holdUncounted(entry, holdMs, `rate limit of key "${tenant}": no token for ${waitMs} ms`)) {
       this.recovery.retryAfterNack(stream, group, holdMs);
       this.lanes.finished(entry);
       return;
     }
-    const timer = setTimeout(() => (this.isClosed() ? this.finish(entry, false) : this.handleWithinKeyLimit(entry, decoded, perKey)), waitMs);
-    timer.unref();
+    // Recovery does not run for it: it waits here. Refused once close() handed the held ones back: it stays pending.
+    if (!this.keyHolds.hold(entry, waitMs, () => this.handleWithinKeyLimit(entry, decoded, perKey))) this.finish(entry, false);
   }
 
   private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {

@@ -323,6 +323,20 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     const { consumer, handoffConsumer, shutdownTimeout } = this.options;
     const commands = this.commandConnection();
     const { logger, events } = this;
-    await drain({ slots, lanes, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams, aborts: handling.aborts });
+    await drain({
+      slots,
+      lanes,
+      acker,
+      retries,
+      commands,
+      consumer,
+      handoffConsumer,
+      shutdownTimeout,
+      logger,
+      events,
+      streams: handling.streams,
+      aborts: handling.aborts,
+      takeHeldEntries: () => handling.takeHeldEntries(),
+    });
   }
 }

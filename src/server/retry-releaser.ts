@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { RedisClient } from '../redis/connection.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import { handlerErrorText } from '../recovery/handler-error-memory.js';
-import type { ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
+import { recoveryRunsFor, type ResolvedRecoveryOptions } from '../recovery/recovery-options.js';
 import { releaseForRetry, type FailedEntry } from '../recovery/retry-release.js';
 import type { ResolvedRetryPolicy } from '../recovery/retry-policy.js';
 import type { InFlightEntry, StreamBinding } from './in-flight.js';
@@ -41,9 +41,9 @@ export class RetryReleaser {
     private readonly logger: Logger,
   ) {}
 
-  /** The policy of a binding: its `extras.retry`, else the server's; none when recovery leaves it alone. */
+  /** The policy of a binding: its `extras.retry`, else the server's; none where recovery does not run (nothing would claim its entries back). */
   policyOf(binding: StreamBinding): ResolvedRetryPolicy | undefined {
-    if (binding.recovery === false || binding.retry === false) return undefined;
+    if (!recoveryRunsFor(this.recovery, binding) || binding.retry === false) return undefined;
     return binding.retry ?? this.recovery.retry;
   }
 
@@ -70,10 +70,11 @@ export class RetryReleaser {
   /**
    * Queues the release of an entry nacked with a delay (`ctx.nack({ delay })`): the same move as a
    * failure's, with the handler's wait; an exhausted entry (count at `maxDeliveries`) gets none and
-   * is dead-lettered by the next tick. False when it is settled already.
+   * is dead-lettered by the next tick. False when it is settled already, or where recovery does not
+   * run (nothing would claim it back): the caller leaves it with this consumer.
    */
   releaseAfter(entry: InFlightEntry, delayMs: number, reason: string): boolean {
-    if (entry.settled) return false;
+    if (entry.settled || !recoveryRunsFor(this.recovery, entry.binding)) return false;
     const limit = entry.binding.maxDeliveries ?? this.recovery.maxDeliveries;
     this.queue(entry, entry.deliveryCount >= limit ? 0 : delayMs, reason);
     return true;
@@ -82,10 +83,11 @@ export class RetryReleaser {
   /**
    * Queues the hold of an entry a per-key rate limit had no token for: released to the retry
    * consumer for `delayMs` like a nack with a delay, but uncounted (its delivery count is set back,
-   * so the claim that returns it leaves the count as it was). False when it is settled already.
+   * so the claim that returns it leaves the count as it was). False when it is settled already, or
+   * where recovery does not run (nothing would claim it back): the caller holds it here instead.
    */
   holdUncounted(entry: InFlightEntry, delayMs: number, reason: string): boolean {
-    if (entry.settled) return false;
+    if (entry.settled || !recoveryRunsFor(this.recovery, entry.binding)) return false;
     this.queue(entry, delayMs, reason, true);
     return true;
   }

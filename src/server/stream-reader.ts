@@ -169,7 +169,7 @@ export class StreamReader {
     const pauseVersion = pauses.version;
     const readable = this.unpausedBindings();
     if (readable.length === 0) {
-      await this.pulse.holding('paused', this.waitUntil(undefined, this.host.flow.pauses.waitForChange()));
+      await this.pulse.holding('paused', this.waitUntil(undefined, (wake) => void this.host.flow.pauses.waitForChange().then(wake)));
       return;
     }
     if (this.limited !== undefined) {
@@ -315,7 +315,7 @@ export class StreamReader {
     const grant = await grantFromLimits(limits, wanted, room);
     if (grant.short === 'permits') {
       const permits = limits.permits as GlobalPermits;
-      return { granted: 0, wait: () => this.waitUntil(PERMIT_RETRY_MS, permits.whenReleased()) };
+      return { granted: 0, wait: () => this.waitUntil(PERMIT_RETRY_MS, (wake) => permits.onNextRelease(wake)) };
     }
     if (grant.short === 'tokens') return { granted: 0, wait: () => this.waitUntil(grant.waitMs) };
     return { granted: grant.granted };
@@ -447,20 +447,26 @@ export class StreamReader {
     return this.waitUntil(ms);
   }
 
-  /** Waits `ms` (`undefined`: no timer) or until `early` resolves, whichever is first; stop() ends it at once. */
-  private waitUntil(ms: number | undefined, early?: Promise<void>): Promise<void> {
+  /**
+   * Waits `ms` (`undefined`: no timer) or until `early` wakes it, whichever is first; stop() ends
+   * it at once. `early` subscribes and may return its unsubscribe, called when the wait ends: a
+   * wait must leave nothing behind on what it waited for.
+   */
+  private waitUntil(ms: number | undefined, early?: (wake: () => void) => (() => unknown) | void): Promise<void> {
     if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
+      let detach: (() => unknown) | void;
       const done = (): void => {
         if (this.wakeSleep !== done) return;
         if (this.sleepTimer !== undefined) clearTimeout(this.sleepTimer);
         this.sleepTimer = undefined;
         this.wakeSleep = undefined;
+        detach?.();
         resolve();
       };
       this.wakeSleep = done;
       if (ms !== undefined) this.sleepTimer = setTimeout(done, ms);
-      void early?.then(done);
+      detach = early?.(done);
     });
   }
 

@@ -32,11 +32,6 @@ describe('flow-control state: permit counts and the pause watch', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('waiters of the next release share one promise: a reader retrying for an hour keeps nothing per retry', () => {
-    const permits = new GlobalPermits(redis.client, 'calls', 'g', 'w2', { max: 1, leaseMs: 1_000 }, warn);
-    expect(permits.whenReleased()).toBe(permits.whenReleased());
-  });
-
   it('a watch whose ACL user loses the pause key forgets the pause it saw (else its readers would wait for good) and warns once', async () => {
     await redis.client.call('ACL', 'SETUSER', 'watcher', 'reset', 'on', '>watcher-pw', '+hello', '+auth', '+ping', '+info', '+client|setname', '+hmget', `~${pausedKey('orders')}`);
     for (const rule of ['+client|setinfo', '+client|maint_notifications']) await redis.client.call('ACL', 'SETUSER', 'watcher', rule).catch(() => undefined);

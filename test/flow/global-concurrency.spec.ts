@@ -1,5 +1,6 @@
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { queryObjects } from 'node:v8';
 import { afterEach, describe, expect, it } from 'vitest';
 import { permitKeys, rateLimitKey } from '../../src/flow/flow-keys.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
@@ -30,6 +31,22 @@ class SharedApiController {
     running--;
     handled.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount() });
   }
+}
+
+/** Handlers whose permits another worker holds for good: each reader asks again every PERMIT_RETRY_MS. */
+const STARVED = 10;
+@Controller()
+class StarvedController {}
+for (let i = 0; i < STARVED; i++) {
+  const method = `onStarved${i}`;
+  const descriptor: PropertyDescriptor = { value: () => undefined, writable: true, configurable: true };
+  Object.defineProperty(StarvedController.prototype, method, descriptor);
+  EventPattern(`starved-${i}`, { globalConcurrency: 1 })(StarvedController.prototype, method, descriptor);
+}
+
+/** Promises alive after a full garbage collection (v8.queryObjects collects first). */
+function livePromises(): number {
+  return queryObjects(Promise, { format: 'count' });
 }
 
 describe('extras.globalConcurrency: at most n entries of a handler in hand over every worker', () => {
@@ -107,6 +124,26 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     expect(handled).toEqual([]);
     await redis.client.del(rateLimitKey('metered', 'g'));
     await waitFor(() => handled.length === 5, 'the five entries once the bucket works', { timeout: 10_000 });
+  });
+
+  it('a reader starved of permits keeps nothing per retry: live promises do not grow with 300 retries', async () => {
+    await redis.client.flushall();
+    for (let i = 0; i < STARVED; i++) {
+      const { holders, leases } = permitKeys(`starved-${i}`, 'g');
+      // Another worker holds the one permit, its lease renewed far ahead: this worker never gets one, so never releases one.
+      await redis.client.hset(holders, 'elsewhere', 1);
+      await redis.client.zadd(leases, Number.MAX_SAFE_INTEGER, 'elsewhere');
+    }
+    servers.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'c7', blockMs: 200, recovery: false }, [StarvedController]));
+    // Each retry is one permits.lua call (nothing else runs a script here).
+    const scriptCalls = async (): Promise<number> => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0);
+    await sleep(500);
+    const before = { promises: livePromises(), retries: await scriptCalls() };
+    await sleep(3_000);
+    const after = { promises: livePromises(), retries: await scriptCalls() };
+    expect(after.retries - before.retries).toBeGreaterThan(200);
+    // Each retry that left its wait hanging on the release kept two promises: 600 here.
+    expect(after.promises - before.promises).toBeLessThan(100);
   });
 
   it('close() gives back the permits of entries it hands off', async () => {

@@ -5,7 +5,7 @@ import { rateLimitKey } from '../../src/flow/flow-keys.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { redisNow as redisNowOf } from '../../src/redis/server-time.js';
-import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -48,6 +48,12 @@ class LimitedController {
 
   @EventPattern<string>('tenants', { rateLimit: { max: 2, per: 1000, key: (data: { tenant: string }) => data.tenant } })
   async onTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
+  }
+
+  /** Recovery left alone: a held entry waits in its worker; one token per 4 s, so the second waits long. */
+  @EventPattern<string>('alone-tenants', { recovery: false, rateLimit: { max: 1, per: 4_000, key: (data: { tenant: string }) => data.tenant } })
+  async onAloneTenant(@Payload() data: { n: number; tenant: string }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
     tenantStarts.push({ tenant: data.tenant, n: data.n, deliveryCount: ctx.getDeliveryCount(), at: await redisNow() });
   }
 
@@ -192,6 +198,31 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     }
     expect(String(await redis.client.info('commandstats'))).not.toContain('cmdstat_xread:');
     await waitFor(async () => (await pendingCount(redis.client, 'tenants-only', 'tenants')) === 0, 'every entry acked');
+  });
+
+  it('a per-key limit on a server with recovery: false: a held entry waits in its worker (nothing would claim it from the retry consumer) and runs there', async () => {
+    running.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'w11', blockMs: 200, recovery: false }, [LimitedController]));
+    for (let n = 0; n < 3; n++) await xaddEvent(redis.client, 'tenants', 'tenants', { n, tenant: 'initech' });
+    await waitFor(() => tenantStarts.length === 3, 'the held entry, run by its worker once its key has a token', { timeout: 5_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'tenants', 'g')) === 0, 'every entry acked');
+    expect(tenantStarts.map((s) => s.deliveryCount)).toEqual([1, 1, 1]);
+  });
+
+  it('close() with an entry held in its worker (extras.recovery: false) for its key\'s token: returns at once, the entry not started, handed back pending', async () => {
+    const worker = await startServer({ connection: redis.server.url, group: 'g', consumer: 'w12', blockMs: 200, shutdownTimeout: 10_000, handoffConsumer: 'handoff' }, [LimitedController]);
+    running.push(worker);
+    await xaddEvent(redis.client, 'alone-tenants', 'alone-tenants', { n: 0, tenant: 'hooli' });
+    const held = await xaddEvent(redis.client, 'alone-tenants', 'alone-tenants', { n: 1, tenant: 'hooli' });
+    await waitFor(() => tenantStarts.length === 1, 'the entry with a token');
+    // The first acked, the second delivered and waiting here (its key's next token is 4 s away).
+    await waitFor(async () => (await pendingCount(redis.client, 'alone-tenants', 'g')) === 1, 'only the held entry pending');
+    const closeStarted = Date.now();
+    await worker.app.close();
+    running.length = 0;
+    // Not shutdownTimeout (10 s), nor the 4 s until the token: nothing ran.
+    expect(Date.now() - closeStarted).toBeLessThan(2_000);
+    expect(tenantStarts.map((s) => s.n)).toEqual([0]);
+    expect(await pendingRows(redis.client, 'alone-tenants', 'g')).toEqual([expect.objectContaining({ id: held, consumer: 'handoff', deliveries: 1 })]);
   });
 
   it('entries claimed by recovery take tokens too: a dead consumer\'s entries start within the limit', async () => {

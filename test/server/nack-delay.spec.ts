@@ -106,4 +106,14 @@ describe('ctx.nack({ delay }): the entry comes back after the delay, count kept,
     await worker.server.unwrap().commands.ping();
     expect((await pendingRows(redis.client, 'w5:alone', 'g')).map((row) => row.consumer)).toEqual(['w5']);
   });
+
+  it('a server with recovery: false: no tick would take it back either, so it is a plain nack there too', async () => {
+    const worker = await startServer({ connection: redis.server.url, group: 'g', consumer: 'w6', streamPrefix: 'w6:', blockMs: 100, recovery: false }, [NackController]);
+    running.push(worker);
+    await xaddEvent(redis.client, 'w6:later', 'later', { nacks: 1, delay: 50 });
+    await waitFor(() => runs.length === 1, 'the delivery');
+    await worker.server.unwrap().commands.ping();
+    expect((await pendingRows(redis.client, 'w6:later', 'g')).map((row) => row.consumer)).toEqual(['w6']);
+    expect(runs).toHaveLength(1);
+  });
 });
