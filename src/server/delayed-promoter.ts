@@ -14,11 +14,17 @@ const PAGES_IN_FLIGHT = 3;
  * move once however many race. A round calls promote.lua for every stream at once (one socket
  * write), again for a stream while a call moved a full batch (at most `maxPages` calls, three in
  * flight), and the next round comes when the earliest entry seen is due, at the latest after `interval`, at once
- * when some stream had more due than the round could move. The timer is unref'd; `stop()` clears
- * it.
+ * when some stream had more due than the round could move, and sooner when {@link wake} tells of a
+ * hold due before it (the wake-up channel, delayed-wake-listener.ts). The timer is unref'd;
+ * `stop()` clears it.
  */
 export class DelayedPromoter {
   private timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (performance.now()). */
+  private timerAt = Infinity;
+  private roundInFlight = false;
+  /** The soonest wake-up asked for while a round was in flight (performance.now()): the round may not have seen its hold. */
+  private wokenAt = Infinity;
   private stopped = false;
   /** The last failure's text: one log line per outage, not one per round. */
   private lastFailure: string | undefined;
@@ -48,11 +54,35 @@ export class DelayedPromoter {
     this.timer = undefined;
   }
 
+  /**
+   * A hold is due in `inMs`: the next round comes then if it would come later. During a round, the
+   * round after it comes no later than that (the round's script may have run before the hold was
+   * written). Each call brings at most one round forward; the script moves each entry once.
+   */
+  wake(inMs: number): void {
+    if (this.stopped) return;
+    const at = performance.now() + inMs;
+    if (this.roundInFlight) {
+      this.wokenAt = Math.min(this.wokenAt, at);
+      return;
+    }
+    if (this.timer === undefined || this.timerAt <= at) return; // not started, or a round comes sooner
+    clearTimeout(this.timer);
+    this.schedule(inMs);
+  }
+
   private schedule(delayMs: number): void {
     if (this.stopped) return;
+    this.timerAt = performance.now() + delayMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.promoteAll().then((nextMs) => this.schedule(nextMs));
+      this.roundInFlight = true;
+      void this.promoteAll().then((nextMs) => {
+        this.roundInFlight = false;
+        const woken = this.wokenAt - performance.now();
+        this.wokenAt = Infinity;
+        this.schedule(Math.max(0, Math.min(nextMs, woken)));
+      });
     }, delayMs);
     this.timer.unref();
   }
