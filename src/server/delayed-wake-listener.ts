@@ -37,7 +37,7 @@ export class DelayedWakeListener {
     }
     // autoResubscribe is off on this connection: each `ready` subscribes, then runs a round.
     this.subscriber.on('ready', this.subscribe);
-    this.subscriber.connect().catch(() => undefined); // already connecting: its `ready` comes
+    if (this.subscriber.status === 'ready') this.subscribe();
   }
 
   stop(): void {

@@ -292,14 +292,14 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
   private startPromotion(): void {
     const { delayed } = this.options;
     if (delayed === undefined) return;
-    const streams = [...new Set((this.parts as ServerParts).bindings.map((binding) => binding.stream))];
+    const streams = promotedStreams(this.parts as ServerParts);
     const promoter = new DelayedPromoter(this.commandConnection(), streams, delayed, this.logger, (error) => this.events.error(error));
     this.promoter = promoter;
     promoter.start();
-    if (streams.length === 0) return;
     // A hold due before the next round wakes it (docs/scheduling.md, "Wake-up").
-    const wake = this.connections.openDelayedWake();
-    this.wakeListener = new DelayedWakeListener(wake.client, streams, (inMs) => promoter.wake(inMs), this.logger, () => this.connections.endDelayedWake());
+    const wake = this.connections.delayedWake;
+    if (wake === undefined) return;
+    this.wakeListener = new DelayedWakeListener(wake, streams, (inMs) => promoter.wake(inMs), this.logger, () => this.connections.endDelayedWake());
     this.wakeListener.start();
   }
 
@@ -321,6 +321,8 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       capabilities: () => this.capabilities,
     });
     const { bindings } = this.parts;
+    // Opened with the others (it connects while they do, and counts in `status` from the start); subscribed once listening.
+    if (this.options.delayed !== undefined && promotedStreams(this.parts).length > 0) this.connections.openDelayedWake();
     await this.connections.ready(bindings);
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
   }
@@ -331,4 +333,9 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     const { logger, events } = this;
     await drain({ slots, lanes, acker, retries, commands, consumer, handoffConsumer, shutdownTimeout, logger, events, streams: handling.streams });
   }
+}
+
+/** The streams a worker promotes the delayed entries of: every stream it reads, once. */
+function promotedStreams(parts: ServerParts): string[] {
+  return [...new Set(parts.bindings.map((binding) => binding.stream))];
 }

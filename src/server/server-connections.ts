@@ -99,12 +99,17 @@ export class ServerConnections {
     return opened.client;
   }
 
+  /** The subscriber connection of the delayed wake-up, once opened (and until refused). */
+  get delayedWake(): RedisClient | undefined {
+    return this.wakeConnection?.client;
+  }
+
   /**
    * Opens the subscriber connection of the delayed wake-up (delayed-wake-listener.ts), built like
-   * the readers (a duplicate, so TLS, ACL user, Sentinel and Cluster follow); it resubscribes
-   * itself on `ready`. Not in the folded status: down, it only leaves promotion to the interval.
+   * the readers (a duplicate, so TLS, ACL user, Sentinel and Cluster follow), and connects it at
+   * once; in the folded status like every other connection. The listener subscribes on each `ready`.
    */
-  openDelayedWake(): OpenedConnection {
+  openDelayedWake(): void {
     const opened = openConnection(
       this.host.options.connection,
       'server-delayed-wake',
@@ -114,13 +119,16 @@ export class ServerConnections {
     );
     opened.client.on('error', this.onConnectionError);
     this.wakeConnection = opened;
-    return opened;
+    this.statusTracker?.watch(opened.client);
+    opened.client.connect().catch(() => undefined); // failures are its `error` events; it reconnects
   }
 
-  /** Ends the delayed wake-up connection before close() (refused by the ACL). */
+  /** Ends the delayed wake-up connection before close() (refused by the ACL): out of the status first. */
   endDelayedWake(): void {
     const opened = this.wakeConnection;
     this.wakeConnection = undefined;
+    if (opened === undefined) return;
+    this.statusTracker?.unwatch(opened.client);
     void closeConnection(opened);
   }
 
