@@ -77,19 +77,24 @@ export class DelayedPromoter {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.roundInFlight = true;
-      void this.promoteAll().then((nextMs) => {
+      void this.promoteAll().then((nextAt) => {
         this.roundInFlight = false;
-        const woken = this.wokenAt - performance.now();
+        const at = Math.min(nextAt, this.wokenAt);
         this.wokenAt = Infinity;
-        this.schedule(Math.max(0, Math.min(nextMs, woken)));
+        this.schedule(Math.max(0, at - performance.now()));
       });
     }, delayMs);
     this.timer.unref();
   }
 
-  /** One round over every stream; resolves with the wait before the next one. */
+  /**
+   * One round over every stream; resolves with when the next one comes (performance.now()). The
+   * next due time counts from when the call that saw it was sent, not from its reply: the reply's
+   * transit, the other streams' calls and a busy event loop do not make the next entry late (a
+   * round that comes a little early finds it not due yet and says so: another round 1 ms on).
+   */
   private async promoteAll(): Promise<number> {
-    let nextMs = this.options.intervalMs;
+    let nextAt = performance.now() + this.options.intervalMs;
     const failures: string[] = [];
     await Promise.all(
       this.streams.map(async (stream) => {
@@ -97,8 +102,9 @@ export class DelayedPromoter {
           const last = await this.promoteStream(stream);
           this.refused.delete(stream);
           if (last === undefined) return; // stopped before a call was made
-          if (last.full) nextMs = 0;
-          else if (last.nextDueMs !== undefined) nextMs = Math.min(nextMs, Math.max(1, last.nextDueMs - last.nowMs));
+          const { result, sentAt } = last;
+          if (result.full) nextAt = 0;
+          else if (result.nextDueMs !== undefined) nextAt = Math.min(nextAt, sentAt + Math.max(1, result.nextDueMs - result.nowMs));
         } catch (error) {
           if (refusedByAcl(error)) this.warnRefused(stream, error as Error);
           else failures.push(`"${stream}": ${(error as Error).message}`);
@@ -106,25 +112,27 @@ export class DelayedPromoter {
       }),
     );
     this.reportFailures(failures);
-    return nextMs;
+    return nextAt;
   }
 
   /**
    * Calls the script while it moves full batches, up to `maxPages` times, {@link PAGES_IN_FLIGHT}
    * calls at a time (Redis runs them one after the other, each taking the next due page; the
-   * overlap hides the round trip); returns the last call's result (`undefined` once stopped).
+   * overlap hides the round trip); returns the last call's result and when it was sent
+   * (`undefined` once stopped).
    */
-  private async promoteStream(stream: string): Promise<PromotionResult | undefined> {
+  private async promoteStream(stream: string): Promise<{ result: PromotionResult; sentAt: number } | undefined> {
     let started = 0;
-    let last: PromotionResult | undefined;
+    let last: { result: PromotionResult; sentAt: number } | undefined;
     let more = true;
     const pages = async (): Promise<void> => {
       while (more && started < this.options.maxPages && !this.stopped) {
         started++;
         batchThisTick(this.client);
+        const sentAt = performance.now();
         const result = await promoteDue(this.client, stream, this.options.batch, { listIds: false });
         this.warnSkipped(stream, result);
-        last = result;
+        last = { result, sentAt };
         if (!result.full) more = false;
       }
     };
