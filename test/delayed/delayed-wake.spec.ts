@@ -65,7 +65,13 @@ function wakeSuite(appendOnly: boolean) {
     return { addedMs: idMs(handled.find((entry) => entry.n === n)!.id), dueFromMs: before + delayMs };
   };
 
-  return { redis, running, startWorker, emitAndAwait };
+  /** A producer of its own from now on (one that lived through a restart may still be waiting to reconnect). */
+  const newProducer = async () => {
+    await client?.close();
+    client = undefined;
+  };
+
+  return { redis, running, startWorker, emitAndAwait, newProducer };
 }
 
 describe('delayed wake-up: an idle worker promotes a hold when it is due, not at its next interval round', () => {
@@ -131,7 +137,7 @@ describe('delayed wake-up: an idle worker promotes a hold when it is due, not at
 });
 
 describe('delayed wake-up across a Redis restart (AOF)', () => {
-  const { redis, startWorker, emitAndAwait } = wakeSuite(true);
+  const { redis, startWorker, emitAndAwait, newProducer } = wakeSuite(true);
 
   it('the worker subscribes again after the restart and the next hold still wakes it', async () => {
     await startWorker();
@@ -139,6 +145,7 @@ describe('delayed wake-up across a Redis restart (AOF)', () => {
     await redis.server.restart();
     // The test's own client reconnects too: a command it fails meanwhile is "not yet".
     await waitFor(async () => (await subscribers(redis.client, 'wake').catch(() => 0)) === 1, 'the worker subscribed again', { timeout: 15_000 });
+    await newProducer();
     // Its last round before the restart found nothing held: without the wake-up the next is INTERVAL away.
     await emitAndAwait(2, 200);
     await emitAndAwait(3, 200);
