@@ -31,6 +31,8 @@ export interface BenchConfig {
   delayedSeconds: number;
   /** Entries held for the memory figure (delayed-memory). */
   delayedMemoryEntries: number;
+  /** Bursts of 20 delayed emits to an idle worker per run (delayed-wake). */
+  delayedWakeBursts: number;
   /** Measured seconds of the shared rate limit (flow-rate), after a warm-up; and the backlog it reads. */
   flowRateSeconds: number;
   flowRateBacklog: number;
@@ -83,6 +85,7 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
       delayedEntries: 10_000,
       delayedSeconds: 2,
       delayedMemoryEntries: 10_000,
+      delayedWakeBursts: 3,
       flowRateSeconds: 5,
       flowRateBacklog: 10_000,
       flowPauseCycles: 5,
@@ -105,6 +108,7 @@ function sized(quick: boolean, argv: readonly string[], env: NodeJS.ProcessEnv):
     delayedEntries: 100_000,
     delayedSeconds: 10,
     delayedMemoryEntries: 100_000,
+    delayedWakeBursts: 15,
     flowRateSeconds: 30,
     // 30 s at 1000/s, the warm-up and the first full bucket, with room to spare.
     flowRateBacklog: 40_000,

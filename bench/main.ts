@@ -15,6 +15,7 @@ import { claimScenario } from './scenarios/claim.js';
 import { clusterPartitionsScenario } from './scenarios/cluster-partitions.js';
 import { consumeScenario } from './scenarios/consume.js';
 import { delayedLatencyScenario, delayedMemoryScenario, delayedPromoteScenario } from './scenarios/delayed.js';
+import { delayedWakeScenario } from './scenarios/delayed-wake.js';
 import { emitScenario } from './scenarios/emit.js';
 import { flowCostScenario, flowPauseScenario, flowRateScenario } from './scenarios/flow.js';
 import { endToEndScenario } from './scenarios/end-to-end.js';
@@ -42,6 +43,7 @@ const SCENARIOS: readonly Scenario[] = [
   delayedPromoteScenario,
   delayedLatencyScenario,
   delayedMemoryScenario,
+  delayedWakeScenario,
   flowRateScenario,
   flowCostScenario,
   flowPauseScenario,

@@ -15,6 +15,8 @@ export interface RunResult {
   steadyMsgsPerSec?: number;
   p50Ms?: number;
   p99Ms?: number;
+  /** The largest latency of the run, ms (delayed-wake: the latest entry after its due time). */
+  maxMs?: number;
   /** Peak resident set of the process under test, MB. */
   peakRssMb?: number;
   /** Peak RSS minus RSS just before the measured work, MB. */
@@ -26,7 +28,7 @@ export interface RunResult {
 }
 
 export type Metric = Exclude<keyof RunResult, 'extra'>;
-export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'peakRssMb', 'rssGrowthMb', 'bytesPerEntry'];
+export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'maxMs', 'peakRssMb', 'rssGrowthMb', 'bytesPerEntry'];
 
 export interface BenchContext {
   config: BenchConfig;
@@ -220,6 +222,7 @@ export function formatRun(result: RunResult): string {
   if (result.steadyMsgsPerSec !== undefined) parts.push(`second half ${Math.round(result.steadyMsgsPerSec)} msg/s`);
   if (result.p50Ms !== undefined) parts.push(`p50 ${result.p50Ms.toFixed(2)} ms`);
   if (result.p99Ms !== undefined) parts.push(`p99 ${result.p99Ms.toFixed(2)} ms`);
+  if (result.maxMs !== undefined) parts.push(`max ${result.maxMs.toFixed(2)} ms`);
   if (result.peakRssMb !== undefined) parts.push(`peak RSS ${result.peakRssMb.toFixed(1)} MB`);
   if (result.rssGrowthMb !== undefined) parts.push(`RSS growth ${result.rssGrowthMb.toFixed(1)} MB`);
   if (result.bytesPerEntry !== undefined) parts.push(`${result.bytesPerEntry.toFixed(1)} B/entry`);

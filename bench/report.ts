@@ -67,6 +67,7 @@ const BOUND_UNITS: Record<Metric, [label: string, unit: string, digits: number]>
   steadyMsgsPerSec: ['2nd half ', 'msg/s', 0],
   p50Ms: ['p50 ', 'ms', 1],
   p99Ms: ['p99 ', 'ms', 1],
+  maxMs: ['max ', 'ms', 1],
   peakRssMb: ['RSS ', 'MB', 1],
   rssGrowthMb: ['growth ', 'MB', 1],
   bytesPerEntry: ['', 'B/entry', 1],

@@ -4,6 +4,7 @@ import type { CronRule } from './cron-rule.js';
 import { delayedKeys } from './delayed-keys.js';
 import type { DeliveryTime } from './delivery-time.js';
 import { delayedScripts } from './scripts/loader.js';
+import { delayedWakeChannel } from './wake-channel.js';
 
 /** The XADD a promotion runs for a held entry: what the emit itself would have written. */
 export interface PromotionXAdd {
@@ -31,10 +32,13 @@ export function holdHead(holdId: string, time: DeliveryTime, xadd: PromotionXAdd
   return head;
 }
 
-/** Writes a hold (schedule + body, one script call) for `stream`; resolves with its hold id. */
+/**
+ * Writes a hold (schedule + body, one script call) for `stream`; resolves with its hold id. A hold
+ * that becomes the stream's earliest is announced on its wake-up channel in the same call.
+ */
 export async function holdEntry(client: RedisClient, stream: string, args: (string | Buffer)[]): Promise<string> {
   const { schedule, bodies, recurring } = delayedKeys(stream);
   batchThisTick(client);
-  const [hold] = await delayedScripts(client).nrsDelayedHold(schedule, bodies, recurring, ...args);
+  const [hold] = await delayedScripts(client).nrsDelayedHold(schedule, bodies, recurring, delayedWakeChannel(stream), ...args);
   return String(hold);
 }

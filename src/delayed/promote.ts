@@ -38,23 +38,30 @@ export async function promoteDue(client: RedisClient, stream: string, limit = DE
   const added = Number(reply[2]);
   const promoted: { hold: string; id: string }[] = [];
   const skipped: { hold: string; status: 'dropped' | 'missing' | 'invalid' }[] = [];
-  const refills: Promise<string>[] = [];
+  const refills: Promise<{ hold: string; dueMs: number | undefined }>[] = [];
   for (let i = 3; i + 1 < reply.length; i += 2) {
     const hold = String(reply[i]);
     const outcome = reply[i + 1];
     if (Array.isArray(outcome)) {
       const [, expression, timezone, lastMs] = outcome.map(String) as [string, string, string, string];
-      refills.push(refillOccurrences(client, stream, hold, { expression, timezone }, Math.max(Number(lastMs), nowMs)).then(() => hold));
+      refills.push(refillOccurrences(client, stream, hold, { expression, timezone }, Math.max(Number(lastMs), nowMs)).then((dueMs) => ({ hold, dueMs })));
     } else if (outcome === 'dropped' || outcome === 'missing' || outcome === 'invalid') skipped.push({ hold, status: outcome });
     else promoted.push({ hold, id: String(outcome) });
   }
-  const refilled = await Promise.all(refills);
-  return { promoted, added, skipped, nowMs, nextDueMs: next < 0 ? undefined : next, full: added + skipped.length >= limit, refilled };
+  const toppedUp = await Promise.all(refills);
+  // A parked cron entry topped up is due at its first occurrence, maybe before the next due time the script saw.
+  const dues = [next, ...toppedUp.map(({ dueMs }) => dueMs ?? -1)].filter((due) => due >= 0);
+  const nextDueMs = dues.length === 0 ? undefined : Math.min(...dues);
+  return { promoted, added, skipped, nowMs, nextDueMs, full: added + skipped.length >= limit, refilled: toppedUp.map(({ hold }) => hold) };
 }
 
-/** Appends the occurrences of `rule` after `afterMs` to the cron entry `hold` (refill.lua: only while it still has that rule). */
-export async function refillOccurrences(client: RedisClient, stream: string, hold: string, rule: CronRule, afterMs: number): Promise<void> {
+/**
+ * Appends the occurrences of `rule` after `afterMs` to the cron entry `hold` (refill.lua: only
+ * while it still has that rule); resolves with its due time then, `undefined` when it was left alone.
+ */
+export async function refillOccurrences(client: RedisClient, stream: string, hold: string, rule: CronRule, afterMs: number): Promise<number | undefined> {
   const { schedule, bodies } = delayedKeys(stream);
   const occurrences = occurrencesAfter(rule, afterMs, CRON_OCCURRENCES);
-  await delayedScripts(client).nrsDelayedRefill(schedule, bodies, hold, rule.expression, rule.timezone, CRON_OCCURRENCES, ...occurrences);
+  const [, dueMs] = await delayedScripts(client).nrsDelayedRefill(schedule, bodies, hold, rule.expression, rule.timezone, CRON_OCCURRENCES, ...occurrences);
+  return Number(dueMs) < 0 ? undefined : Number(dueMs);
 }

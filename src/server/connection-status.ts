@@ -32,6 +32,15 @@ export class ConnectionStatusTracker {
     this.update();
   }
 
+  /** Stops following `client` (a connection ended on purpose while the others run). */
+  unwatch(client: RedisClient): void {
+    const watched = this.clients.get(client);
+    if (watched === undefined) return;
+    for (const [event, listener] of watched.listeners) client.off(event, listener);
+    this.clients.delete(client);
+    this.update();
+  }
+
   stop(): void {
     for (const [client, { listeners }] of this.clients) {
       for (const [event, listener] of listeners) client.off(event, listener);

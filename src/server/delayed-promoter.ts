@@ -14,11 +14,17 @@ const PAGES_IN_FLIGHT = 3;
  * move once however many race. A round calls promote.lua for every stream at once (one socket
  * write), again for a stream while a call moved a full batch (at most `maxPages` calls, three in
  * flight), and the next round comes when the earliest entry seen is due, at the latest after `interval`, at once
- * when some stream had more due than the round could move. The timer is unref'd; `stop()` clears
- * it.
+ * when some stream had more due than the round could move, and sooner when {@link wake} tells of a
+ * hold due before it (the wake-up channel, delayed-wake-listener.ts). The timer is unref'd;
+ * `stop()` clears it.
  */
 export class DelayedPromoter {
   private timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires (performance.now()). */
+  private timerAt = Infinity;
+  private roundInFlight = false;
+  /** The soonest wake-up asked for while a round was in flight (performance.now()): the round may not have seen its hold. */
+  private wokenAt = Infinity;
   private stopped = false;
   /** The last failure's text: one log line per outage, not one per round. */
   private lastFailure: string | undefined;
@@ -48,18 +54,47 @@ export class DelayedPromoter {
     this.timer = undefined;
   }
 
+  /**
+   * A hold is due in `inMs`: the next round comes then if it would come later. During a round, the
+   * round after it comes no later than that (the round's script may have run before the hold was
+   * written). Each call brings at most one round forward; the script moves each entry once.
+   */
+  wake(inMs: number): void {
+    if (this.stopped) return;
+    const at = performance.now() + inMs;
+    if (this.roundInFlight) {
+      this.wokenAt = Math.min(this.wokenAt, at);
+      return;
+    }
+    if (this.timer === undefined || this.timerAt <= at) return; // not started, or a round comes sooner
+    clearTimeout(this.timer);
+    this.schedule(inMs);
+  }
+
   private schedule(delayMs: number): void {
     if (this.stopped) return;
+    this.timerAt = performance.now() + delayMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.promoteAll().then((nextMs) => this.schedule(nextMs));
+      this.roundInFlight = true;
+      void this.promoteAll().then((nextAt) => {
+        this.roundInFlight = false;
+        const at = Math.min(nextAt, this.wokenAt);
+        this.wokenAt = Infinity;
+        this.schedule(Math.max(0, at - performance.now()));
+      });
     }, delayMs);
     this.timer.unref();
   }
 
-  /** One round over every stream; resolves with the wait before the next one. */
+  /**
+   * One round over every stream; resolves with when the next one comes (performance.now()). The
+   * next due time counts from when the call that saw it was sent, not from its reply: the reply's
+   * transit, the other streams' calls and a busy event loop do not make the next entry late (a
+   * round that comes a little early finds it not due yet and says so: another round 1 ms on).
+   */
   private async promoteAll(): Promise<number> {
-    let nextMs = this.options.intervalMs;
+    let nextAt = performance.now() + this.options.intervalMs;
     const failures: string[] = [];
     await Promise.all(
       this.streams.map(async (stream) => {
@@ -67,8 +102,9 @@ export class DelayedPromoter {
           const last = await this.promoteStream(stream);
           this.refused.delete(stream);
           if (last === undefined) return; // stopped before a call was made
-          if (last.full) nextMs = 0;
-          else if (last.nextDueMs !== undefined) nextMs = Math.min(nextMs, Math.max(1, last.nextDueMs - last.nowMs));
+          const { result, sentAt } = last;
+          if (result.full) nextAt = 0;
+          else if (result.nextDueMs !== undefined) nextAt = Math.min(nextAt, sentAt + Math.max(1, result.nextDueMs - result.nowMs));
         } catch (error) {
           if (refusedByAcl(error)) this.warnRefused(stream, error as Error);
           else failures.push(`"${stream}": ${(error as Error).message}`);
@@ -76,25 +112,27 @@ export class DelayedPromoter {
       }),
     );
     this.reportFailures(failures);
-    return nextMs;
+    return nextAt;
   }
 
   /**
    * Calls the script while it moves full batches, up to `maxPages` times, {@link PAGES_IN_FLIGHT}
    * calls at a time (Redis runs them one after the other, each taking the next due page; the
-   * overlap hides the round trip); returns the last call's result (`undefined` once stopped).
+   * overlap hides the round trip); returns the last call's result and when it was sent
+   * (`undefined` once stopped).
    */
-  private async promoteStream(stream: string): Promise<PromotionResult | undefined> {
+  private async promoteStream(stream: string): Promise<{ result: PromotionResult; sentAt: number } | undefined> {
     let started = 0;
-    let last: PromotionResult | undefined;
+    let last: { result: PromotionResult; sentAt: number } | undefined;
     let more = true;
     const pages = async (): Promise<void> => {
       while (more && started < this.options.maxPages && !this.stopped) {
         started++;
         batchThisTick(this.client);
+        const sentAt = performance.now();
         const result = await promoteDue(this.client, stream, this.options.batch, { listIds: false });
         this.warnSkipped(stream, result);
-        last = result;
+        last = { result, sentAt };
         if (!result.full) more = false;
       }
     };

@@ -20,6 +20,7 @@ import { withTimeout } from '../timeout.js';
 import { describe } from '../validation.js';
 import type { RedisStreamsStatus } from './connection-status.js';
 import { DelayedPromoter } from './delayed-promoter.js';
+import { DelayedWakeListener } from './delayed-wake-listener.js';
 import { drain, stopReading } from './drain.js';
 import type { HandlingHooks } from './entry-handling.js';
 import { keepEarlierEventHandlers } from './handler-binding.js';
@@ -74,6 +75,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
   /** Built at listen(). */
   private parts: ServerParts | undefined;
   private promoter: DelayedPromoter | undefined;
+  private wakeListener: DelayedWakeListener | undefined;
   private readonly observation: ServerObservation;
   private readonly replies: ReplyWriter;
 
@@ -140,6 +142,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       if (wasRunning) await stopReading(this.parts as ServerParts);
       await this.parts?.recovery.stopTicks();
       this.promoter?.stop();
+      this.wakeListener?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
       await this.stopFlow();
@@ -292,9 +295,15 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
   private startPromotion(): void {
     const { delayed } = this.options;
     if (delayed === undefined) return;
-    const streams = [...new Set((this.parts as ServerParts).bindings.map((binding) => binding.stream))];
-    this.promoter = new DelayedPromoter(this.commandConnection(), streams, delayed, this.logger, (error) => this.events.error(error));
-    this.promoter.start();
+    const streams = promotedStreams(this.parts as ServerParts);
+    const promoter = new DelayedPromoter(this.commandConnection(), streams, delayed, this.logger, (error) => this.events.error(error));
+    this.promoter = promoter;
+    promoter.start();
+    // A hold due before the next round wakes it (docs/scheduling.md, "Wake-up").
+    const wake = this.connections.delayedWake;
+    if (wake === undefined) return;
+    this.wakeListener = new DelayedWakeListener(wake, streams, (inMs) => promoter.wake(inMs), this.logger, () => this.connections.endDelayedWake());
+    this.wakeListener.start();
   }
 
   /** Builds the parts (server-parts.ts), then waits for the connection and creates the groups. */
@@ -315,6 +324,8 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       capabilities: () => this.capabilities,
     });
     const { bindings } = this.parts;
+    // Opened with the others (it connects while they do, and counts in `status` from the start); subscribed once listening.
+    if (this.options.delayed !== undefined && promotedStreams(this.parts).length > 0) this.connections.openDelayedWake();
     await this.connections.ready(bindings);
     if (bindings.length === 0) this.logger.warn('no handlers are bound to this server; it reads nothing');
   }
@@ -339,4 +350,9 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       takeHeldEntries: () => handling.takeHeldEntries(),
     });
   }
+}
+
+/** The streams a worker promotes the delayed entries of: every stream it reads, once. */
+function promotedStreams(parts: ServerParts): string[] {
+  return [...new Set(parts.bindings.map((binding) => binding.stream))];
 }

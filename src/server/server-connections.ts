@@ -46,6 +46,7 @@ export interface ServerConnectionsHost {
 export class ServerConnections {
   private opened: OpenedConnection | undefined;
   private readonly readerConnections: OpenedConnection[] = [];
+  private wakeConnection: OpenedConnection | undefined;
   private statusTracker: ConnectionStatusTracker | undefined;
   private capabilityWatch: CapabilityWatch | undefined;
 
@@ -96,6 +97,39 @@ export class ServerConnections {
     this.readerConnections.push(opened);
     this.statusTracker?.watch(opened.client);
     return opened.client;
+  }
+
+  /** The subscriber connection of the delayed wake-up, once opened (and until refused). */
+  get delayedWake(): RedisClient | undefined {
+    return this.wakeConnection?.client;
+  }
+
+  /**
+   * Opens the subscriber connection of the delayed wake-up (delayed-wake-listener.ts), built like
+   * the readers (a duplicate, so TLS, ACL user, Sentinel and Cluster follow), and connects it at
+   * once; in the folded status like every other connection. The listener subscribes on each `ready`.
+   */
+  openDelayedWake(): void {
+    const opened = openConnection(
+      this.host.options.connection,
+      'server-delayed-wake',
+      // SUBSCRIBE waits for a reconnect instead of failing; the listener subscribes on each `ready`.
+      { maxRetriesPerRequest: null, autoResubscribe: false },
+      true,
+    );
+    opened.client.on('error', this.onConnectionError);
+    this.wakeConnection = opened;
+    this.statusTracker?.watch(opened.client);
+    opened.client.connect().catch(() => undefined); // failures are its `error` events; it reconnects
+  }
+
+  /** Ends the delayed wake-up connection before close() (refused by the ACL): out of the status first. */
+  endDelayedWake(): void {
+    const opened = this.wakeConnection;
+    this.wakeConnection = undefined;
+    if (opened === undefined) return;
+    this.statusTracker?.unwatch(opened.client);
+    void closeConnection(opened);
   }
 
   /**
@@ -172,7 +206,9 @@ export class ServerConnections {
   async close(): Promise<void> {
     this.statusTracker?.stop();
     this.capabilityWatch?.stop();
-    await Promise.all(this.readerConnections.map((opened) => closeConnection(opened)));
+    const wake = this.wakeConnection;
+    this.wakeConnection = undefined;
+    await Promise.all([...this.readerConnections, wake].map((opened) => closeConnection(opened)));
     await closeConnection(this.opened);
   }
 

@@ -80,6 +80,19 @@ describe('recurring emits by cron expression (repeat: { cron, timezone, key })',
     expect(Number(await redis.client.zscore(delayedKeys('cron-parked').schedule, 'repeat:p'))).toBe(next);
   });
 
+  it('a parked entry topped up with an occurrence within its parking second: the promotion reports that occurrence as the next due time', async () => {
+    const rule = { expression: '* * * * * *', timezone: 'UTC' };
+    const args = holdHead('repeat:q', { mode: 'at', ms: 0 }, { noMkStream: false, trim: 'none', operator: '~', amount: 0, onlyAcked: false }, { cron: rule, occurrences: [] });
+    await holdEntry(redis.client, 'cron-unparked', [...args, 'pattern', 'cron-unparked', 'data', '1']);
+    await redis.client.zadd(delayedKeys('cron-unparked').schedule, 'XX', 0, 'repeat:q');
+    const result = await promoteDue(redis.client, 'cron-unparked');
+    expect(result.refilled).toEqual(['repeat:q']);
+    // Parked a second by the script, then due at the rule's next second once topped up: the worker's next round comes then.
+    const [next] = occurrencesAfter(rule, result.nowMs, 1);
+    expect(Number(await redis.client.zscore(delayedKeys('cron-unparked').schedule, 'repeat:q'))).toBe(next);
+    expect(result.nextDueMs).toBe(next);
+  });
+
   it('50 connections promoting a per-second cron entry for 2.5 s: at most one entry per occurrence', async () => {
     const c = client();
     await lastValueFrom(c.emit('cron-raced', new RedisStreamsRecord({ r: 1 }, { repeat: { cron: '* * * * * *', key: 'r' }, trim: false })));

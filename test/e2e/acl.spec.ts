@@ -1,5 +1,6 @@
 import { Controller, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
+import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.
 import { probeCapabilities } from '../../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
+import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli } from '../helpers/run-cli.js';
@@ -25,8 +27,8 @@ import { waitFor } from '../helpers/wait.js';
  */
 const CONNECT = '+hello +auth +ping +info +client|setname';
 const RULES = {
-  worker: `${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +hmget +zrem +hdel +zscore +zadd +hset ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~{orders}:paused ~{quotes}:paused ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
-  producer: `${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset +zscore +hget +sadd ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  worker: `resetchannels ${CONNECT} +client|id +client|unblock +xgroup|create +xreadgroup +xack +xpending +xclaim +xrange +xadd +pexpire +multi +exec +evalsha +eval +type +time +exists +xinfo|stream +xinfo|groups +xinfo|consumers +xgroup|delconsumer +command|info +xsetid +set +mget +del +get +zrangebyscore +zrange +hget +hmget +zrem +hdel +zscore +zadd +hset +subscribe &{orders}:delayed-wake &{quotes}:delayed-wake ~orders ~quotes ~{orders}:delayed* ~{quotes}:delayed* ~{orders}:dead ~{quotes}:dead ~{orders}:error:* ~{quotes}:error:* ~{orders}:retry:* ~{quotes}:retry:* ~{orders}:partitions ~{quotes}:partitions ~{orders}:paused ~{quotes}:paused ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
+  producer: `resetchannels ${CONNECT} +xadd +xread +xtrim +pexpire +del +time +command|info +xsetid +get +evalsha +eval +zadd +hset +zscore +hget +sadd +zrange +publish &{orders}:delayed-wake ~orders ~quotes ~{orders}:delayed* ~{orders}:partitions ~{quotes}:partitions ~nestjs-redis-streams:* ~{nestjs-redis-streams:capability-probe}:*`,
   operator: `${CONNECT} +xinfo|stream +xinfo|groups +xinfo|consumers +xpending +xautoclaim +xack +xrange +xrevrange +xdel +xadd +evalsha +eval +type +exists +get +mget +time +zcard +zcount +zrange +hget +hmget +zadd +zrangebyscore +zrem +hdel +zscore +hset +srem +multi +exec +hsetnx +hgetall ~orders ~{orders}:dead ~{orders}:partitions ~{orders}:retry:* ~{orders}:delayed* ~{orders}:paused`,
 };
 const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'operator-pw' };
@@ -231,7 +233,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
   });
 
   it('a worker whose rules predate delayed entries keeps running: no error event, its refused promotions leave held entries held', async () => {
-    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+hmget', '+zrem', '+hdel', '+zscore', '+zadd', '+hset', '~{orders}:delayed*', '~{quotes}:delayed*'];
+    const delayedRules = ['+zrangebyscore', '+zrange', '+hget', '+hmget', '+zrem', '+hdel', '+zscore', '+zadd', '+hset', '+subscribe', '&{orders}:delayed-wake', '&{quotes}:delayed-wake', '~{orders}:delayed*', '~{quotes}:delayed*'];
     const legacy = RULES.worker.split(' ').filter((rule) => !delayedRules.includes(rule));
     await redis.client.call('ACL', 'SETUSER', 'legacy-worker', 'reset', 'on', '>legacy-pw', ...legacy);
     await allowHandshake('legacy-worker');
@@ -242,11 +244,43 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     await lastValueFrom(client.emit('orders', { n: 'now' }));
     await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'now'), 'an ordinary event handled');
     // Refused rounds go on (Redis logs each denial) without an error event.
-    await waitFor(async () => (await denials()).filter((denial) => denial.startsWith('legacy-worker:')).length >= 2, 'two refused promotion rounds');
+    const refusedRounds = async () => (await denials()).filter((denial) => denial.startsWith('legacy-worker:') && !denial.includes('subscribe')).length;
+    await waitFor(async () => (await refusedRounds()) >= 2, 'two refused promotion rounds');
     expect(running!.errors).toEqual([]);
     expect(await redis.client.zscore('{orders}:delayed', hold)).not.toBeNull();
     expect(handled.some((h) => (h.data as { n?: unknown }).n === 'held')).toBe(false);
     Logger.overrideLogger(true as never);
+  });
+
+  it('a worker without the wake-up rules (from before it) warns once with the rule, and promotes by its interval rounds', async () => {
+    const rules = RULES.worker.split(' ').filter((rule) => !['+subscribe', '&{orders}:delayed-wake', '&{quotes}:delayed-wake'].includes(rule));
+    await redis.client.call('ACL', 'SETUSER', 'unwoken-worker', 'reset', 'on', '>unwoken-pw', ...rules);
+    await allowHandshake('unwoken-worker');
+    const warnings: string[] = [];
+    const capture = { log: () => undefined, error: () => undefined, warn: (message: unknown) => warnings.push(String(message)), debug: () => undefined, verbose: () => undefined, fatal: () => undefined };
+    try {
+      // startServer's app is created with `logger: false`: the capture is put in once it is created, before listen().
+      const moduleRef = await Test.createTestingModule({ controllers: [AclController] }).compile();
+      const server = new RedisStreamsServer({ connection: `redis://unwoken-worker:unwoken-pw@127.0.0.1:${redis.server.port}`, group: 'g', consumer: 'w1', blockMs: 100, delayed: { interval: 100 } });
+      const errors: Error[] = [];
+      server.on('error', (error: Error) => errors.push(error));
+      const app = moduleRef.createNestMicroservice({ strategy: server, logger: false });
+      Logger.overrideLogger(capture as never);
+      await app.listen();
+      running = { app, server, errors, deadLetters: [] };
+      await waitFor(() => warnings.some((warning) => warning.includes('delayed wake-up')), 'the wake-up warning');
+      client = new RedisStreamsClient({ connection: url('producer') });
+      await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'interval' }, { delay: 50 })));
+      await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'interval'), 'the delayed event promoted by an interval round');
+      expect(warnings.filter((warning) => warning.includes('delayed wake-up'))).toEqual([
+        expect.stringContaining('grant +subscribe &{orders}:delayed-wake &{quotes}:delayed-wake (docs/security.md)'),
+      ]);
+      expect(running!.errors).toEqual([]);
+      // The wake-up connection was ended: nobody listens on the channel.
+      expect(await redis.client.call('PUBSUB', 'NUMSUB', '{orders}:delayed-wake')).toEqual(['{orders}:delayed-wake', 0]);
+    } finally {
+      Logger.overrideLogger(true as never);
+    }
   });
 
   it('a worker without XACK keeps running and loses nothing: error events name xack and the stream, entries stay pending, all handled once restored', async () => {

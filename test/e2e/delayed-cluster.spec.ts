@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
-import { partitionStreamKeys } from '../../src/partitions/partition-keys.js';
+import { delayedWakeChannel } from '../../src/delayed/wake-channel.js';
+import { partitionIndexOf, partitionStreamKeys } from '../../src/partitions/partition-keys.js';
 import { hashSlotOf } from '../../src/redis/keys.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
@@ -81,5 +82,53 @@ describe('delayed emits on a 3-master Redis Cluster (partitioned and hash-tagged
     // They went through every partition, not one.
     const streams = new Set([...handled].filter(([n]) => n >= 0).map(([, { stream }]) => stream));
     expect(streams.size).toBe(PARTITIONS + 1);
+  }, 120_000);
+
+  it('a hold due before the next round wakes the worker whichever master holds it (PUBLISH reaches every node’s subscribers)', async () => {
+    // The first test's worker promotes every 50 ms: closed, so only this one, promoting every 10 s at the latest, is left.
+    for (const item of opened.splice(0).reverse()) await item.close();
+    handled.clear();
+    const { cluster } = harness;
+    const connection = { cluster: { nodes: cluster.urls } };
+    const moduleRef = await Test.createTestingModule({ controllers: [OrdersController] }).compile();
+    const app: INestMicroservice = moduleRef.createNestMicroservice({
+      strategy: new RedisStreamsServer({ connection, group: 'billing', consumer: 'c1', blockMs: 100, delayed: { interval: 10_000 } }),
+      logger: false,
+    });
+    opened.push(app);
+    await app.listen();
+    const producer = new RedisStreamsClient({ connection, partitions: { orders: PARTITIONS } });
+    opened.push(producer);
+    const keys = [...partitionStreamKeys('orders', PARTITIONS), '{eu}:orders'];
+    /** A partition key that lands in partition `index`. */
+    const keyFor = (index: number) => Array.from({ length: 1_000 }, (_, k) => `p${k}`).find((key) => partitionIndexOf(key, PARTITIONS) === index) as string;
+    // One subscriber connection, on one node, for every stream's channel.
+    const subscribers = async (stream: string) => {
+      let count = 0;
+      for (const master of await cluster.masters()) {
+        const node = cluster.nodeClient(master);
+        try {
+          const [, n] = (await node.call('PUBSUB', 'NUMSUB', delayedWakeChannel(stream))) as [string, number];
+          count += Number(n);
+        } finally {
+          node.disconnect();
+        }
+      }
+      return count;
+    };
+    await waitFor(async () => (await Promise.all(keys.map(subscribers))).every((n) => n === 1), 'the worker subscribed to every wake-up channel');
+    // A burst on every stream (their masters differ); after it the worker's next round is 10 s away
+    // (the first test's hour-long holds are the earliest left), so the second must be woken for.
+    for (const base of [1_000, 2_000]) {
+      await Promise.all(
+        keys.map((stream, i) =>
+          lastValueFrom(producer.emit(stream === '{eu}:orders' ? stream : 'orders', new RedisStreamsRecord({ n: base + i }, { delay: 200, partitionKey: stream === '{eu}:orders' ? undefined : keyFor(i) }))),
+        ),
+      );
+      await waitFor(() => keys.every((_, i) => handled.has(base + i)), `the burst from ${base} handled before the interval`, { timeout: 3_000, interval: 5 });
+    }
+    // Each in its own stream, once.
+    expect(new Set([...handled].filter(([n]) => n >= 2_000).map(([, { stream }]) => stream))).toEqual(new Set(keys));
+    expect([...handled.values()].every(({ times }) => times === 1)).toBe(true);
   }, 120_000);
 });

@@ -92,13 +92,14 @@ describe('through sentinels: server, client and module services', () => {
       expect(await transportConnections(set.primary.port)).toMatchObject({
         'nestjs-redis-streams:server': 1,
         'nestjs-redis-streams:server-reader:snt': 1,
+        'nestjs-redis-streams:server-delayed-wake': 1,
         'nestjs-redis-streams:client': 1,
         'nestjs-redis-streams:client-replies': 1,
         'nestjs-redis-streams:module': 1,
       });
       expect(await transportConnections(set.replica.port)).toEqual({});
-      // One failover-detector subscription per connection and sentinel: (server 2 + client 2 + module 1) × 3.
-      await waitFor(async () => (await sentinelClients()) === baseline + 15, 'one subscriber connection per transport connection on every sentinel');
+      // One failover-detector subscription per connection and sentinel: (server 3 (commands, reader, delayed wake-up) + client 2 + module 1) × 3.
+      await waitFor(async () => (await sentinelClients()) === baseline + 18, 'one subscriber connection per transport connection on every sentinel');
     } finally {
       await client.close();
       await app.close();

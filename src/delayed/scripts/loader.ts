@@ -18,9 +18,9 @@ const SCRIPTS = {
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
 export interface DelayedScriptCommands {
-  nrsDelayedHold(schedule: string, bodies: string, recurring: string, ...args: (string | Buffer)[]): Promise<Reply>;
+  nrsDelayedHold(schedule: string, bodies: string, recurring: string, wakeChannel: string, ...args: (string | Buffer)[]): Promise<Reply>;
   nrsDelayedPromote(stream: string, schedule: string, bodies: string, limit: number, refillBelow: number, listIds: string): Promise<(string | number | Buffer | Reply)[]>;
-  nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, ...occurrences: number[]): Promise<number>;
+  nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, ...occurrences: number[]): Promise<[listed: number, dueMs: number]>;
   nrsDelayedListRecurring(schedule: string, bodies: string, recurring: string): Promise<(number | [string, number, (string | number[])[] | null])[]>;
   nrsDelayedList(schedule: string, bodies: string, offset: number, count: number): Promise<(number | [string, number, string[] | null])[]>;
 }

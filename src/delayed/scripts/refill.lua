@@ -9,17 +9,20 @@
 -- ARGV[1] hold id; ARGV[2] expression; ARGV[3] time zone; ARGV[4] most occurrences to keep;
 -- ARGV[5..] occurrences (Unix ms, ascending)
 --
--- Returns the number of occurrences listed after the call, or -1 when the entry was left alone
+-- Returns { occurrences listed after the call, the entry's due ms }, or { -1, -1 } when it was
+-- left alone. A parked entry topped up becomes due earlier than the promotion that asked for the
+-- occurrences reported: its worker paces its next round by this due time.
 
 if redis.replicate_commands then redis.replicate_commands() end
 local hold, expression, timezone, keep = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-if not redis.call('ZSCORE', KEYS[1], hold) then return -1 end
+local scheduled = redis.call('ZSCORE', KEYS[1], hold)
+if not scheduled then return { -1, -1 } end
 local body = redis.call('HGET', KEYS[2], hold)
-if not body then return -1 end
+if not body then return { -1, -1 } end
 local ok, words = pcall(cmsgpack.unpack, body)
-if not ok or type(words) ~= 'table' then return -1 end
+if not ok or type(words) ~= 'table' then return { -1, -1 } end
 local spec = words[6]
-if type(spec) ~= 'table' or spec[1] ~= expression or spec[2] ~= timezone then return -1 end
+if type(spec) ~= 'table' or spec[1] ~= expression or spec[2] ~= timezone then return { -1, -1 } end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for i = 5, #ARGV do
@@ -30,4 +33,4 @@ end
 words[6] = spec
 redis.call('HSET', KEYS[2], hold, cmsgpack.pack(words))
 if spec[3] then redis.call('ZADD', KEYS[1], 'XX', spec[3], hold) end
-return #spec - 2
+return { #spec - 2, spec[3] or tonumber(scheduled) }
