@@ -5,6 +5,7 @@ import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import type { DelayedListView } from '../../src/dashboard/dashboard-reads.js';
+import { holdEntry, holdHead } from '../../src/delayed/hold.js';
 import { startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -110,12 +111,38 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
       expect(nightly).toMatchObject({ hold: 'repeat:nightly', everyMs: null, cron: { expression: '0 2 * * *', timezone: 'Europe/Berlin' } });
       expect(nightly!.cron!.nextRuns).toHaveLength(5);
       expect(nightly!.cron!.nextRuns[0]).toBe(nightly!.dueAt);
-      expect(nightly!.cron!.nextRuns.map((at) => new Date(at).getTime() - new Date(nightly!.cron!.nextRuns[0]!).getTime())).toEqual([0, 1, 2, 3, 4].map((day) => day * 86_400_000));
+      const runs = nightly!.cron!.nextRuns.map((at) => new Date(at).getTime());
+      expect(runs).toEqual([...runs].sort((a, b) => a - b));
+      expect(new Set(runs).size).toBe(5);
+      expect(runs.map((ms) => new Date(ms).toLocaleTimeString('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', minute: '2-digit' }))).toEqual(Array(5).fill('02:00'));
       expect(hourly!.fields!.map(([name, value]) => [name.text, value.text])).toContainEqual(['data', '{"report":"hourly"}']);
 
       const bad = await get(`${app.page}/api/delayed?stream=${STREAM}&cursor=50`);
       expect(bad.status).toBe(400);
       expect(bad.text).toContain('cursor');
+      await app.close();
+      app = undefined;
+    }
+  });
+
+  it('pages the recurring schedules 50 at a time in due order, and shows field bytes that are not UTF-8 as marked base64', async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    try {
+      const scheduler = new RedisStreamsScheduler(client);
+      for (let i = 0; i < 55; i++) await scheduler.schedule(STREAM, { n: i }, { every: 60_000 + i * 1000, key: `s${i}` });
+    } finally {
+      await client.close();
+    }
+    const xadd = { noMkStream: false, trim: 'none', operator: '~', amount: 0, onlyAcked: false } as const;
+    await holdEntry(redis.client, STREAM, [...holdHead('raw', { mode: 'in', ms: 900_000 }, xadd), 'blob', Buffer.from([0xff, 0x00, 0xfe])]);
+    const inDueOrder = (await redis.client.zrange(SCHEDULE, 0, -1)).filter((hold) => hold !== 'raw');
+    for (const adapter of ADAPTERS) {
+      app = await startDashboardApp(redis.server.url, { streams: [STREAM] }, adapter);
+      const schedules = await pages(app, 'schedules');
+      expect(schedules.map((page) => [page.entries.length, page.total])).toEqual([[50, 55], [5, 55]]);
+      expect(schedules.flatMap((page) => page.entries.map((entry) => entry.hold))).toEqual(inDueOrder);
+      const raw = (await pages(app, 'delayed')).flatMap((page) => page.entries).find((entry) => entry.hold === 'raw');
+      expect(raw!.fields).toEqual([[{ text: 'blob', encoding: 'utf8', bytes: 4, truncated: false }, { text: Buffer.from([0xff, 0x00, 0xfe]).toString('base64'), encoding: 'base64', bytes: 3, truncated: false }]]);
       await app.close();
       app = undefined;
     }
