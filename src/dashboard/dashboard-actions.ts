@@ -83,7 +83,12 @@ export class DashboardActions {
       'promote delayed entry',
       { stream, hold },
       async () => ({ hold, ...(await promoteDelayedNow(this.context.redis, stream, [hold])) }),
-      (result) => (result.promoted.some((one) => one.hold === hold) ? `promoted, ${result.promoted.length} in all` : `not held any more, ${result.promoted.length} other due promoted`),
+      (result) => {
+        if (result.promoted.some((one) => one.hold === hold)) return `promoted, ${result.promoted.length} in all`;
+        // dropped (NOMKSTREAM and no stream), missing or invalid body: removed without an entry.
+        const skipped = result.skipped.find((one) => one.hold === hold);
+        return `${skipped === undefined ? 'not held any more' : `not promoted: ${skipped.status}`}, ${result.promoted.length} other due promoted`;
+      },
     );
   }
 

@@ -194,12 +194,18 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
       expect(bad.status).toBe(400);
       expect(bad.body.message).toMatch(/holds/);
       expect((await post(`${app.page}/api/delayed/promote`, { stream: STREAM, hold: 7 }, headers)).status).toBe(400);
+      // An entry emitted with NOMKSTREAM to a stream that does not exist is dropped, and says so.
+      const xadd = { noMkStream: true, trim: 'none', operator: '~', amount: 0, onlyAcked: false } as const;
+      await holdEntry(redis.client, 'nomk', [...holdHead('orphan', { mode: 'in', ms: 900_000 }, xadd), 'n', '1']);
+      expect((await post(`${app.page}/api/delayed/promote`, { stream: 'nomk', hold: 'orphan' }, headers)).body).toEqual({ stream: 'nomk', hold: 'orphan', promoted: [], skipped: [{ hold: 'orphan', status: 'dropped' }] });
+      expect(await redis.client.exists('nomk', '{nomk}:delayed')).toBe(0);
 
       expect(app.logger.lines.filter((line) => /^(promote|remove) delayed/.test(line))).toEqual([
         `promote delayed entry: stream "dl", hold ${JSON.stringify(first!.hold)}: promoted, 1 in all`,
         `promote delayed entry: stream "dl", hold ${JSON.stringify(first!.hold)}: not held any more, 0 other due promoted`,
         `remove delayed entries: stream "dl", holds [${JSON.stringify(second!.hold)}]: 1 removed of 1`,
         'remove delayed entries: stream "dl", holds ["repeat:nightly"]: 1 removed of 1',
+        'promote delayed entry: stream "nomk", hold "orphan": not promoted: dropped, 0 other due promoted',
       ]);
       expect(app.logger.lines.join('\n')).not.toContain('xxxxxxxx');
       await app.close();

@@ -513,7 +513,11 @@
     if (typeof result.acked === 'number') return `${result.acked} acknowledged`;
     if (result.handedOff) return `${result.handedOff.length} claimed, ${result.lost.length} held by another consumer by now`;
     if (typeof result.removed === 'number') return `${result.removed} removed`;
-    if (result.hold !== undefined && result.promoted) return result.promoted.some((one) => one.hold === result.hold) ? `${isolated(result.hold)} promoted` : `${isolated(result.hold)} was not held any more`;
+    if (result.hold !== undefined && result.promoted) {
+      const skipped = result.skipped.find((one) => one.hold === result.hold);
+      if (result.promoted.some((one) => one.hold === result.hold)) return `${isolated(result.hold)} promoted`;
+      return skipped ? `${isolated(result.hold)} not promoted: ${skipped.status}` : `${isolated(result.hold)} was not held any more`;
+    }
     if (result.outcomes) return `consumer: ${result.outcomes.map((outcome) => outcome.status).join(', ')}`;
     return 'done';
   }
