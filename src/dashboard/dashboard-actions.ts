@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { promoteDelayedNow, removeDelayed } from '../delayed/delayed-inspection.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { pauseGroup, resumeGroup } from '../flow/pause-state.js';
 import { partitionedStreamOf } from '../partitions/partition-of-key.js';
@@ -9,7 +10,7 @@ import { handOffEntries, type HandOffResult } from '../recovery/leases.js';
 import { streamIdListOption } from '../recovery/recovery-validation.js';
 import { describe } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
-import { nameParameter } from './dashboard-reads.js';
+import { MAX_NAME_LENGTH, nameParameter } from './dashboard-reads.js';
 import { errorMessage } from '../error-message.js';
 
 /** Most ids one action takes (the page selects at most a page of rows). */
@@ -67,6 +68,36 @@ export class DashboardActions {
       () => handOffEntries(this.context.redis, { stream, group, consumer: owner, handoffConsumer: consumer, idleMs: 0, ids }),
       (result) => `${result.handedOff.length} claimed, ${result.lost.length} not held by the owner any more`,
     );
+  }
+
+  /**
+   * Makes one held delayed entry due now and promotes (as the CLI's `delayed promote`): added to
+   * the stream once however many workers promote at the same time; entries already due go along.
+   * A hold promoted or removed meanwhile is not scheduled again.
+   */
+  async promoteDelayed(body: unknown): Promise<{ stream: string; hold: string; promoted: { hold: string; id: string }[]; skipped: { hold: string; status: string }[] }> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const hold = holdParameter('hold', request.hold);
+    return this.logged(
+      'promote delayed entry',
+      { stream, hold },
+      async () => ({ hold, ...(await promoteDelayedNow(this.context.redis, stream, [hold])) }),
+      (result) => {
+        if (result.promoted.some((one) => one.hold === hold)) return `promoted, ${result.promoted.length} in all`;
+        // dropped (NOMKSTREAM and no stream), missing or invalid body: removed without an entry.
+        const skipped = result.skipped.find((one) => one.hold === hold);
+        return `${skipped === undefined ? 'not held any more' : `not promoted: ${skipped.status}`}, ${result.promoted.length} other due promoted`;
+      },
+    );
+  }
+
+  /** Removes held delayed entries or recurring schedules for good (their schedule, body and recurring-set member). */
+  removeDelayed(body: unknown): Promise<{ stream: string; requested: number; removed: number }> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const holds = holdsParameter(request.holds);
+    return this.logged('remove delayed entries', { stream, holds }, () => removeDelayed(this.context.redis, stream, holds), (result) => `${result.removed} removed of ${result.requested}`);
   }
 
   /** XGROUP DELCONSUMER of a consumer that holds no pending entries (checked in the same script). */
@@ -138,4 +169,17 @@ function idsParameter(value: unknown): string[] {
   if (ids.length === 0) throw new RedisStreamsOptionError('ids', 'must name at least one id');
   if (ids.length > MAX_ACTION_IDS) throw new RedisStreamsOptionError('ids', `at most ${MAX_ACTION_IDS} ids at once, got ${ids.length}`);
   return ids;
+}
+
+function holdParameter(option: string, value: unknown): string {
+  if (typeof value !== 'string' || value === '' || value.length > MAX_NAME_LENGTH) {
+    throw new RedisStreamsOptionError(option, `must be a hold id (1 to ${MAX_NAME_LENGTH} characters), got ${describe(value)}`);
+  }
+  return value;
+}
+
+function holdsParameter(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0) throw new RedisStreamsOptionError('holds', `must name at least one hold id, got ${describe(value)}`);
+  if (value.length > MAX_ACTION_IDS) throw new RedisStreamsOptionError('holds', `at most ${MAX_ACTION_IDS} hold ids at once, got ${value.length}`);
+  return value.map((hold, index) => holdParameter(`holds[${index}]`, hold));
 }

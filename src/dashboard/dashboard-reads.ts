@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { StreamFieldPairs } from '../claim/claimed-fields.js';
 import type { PendingEntry } from '../claim/inspection.types.js';
+import { heldPage, recurringPage, type DelayedCursor, type HeldEntryBytes } from '../delayed/delayed-pages.js';
 import { redisNow } from '../redis/server-time.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { DeadLetter } from '../recovery/dead-letter-format.js';
@@ -41,6 +42,34 @@ export interface PendingView {
   /** More pending entries after these. */
   more: boolean;
 }
+
+/** A held delayed entry or a recurring schedule as the page shows it. */
+export interface DelayedEntryView {
+  hold: string;
+  /** When it is due (Redis' clock, ISO-8601). */
+  dueAt: string;
+  /** Due now and not promoted yet. */
+  due: boolean;
+  /** Each name and value cut to PREVIEW_BYTES; null when its body is missing or unreadable. */
+  fields: FieldView[] | null;
+  /** A recurring entry's period in ms, null otherwise. */
+  everyMs: number | null;
+  /** A cron entry's rule and its next runs (ISO-8601, at most CRON_RUNS_SHOWN), null otherwise. */
+  cron: { expression: string; timezone: string; nextRuns: string[] } | null;
+}
+
+export interface DelayedListView {
+  /** Held entries (for `api/delayed`) or recurring schedules (for `api/schedules`) in all. */
+  total: number;
+  entries: DelayedEntryView[];
+  /** The cursor of the next page (`cursor=` of the next request), null after the last. */
+  next: string | null;
+  /** More after these. */
+  more: boolean;
+}
+
+/** Next runs of a cron schedule a list shows. */
+export const CRON_RUNS_SHOWN = 5;
 
 /** The dashboard's read-only API: overview, dead letters, one dead letter, pending entries, one entry's fields. */
 @Injectable()
@@ -102,6 +131,21 @@ export class DashboardReads {
     return { total: Number(summary[0]), entries: shown, next, more: next !== null };
   }
 
+  /** A page of the delayed entries held for `stream`, soonest due first from `cursor`, and how many are held. */
+  async delayed(stream: unknown, cursor?: unknown): Promise<DelayedListView> {
+    const key = nameParameter('stream', stream);
+    // One more than a page: whether another page follows is known, not guessed.
+    const page = await heldPage(this.context.redis, key, LIST_COUNT + 1, delayedCursorParameter(cursor));
+    return delayedListView(page.held, page.entries);
+  }
+
+  /** A page of the recurring schedules (`every`, `cron`) of `stream`, soonest due first from `cursor`, and how many there are. */
+  async schedules(stream: unknown, cursor?: unknown): Promise<DelayedListView> {
+    const key = nameParameter('stream', stream);
+    const page = await recurringPage(this.context.redis, key, LIST_COUNT + 1, delayedCursorParameter(cursor));
+    return delayedListView(page.total, page.entries);
+  }
+
   /** One entry of a stream (XRANGE id id) with its whole fields, or null when it is gone. */
   async entry(stream: unknown, id: unknown): Promise<{ id: string; fields: FieldView[] } | null> {
     const key = nameParameter('stream', stream);
@@ -115,6 +159,35 @@ export class DashboardReads {
 /** A dead letter read with `encoding: 'base64'`, its fields back to bytes and shown (cut to `limit` bytes each). */
 function deadLetterView(letter: DeadLetter<StreamFieldPairs>, limit?: number): DeadLetterView {
   return { ...letter, fields: fieldViews(letter.fields.flat().map((base64) => Buffer.from(base64, 'base64')), limit) };
+}
+
+/** A page of held entries (one more than LIST_COUNT read), each field cut to PREVIEW_BYTES. */
+function delayedListView(total: number, read: readonly HeldEntryBytes[]): DelayedListView {
+  const shown = read.slice(0, LIST_COUNT);
+  const last = shown.at(-1);
+  const next = read.length > LIST_COUNT && last !== undefined ? `${last.dueMs}:${last.hold}` : null;
+  return { total, entries: shown.map(delayedEntryView), next, more: next !== null };
+}
+
+function delayedEntryView(entry: HeldEntryBytes): DelayedEntryView {
+  return {
+    hold: entry.hold,
+    dueAt: new Date(entry.dueMs).toISOString(),
+    due: entry.due,
+    fields: entry.fields === null ? null : fieldViews(entry.fields, PREVIEW_BYTES),
+    everyMs: entry.everyMs,
+    cron: entry.cron === null ? null : { expression: entry.cron.expression, timezone: entry.cron.timezone, nextRuns: [entry.dueMs, ...entry.cron.upcomingMs.filter((ms) => ms > entry.dueMs)].slice(0, CRON_RUNS_SHOWN).map((ms) => new Date(ms).toISOString()) },
+  };
+}
+
+/** A delayed list's `cursor` from a request: `<due ms>:<hold id>` (as a `next` said), or absent for the first page. */
+function delayedCursorParameter(value: unknown): DelayedCursor | undefined {
+  if (value === undefined || value === '') return undefined;
+  const match = typeof value === 'string' ? /^(\d{1,16}):(.+)$/s.exec(value) : null;
+  if (match === null || match[2]!.length > MAX_NAME_LENGTH) {
+    throw new RedisStreamsOptionError('cursor', `must be the "next" of a page, such as "1700000000000:hold-id", got ${describe(value)}`);
+  }
+  return { dueMs: Number(match[1]), hold: match[2]! };
 }
 
 /** A list's `cursor` from a request: `(<id>` (after that id, as a `next` said), or absent for the first page. */

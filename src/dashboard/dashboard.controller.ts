@@ -91,6 +91,16 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       return answer(this.redactor, () => this.reads.pending(stream, group, cursor));
     }
 
+    @Get('api/delayed')
+    delayed(@Query('stream') stream: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.reads.delayed(stream, cursor));
+    }
+
+    @Get('api/schedules')
+    schedules(@Query('stream') stream: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.reads.schedules(stream, cursor));
+    }
+
     @Get('api/entry')
     entry(@Query('stream') stream: unknown, @Query('id') id: unknown) {
       return answer(this.redactor, async () => {
@@ -126,6 +136,20 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @UseGuards(MutationGuard)
     claim(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.claim(body));
+    }
+
+    @Post('api/delayed/promote')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    promoteDelayed(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.promoteDelayed(body));
+    }
+
+    @Post('api/delayed/remove')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    removeDelayed(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.removeDelayed(body));
     }
 
     @Post('api/groups/pause')

@@ -3,5 +3,5 @@ export { RedisStreamsDashboardModule } from './redis-streams-dashboard.module.js
 export type { RedisStreamsDashboardOptions } from './dashboard.options.js';
 export type { DashboardSession } from './dashboard.controller.js';
 export type { ConsumerView, GroupView, OverviewView, StreamView } from './dashboard-views.js';
-export type { DeadLettersView, DeadLetterView, PendingView } from './dashboard-reads.js';
+export type { DeadLettersView, DeadLetterView, DelayedEntryView, DelayedListView, PendingView } from './dashboard-reads.js';
 export type { FieldText, FieldView } from './field-views.js';

@@ -7,6 +7,7 @@ import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import { pauseGroup } from '../../src/flow/pause-state.js';
 import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
@@ -356,6 +357,44 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await page.locator('#detail p[data-list="dead-letters"] button[data-page="first"]').click();
     await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 50, DOM_TIMEOUT);
     expect(await shownIds()).toEqual(ids.slice(0, 50));
+  }, 40_000);
+
+  it('lists a delayed entry and a recurring schedule of a stream, and promotes the entry now after the confirmation', async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    try {
+      await lastValueFrom(client.emit('later', new RedisStreamsRecord({ invoice: 42 }, { delay: 600_000 })));
+      await new RedisStreamsScheduler(client).schedule('later', { report: 'hourly' }, { every: 'PT1H', key: 'hourly' });
+    } finally {
+      await client.close();
+    }
+    const [hold] = (await redis.client.zrange('{later}:delayed', 0, 0)) as [string];
+    expect(hold).not.toBe('repeat:hourly');
+    const dueAt = new Date(Number(await redis.client.zscore('{later}:delayed', hold))).toISOString();
+    // No handler of the app reads "later": nothing promotes it but the page.
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['later'] });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell('later', 'delayed', '2');
+    await page.locator('#streams tr[data-stream="later"] [data-col="name"] button').click();
+    const row = `#detail tr[data-hold="${hold}"]`;
+    await page.waitForSelector(row, DOM_TIMEOUT);
+    await page.waitForSelector('#detail tr[data-schedule="repeat:hourly"]', DOM_TIMEOUT);
+    const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
+    expect(cells.slice(0, 4)).toEqual([hold, dueAt, 'once', 'pattern = later\ndata = {"invoice":42}']);
+    expect(await page.$eval('#detail tr[data-schedule="repeat:hourly"]', (node) => node.textContent)).toContain('every 1.0 h');
+    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Delayed entries (2 held)');
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: `${SCREENSHOTS}/delayed.png`, fullPage: true });
+
+    acceptDialogs = true;
+    await page.locator(`${row} button[data-action="promote"]`).click();
+    await waitFor(() => dialogs.length === 1, 'the confirmation');
+    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Promote delayed entry \u2068${hold}\u2069 of "\u2068later\u2069" now? It is added to the stream at once, with the entries already due.` });
+    await untilCell('later', 'length', '1');
+    await page.waitForFunction((selector) => !document.querySelector(selector), DOM_TIMEOUT, row);
+    const [[, fields]] = (await redis.client.xrange('later', '-', '+')) as [[string, string[]]];
+    expect(fields).toEqual(['pattern', 'later', 'data', '{"invoice":42}']);
+    expect(await redis.client.zrange('{later}:delayed', 0, -1)).toEqual(['repeat:hourly']);
+    expect(app.logger.lines).toContain(`promote delayed entry: stream "later", hold "${hold}": promoted, 1 in all`);
   }, 40_000);
 
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {

@@ -207,7 +207,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     const refused = await post(`${app.page}/api/dead-letters/redrive`, { stream: HANDLED_STREAM, ids: [deadLetterId] }, {});
     expect(refused.status).toBe(403);
     expect(refused.body.message).toMatch(/read-only/);
-    for (const path of ['dead-letters/purge', 'pending/ack', 'pending/claim', 'consumers/delete']) {
+    for (const path of ['dead-letters/purge', 'pending/ack', 'pending/claim', 'consumers/delete', 'groups/pause', 'groups/resume', 'delayed/promote', 'delayed/remove']) {
       expect((await post(`${app.page}/api/${path}`, { stream: HANDLED_STREAM }, {})).status, path).toBe(403);
     }
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);

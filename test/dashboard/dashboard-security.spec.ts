@@ -76,6 +76,8 @@ describe('dashboard request checks (Express and Fastify)', () => {
       `/api/dead-letter?stream=${HANDLED_STREAM}&id=${deadLetterId}`,
       `/api/pending?stream=${HANDLED_STREAM}&group=${AUDIT_GROUP}`,
       `/api/entry?stream=${HANDLED_STREAM}&id=${pendingId}`,
+      `/api/delayed?stream=${HANDLED_STREAM}`,
+      `/api/schedules?stream=${HANDLED_STREAM}`,
     ];
   }
 

@@ -223,9 +223,12 @@
     }
     const { stream, partitioned, partitionOf } = found;
     const readOnly = state.session.readOnly;
-    const [deadLetters, pendings] = await Promise.all([
-      getJson('dead-letters', [['stream', stream.name], ...cursorParam(DEAD_LETTERS)]).catch((error) => ({ error: error.message })),
-      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name], ...cursorParam(`group:${group.name}`)]).catch((error) => ({ error: error.message }))))),
+    const failed = (error) => ({ error: error.message });
+    const [deadLetters, pendings, delayed, schedules] = await Promise.all([
+      getJson('dead-letters', [['stream', stream.name], ...cursorParam(DEAD_LETTERS)]).catch(failed),
+      Promise.all(stream.groups.map((group) => (partitioned ? null : getJson('pending', [['stream', stream.name], ['group', group.name], ...cursorParam(`group:${group.name}`)]).catch(failed)))),
+      partitioned ? null : getJson('delayed', [['stream', stream.name], ...cursorParam(DELAYED)]).catch(failed),
+      partitioned ? null : getJson('schedules', [['stream', stream.name], ...cursorParam(SCHEDULES)]).catch(failed),
     ]);
     const parts = [
       el('div', { className: 'toolbar' },
@@ -235,6 +238,7 @@
     ];
     stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly, partitionOf)));
     parts.push(...deadLetterDetail(stream, deadLetters, partitioned, readOnly));
+    parts.push(...delayedDetail(stream, delayed, schedules, readOnly));
     section.replaceChildren(...parts);
     section.hidden = false;
   }
@@ -333,19 +337,71 @@
     return parts;
   }
 
+  /**
+   * The delayed entries held for the stream (soonest due first) and its recurring schedules, each
+   * with promote-now / remove; a partitioned stream's are held per partition.
+   */
+  function delayedDetail(stream, delayed, schedules, readOnly) {
+    if (delayed === null) return [el('h3', { text: 'Delayed entries' }), el('p', { className: 'hint', text: 'Delayed entries are held per partition: select a partition above.' })];
+    const parts = [];
+    const fieldsOf = (entry) => (entry.fields === null
+      ? el('pre', { className: 'fields muted', text: 'body missing or unreadable' })
+      : el('pre', { className: 'fields' }, ...entry.fields.flatMap(([name, value], index) => [index > 0 ? '\n' : null, fieldEl(name), ' = ', fieldEl(value)])));
+    const where = `"${isolated(stream.name)}"`;
+    const removeButton = (entry, what) => el('button', {
+      type: 'button', className: 'danger', text: 'Remove', dataset: { action: 'remove' },
+      onclick: () => act(`Remove ${what} ${isolated(entry.hold)} of ${where} for good? It will never be added to the stream.`, 'delayed/remove', { stream: stream.name, holds: [entry.hold] }),
+    });
+    parts.push(el('h3', { text: delayed.error ? 'Delayed entries' : `Delayed entries (${delayed.total} held)` }));
+    if (delayed.error) parts.push(el('p', { className: 'warn', text: delayed.error }));
+    else {
+      const rows = delayed.entries.map((entry) =>
+        el('tr', { dataset: { hold: entry.hold } },
+          nameCell(entry.hold),
+          cell(entry.dueAt + (entry.due ? ' (due, not promoted yet)' : '')),
+          cell(recurrenceText(entry)),
+          el('td', {}, fieldsOf(entry)),
+          readOnly ? null : el('td', {}, el('span', { className: 'actions' },
+            el('button', { type: 'button', text: 'Promote now', dataset: { action: 'promote' }, onclick: () => act(`Promote delayed entry ${isolated(entry.hold)} of ${where} now? It is added to the stream at once, with the entries already due.`, 'delayed/promote', { stream: stream.name, hold: entry.hold }) }),
+            removeButton(entry, 'delayed entry')))));
+      parts.push(table(['Hold', 'Due at', 'Repeats', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null), rows, 'No delayed entries.'));
+      parts.push(...[pager(DELAYED, delayed, 'delayed', 'soonest due')].filter(Boolean));
+    }
+    parts.push(el('h3', { text: schedules.error ? 'Recurring schedules' : `Recurring schedules (${schedules.total} in all)` }));
+    if (schedules.error) return [...parts, el('p', { className: 'warn', text: schedules.error })];
+    const rows = schedules.entries.map((entry) =>
+      el('tr', { dataset: { schedule: entry.hold } },
+        nameCell(entry.hold),
+        cell(recurrenceText(entry)),
+        cell(entry.cron ? entry.cron.nextRuns.join(', ') : entry.dueAt),
+        el('td', {}, fieldsOf(entry)),
+        readOnly ? null : el('td', {}, removeButton(entry, 'recurring schedule'))));
+    parts.push(table(['Schedule', 'Repeats', 'Next runs', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null), rows, 'No recurring schedules.'));
+    parts.push(...[pager(SCHEDULES, schedules, 'schedules', 'soonest due')].filter(Boolean));
+    return parts;
+  }
+
+  function recurrenceText(entry) {
+    if (entry.cron) return `cron ${entry.cron.expression} (${entry.cron.timezone})`;
+    if (entry.everyMs !== null) return `every ${duration(entry.everyMs)}`;
+    return 'once';
+  }
+
   // ---- lists paged with a cursor ---------------------------------------------------------------------
   const DEAD_LETTERS = 'dead-letters';
+  const DELAYED = 'delayed';
+  const SCHEDULES = 'schedules';
   const cursorParam = (list) => (state.cursors.has(list) ? [['cursor', state.cursors.get(list)]] : []);
 
   /**
    * Which page of `list` is shown, and buttons to the next one and back to the first (each
    * refresh re-reads the same page); null when the whole list fits on its first page.
    */
-  function pager(list, page, name) {
+  function pager(list, page, name, order = 'oldest') {
     const first = !state.cursors.has(list);
     if (first && page.next === null) return null;
     const shown = page.deadLetters || page.entries;
-    const where = first ? `The oldest ${shown.length} shown.` : shown.length === 0 ? 'None after the previous page.' : `${shown.length} shown, from ${shown[0].deadLetterId || shown[0].id} on.`;
+    const where = first ? `The ${order} ${shown.length} shown.` : shown.length === 0 ? 'None after the previous page.' : `${shown.length} shown, from ${shown[0].deadLetterId || shown[0].id || isolated(shown[0].hold)} on.`;
     const turn = (cursor) => {
       if (cursor === null) state.cursors.delete(list);
       else state.cursors.set(list, cursor);
@@ -456,6 +512,12 @@
     if (typeof result.purged === 'number') return `${result.purged} purged`;
     if (typeof result.acked === 'number') return `${result.acked} acknowledged`;
     if (result.handedOff) return `${result.handedOff.length} claimed, ${result.lost.length} held by another consumer by now`;
+    if (typeof result.removed === 'number') return `${result.removed} removed`;
+    if (result.hold !== undefined && result.promoted) {
+      const skipped = result.skipped.find((one) => one.hold === result.hold);
+      if (result.promoted.some((one) => one.hold === result.hold)) return `${isolated(result.hold)} promoted`;
+      return skipped ? `${isolated(result.hold)} not promoted: ${skipped.status}` : `${isolated(result.hold)} was not held any more`;
+    }
     if (result.outcomes) return `consumer: ${result.outcomes.map((outcome) => outcome.status).join(', ')}`;
     return 'done';
   }

@@ -7,6 +7,8 @@ import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
  */
 
 type Reply = (string | number | Buffer)[];
+/** A body's words as a Buffer variant returns them: 5 XADD words, the recurrence (a cron table as an array), field/value pairs. */
+export type BufferWords = (Buffer | (Buffer | number)[])[];
 
 const SCRIPTS = {
   nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 3 },
@@ -14,6 +16,7 @@ const SCRIPTS = {
   nrsDelayedList: { file: 'list.lua', numberOfKeys: 2 },
   nrsDelayedRefill: { file: 'refill.lua', numberOfKeys: 2 },
   nrsDelayedListRecurring: { file: 'list-recurring.lua', numberOfKeys: 3 },
+  nrsDelayedListPage: { file: 'list-page.lua', numberOfKeys: 2 },
 } as const satisfies Record<string, LuaScript>;
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
@@ -23,6 +26,9 @@ export interface DelayedScriptCommands {
   nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, ...occurrences: number[]): Promise<[listed: number, dueMs: number]>;
   nrsDelayedListRecurring(schedule: string, bodies: string, recurring: string): Promise<(number | [string, number, (string | number[])[] | null])[]>;
   nrsDelayedList(schedule: string, bodies: string, offset: number, count: number): Promise<(number | [string, number, string[] | null])[]>;
+  /** The Buffer variants (every bulk string a Buffer): field values byte for byte. */
+  nrsDelayedListPageBuffer(schedule: string, bodies: string, afterDue: string, afterHold: string, count: number): Promise<(number | [Buffer, number, BufferWords | null])[]>;
+  nrsDelayedListRecurringBuffer(schedule: string, bodies: string, recurring: string): Promise<(number | [Buffer, number, BufferWords | null])[]>;
 }
 
 const SCRIPT_SET = new LuaScripts<DelayedScriptCommands>(new URL('./', import.meta.url), SCRIPTS);
