@@ -91,10 +91,10 @@ describe('RedisStreamsServer: what runs concurrently with close()', () => {
       (server) => server.on('handoff', ({ count }) => handoffs.push(count)),
     );
     await waitFor(async () => (await pendingRows(redis.client, 'claimed', 'g')).every((row) => row.idle >= 100), 'the dead consumer\'s entries idle');
-    // Write commands wait in Redis: the recovery tick's XCLAIM is sent but not answered.
+    // Write commands wait in Redis: the recovery tick's claim (claim-idle.lua's XCLAIM) is sent but not answered.
     await redis.client.call('CLIENT', 'PAUSE', 1_000, 'WRITE');
     const tick = new RedisStreamsRecovery().runOnce({ consumer: 'A' });
-    await waitFor(async () => / cmd=xclaim /.test(await commandConnection(redis.client)), 'the XCLAIM in flight');
+    await waitFor(async () => / cmd=(evalsha|eval) /.test(await commandConnection(redis.client)), 'the XCLAIM in flight');
     const { app } = running;
     running = undefined;
     await app.close();
