@@ -5,7 +5,9 @@
  * Then the failure story: a billing worker process crashes mid-order (SIGKILL) and another
  * takes the order over after `minIdleTime`; a poison order is dead-lettered after
  * `maxDeliveries`. The billing worker is a hybrid app (HTTP + the microservice) serving `/health`
- * (terminus). Runs against REDIS_URL, or a private redis-server it starts and stops itself.
+ * (terminus). Last, a long job: orders asks billing for a report, follows its progress and state
+ * by the entry id, and fetches its kept result. Runs against REDIS_URL, or a private redis-server
+ * it starts and stops itself.
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
@@ -15,13 +17,15 @@ import { Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplication, INestApplicationContext, INestMicroservice } from '@nestjs/common';
 import { Redis } from 'ioredis';
-import { DeadLetterService, RedisStreamsServer, type RedisStreamsServerOptions } from '../src/index.js';
+import { lastValueFrom, tap, timeout } from 'rxjs';
+import { DeadLetterService, RedisStreamsServer, type EntryProgressRecord, type RedisStreamsServerOptions } from '../src/index.js';
 import { serviceModule } from './app.module.js';
 import { BillingModule, Ledger } from './billing.module.js';
 import { HealthModule } from './health.module.js';
-import { ORDERS } from './contracts.js';
-import { OrdersModule, OrdersService } from './orders.module.js';
+import { ORDERS, type ReportDone, type ReportProgress } from './contracts.js';
+import { OrdersModule, OrdersService, ReportsService } from './orders.module.js';
 import { QuotesModule } from './quotes.module.js';
+import { ReportsModule } from './reports.module.js';
 import { startRedis } from './redis.js';
 
 const ORDER_LINES: Array<[string, number]> = [
@@ -35,6 +39,8 @@ const ORDER_LINES: Array<[string, number]> = [
 const POISON_LINE: [string, number] = ['mug', 100];
 const MIN_IDLE_MS = 1_000;
 const MAX_DELIVERIES = 3;
+const REPORT_MONTH = '2026-11';
+const REPORT_PAGES = 4;
 
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -56,7 +62,7 @@ async function microservice(
 }
 
 /** Billing with its health endpoints: one HTTP app that also runs the Redis Streams microservice. */
-@Module({ imports: [BillingModule, HealthModule] })
+@Module({ imports: [BillingModule, ReportsModule, HealthModule] })
 class BillingWithHealthModule {}
 
 async function hybrid(
@@ -154,7 +160,25 @@ async function main(): Promise<void> {
       say(`billing: GET ${path} → ${response.status} ${body.status} (redis-streams: ${body.details['redis-streams']?.status})`);
       if (response.status !== 200) throw new Error(`${path} answered ${response.status}: ${JSON.stringify(body)}`);
     }
-    say(`done: every order was quoted, emitted, invoiced and acknowledged; the crashed one on delivery ${ledger.invoiced.get(crashed.order.orderId)?.deliveries}, the poison one dead-lettered`);
+
+    // 3. A long job: billing renders a report page by page; orders follows it by its entry id.
+    const reports = orders.get(ReportsService);
+    const reportId = await reports.request(REPORT_MONTH, REPORT_PAGES);
+    say(`orders:  asked billing for the ${REPORT_MONTH} report (${REPORT_PAGES} pages) as entry ${reportId}`);
+    const watched: EntryProgressRecord[] = [];
+    const watching = lastValueFrom(reports.watch(reportId).pipe(tap((progress) => watched.push(progress)), timeout(15_000)), { defaultValue: undefined });
+    await until(() => watched.length > 0, 15_000, 'the first progress of the report');
+    const running = await reports.status(reportId);
+    say(`orders:  entry ${reportId} is ${running.state} in group "${running.groups[0]?.group}", reporting progress (delivery ${running.progress?.delivery})`);
+    const result = await reports.result(reportId, 'PT15S');
+    if (result?.state !== 'done') throw new Error(`expected the report's kept result, got ${JSON.stringify(result)}`);
+    const report = result.value as ReportDone;
+    say(`orders:  kept result of entry ${reportId}: ${result.state}, ${report.pages} pages in ${report.file} (delivery ${result.delivery})`);
+    await watching;
+    const last = watched[watched.length - 1]?.value as ReportProgress;
+    const settled = await reports.status(reportId);
+    say(`orders:  watched its progress up to page ${last.page} of ${last.of}; entry ${reportId} is ${settled.state}`);
+    say(`done: every order was quoted, emitted, invoiced and acknowledged; the crashed one on delivery ${ledger.invoiced.get(crashed.order.orderId)?.deliveries}, the poison one dead-lettered; the report followed to its result`);
   } finally {
     for (const app of apps) await app.close();
     await redis.stop();

@@ -2,7 +2,7 @@ import { Controller, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
-import { lastValueFrom } from 'rxjs';
+import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
@@ -35,7 +35,36 @@ const PASSWORDS = { worker: 'worker-pw', producer: 'producer-pw', operator: 'ope
 /** What a worker adds for handlers with shared limits (docs/security.md: rate limits and global concurrency). */
 const FLOW_RULES = '+xread +hmget +hset +pexpire +zrangebyscore +zremrangebyscore +hdel +hvals +hincrby +zadd +zrem +hget ~{orders}:rate:* ~{orders}:permits:* ~{orders}:permit-leases:*';
 
+/** What a worker adds for progress, kept results and cancels (docs/security.md: entry lifecycle). */
+const LIFECYCLE_WORKER_RULES = '~{orders}:progress:* ~{orders}:result:* ~{orders}:lifecycle ~{orders}:cancelled:*';
+/** What a caller adds to the producer rules to read an entry's status, progress and result (wait, consume, watch). */
+const LIFECYCLE_CALLER_RULES = '+exists +xrange +xrevrange +xinfo|groups +xpending ~{orders}:progress:* ~{orders}:result:* ~{orders}:lifecycle ~{orders}:dead';
+/** And to cancel entries (client.cancel). */
+const CANCEL_CALLER_RULES = '+xack +xdel +zrem +hdel +srem +set ~{orders}:cancelled:*';
+/** What an operator adds for the CLI's `entry` and `cancel`. */
+const LIFECYCLE_OPERATOR_RULES = '+set ~{orders}:progress:* ~{orders}:result:* ~{orders}:cancelled:*';
+
 const handled: { data: unknown; id: string; deliveryCount: number }[] = [];
+/** Lifecycle jobs: a `gated` one waits for the test to open its gate, a `blocking` one for its signal to abort. */
+const gates = new Map<number, () => void>();
+const aborts: { n: number; reason: unknown }[] = [];
+
+@Controller()
+class LifecycleAclController {
+  @EventPattern<string>('orders', { group: 'lifecycle', keepResults: { ttl: 'PT1M' } })
+  async build(@Payload() data: { n: number; block?: boolean }, @Ctx() ctx: RedisStreamsContext): Promise<{ total: number }> {
+    await ctx.progress({ step: 1, n: data.n });
+    if (data.block) {
+      const signal = ctx.signal;
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      aborts.push({ n: data.n, reason: (signal.reason as { reason?: unknown }).reason });
+    } else {
+      await new Promise<void>((resolve) => gates.set(data.n, resolve));
+      await ctx.progress({ step: 2, n: data.n });
+    }
+    return { total: data.n * 10 };
+  }
+}
 
 @Controller()
 class LimitedAclController {
@@ -161,6 +190,53 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     expect(running!.errors).toEqual([]);
     expect(await denials()).toEqual([]);
     Logger.overrideLogger(true as never);
+  });
+
+  it('entry lifecycle: a worker reports progress and keeps results, a caller reads status, progress and result (wait, consume, watch) and cancels, with no ACL denial', async () => {
+    const worker = [...RULES.worker.split(' '), ...LIFECYCLE_WORKER_RULES.split(' ')];
+    await redis.client.call('ACL', 'SETUSER', 'lifecycle-worker', 'reset', 'on', '>lifecycle-pw', ...worker);
+    const caller = [...RULES.producer.split(' '), ...LIFECYCLE_CALLER_RULES.split(' '), ...CANCEL_CALLER_RULES.split(' ')];
+    await redis.client.call('ACL', 'SETUSER', 'caller', 'reset', 'on', '>caller-pw', ...caller);
+    for (const user of ['lifecycle-worker', 'caller']) await allowHandshake(user);
+    gates.clear();
+    aborts.length = 0;
+    const errors: Error[] = [];
+    Logger.overrideLogger(false);
+    const lifecycle = await startServer(
+      { connection: `redis://lifecycle-worker:lifecycle-pw@127.0.0.1:${redis.server.port}`, group: 'g', consumer: 'l1', blockMs: 100, recovery: { minIdleTime: 600, interval: 100 } },
+      [LifecycleAclController],
+      [],
+      (server) => server.on('error', (error: Error) => errors.push(error)),
+    );
+    try {
+      client = new RedisStreamsClient({ connection: `redis://caller:caller-pw@127.0.0.1:${redis.server.port}`, commandTimeout: 5_000 });
+      const id = (await lastValueFrom(client.emit('orders', { n: 1 }))) as string;
+      await waitFor(() => gates.has(1), 'the first job running');
+      await waitFor(async () => (await client!.progress('orders', id)) !== null, 'its first progress');
+      const status = await client.entryStatus('orders', id, { group: 'lifecycle' });
+      expect([status.state, status.progress?.value, status.result]).toEqual(['running', { step: 1, n: 1 }, null]);
+      const watched = firstValueFrom(client.watch('orders', id).pipe(toArray()));
+      const result = client.result('orders', id, { wait: 10_000, consume: true });
+      gates.get(1)!();
+      expect(await result).toMatchObject({ state: 'done', value: { total: 10 }, delivery: 1 });
+      expect((await watched).map((progress) => progress.value)).toContainEqual({ step: 2, n: 1 });
+      expect(await client.result('orders', id)).toBeNull(); // consumed
+      expect((await client.entryStatus('orders', id, { group: 'lifecycle' })).state).toBe('done');
+
+      // A running job cancelled by the caller: dead-lettered, its handler's signal aborted at the next lease renewal.
+      const blocked = (await lastValueFrom(client.emit('orders', { n: 2, block: true }))) as string;
+      await waitFor(async () => (await client!.progress('orders', blocked)) !== null, 'the blocking job running');
+      expect(await client.cancel('orders', blocked, 'no longer wanted')).toMatchObject({ cancelled: true, previous: 'pending' });
+      await waitFor(() => aborts.length === 1, 'the handler aborted', { timeout: 10_000 });
+      expect(aborts).toEqual([{ n: 2, reason: 'cancelled' }]);
+      expect(await client.result('orders', blocked, { wait: 5_000 })).toMatchObject({ state: 'done', value: { total: 20 } });
+      expect((await client.entryStatus('orders', blocked, { group: 'lifecycle' })).state).toBe('dead-lettered');
+    } finally {
+      await lifecycle.app.close();
+      Logger.overrideLogger(true as never);
+    }
+    expect(errors).toEqual([]);
+    expect(await denials()).toEqual([]);
   });
 
   it('a producer emitting to a key outside its rules gets NOPERM naming the stream', async () => {
@@ -396,6 +472,28 @@ describe('ACL least privilege: the documented worker, producer and operator rule
       expect(await cli('resume', 'orders', 'g')).toMatchObject({ paused: false, changed: true });
       expect(await denials()).toEqual([]);
     }, 240_000); // seventeen CLI processes, each starting Node: slow on a loaded machine
+
+    it('entry and cancel run as the operator with the lifecycle rules', async () => {
+      await redis.client.call('ACL', 'SETUSER', 'operator', ...LIFECYCLE_OPERATOR_RULES.split(' '));
+      try {
+        await redis.client.xgroup('CREATE', 'orders', 'g', '0', 'MKSTREAM');
+        const id = (await redis.client.xadd('orders', '*', 'data', '1')) as string;
+        await redis.client.xreadgroup('GROUP', 'g', 'w1', 'STREAMS', 'orders', '>');
+        await redis.client.set(`{orders}:progress:${id}`, JSON.stringify({ value: { step: 3 }, delivery: 1, at: new Date().toISOString() }), 'PX', 60_000);
+        const cli = async (...args: string[]) => {
+          const run = await runCli([...args, '--url', url('operator')]);
+          expect([run.code, run.stderr]).toEqual([0, '']);
+          return JSON.parse(run.stdout) as Record<string, unknown>;
+        };
+        expect(await cli('entry', 'orders', id)).toMatchObject({ state: 'running', progress: { value: { step: 3 } } });
+        expect(await cli('cancel', 'orders', id, '--reason', 'operator says no')).toMatchObject({ cancelled: true, previous: 'pending' });
+        expect(await redis.client.get(`{orders}:cancelled:${id}`)).toBe('operator says no');
+        expect(await denials()).toEqual([]);
+      } finally {
+        await redis.client.call('ACL', 'SETUSER', 'operator', 'reset', 'on', `>${PASSWORDS.operator}`, ...RULES.operator.split(' '));
+        await allowHandshake('operator');
+      }
+    }, 60_000);
 
     it("top: DELAYED and DUE need zcard, zcount and time on {orders}:delayed; refused (rules from before delayed entries), they show '-' and the rest does", async () => {
       // top reads the dead letters' length too (xlen), which the operator rules above do not grant.
