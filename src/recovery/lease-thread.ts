@@ -27,6 +27,10 @@ let running: Promise<void> | undefined;
 let again = false;
 let lastRenewal = Date.now();
 let gaveUp = false;
+/** When the main thread last said what it holds: what Redis delivered after that, this thread has not been told of. */
+let lastHeard = Date.now();
+/** Most entries adopted per stream + group and renewal (one XPENDING page). */
+const ADOPT_PAGE = 1000;
 
 function send(message: FromLeaseThread): void {
   port.postMessage(message);
@@ -62,6 +66,7 @@ function renewSoon(): void {
 async function renewAll(): Promise<void> {
   lastRenewal = Date.now();
   const client = (opened as OpenedConnection).client;
+  if (lastRenewal - lastHeard > data.interval * 1.25) await adoptUnannounced(client);
   // A snapshot arriving meanwhile replaces the map (this loop then ends) and asks for another round.
   for (const { stream, group, ids } of held.values()) {
     if (ids.size === 0 || stopping) continue;
@@ -74,6 +79,26 @@ async function renewAll(): Promise<void> {
       send({ type: 'lost', stream, group, leases: lost });
     } catch (error) {
       send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") failed: ${errorMessage(error)}` });
+    }
+  }
+}
+
+/**
+ * While the main thread is late, it may not have read a reply Redis already answered: a blocking
+ * read that returned while a handler blocked the event loop. Those entries are pending for this
+ * consumer and their idle time runs, but no thread knows them. Entries of this consumer delivered
+ * since the main thread last spoke (with one lease interval of slack: a reply is read a moment after
+ * Redis sends it) are renewed too, until the main thread's next snapshot says what it holds.
+ */
+async function adoptUnannounced(client: OpenedConnection['client']): Promise<void> {
+  const silentMs = Date.now() - lastHeard + data.interval;
+  for (const { stream, group, ids } of held.values()) {
+    if (stopping) return;
+    try {
+      const rows = (await client.call('XPENDING', stream, group, '-', '+', ADOPT_PAGE, data.consumer)) as [string, string, number, number][];
+      for (const [id, , idle] of rows) if (Number(idle) < silentMs) ids.add(String(id));
+    } catch (error) {
+      send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") could not list its pending entries: ${errorMessage(error)}` });
     }
   }
 }
@@ -106,6 +131,7 @@ async function stop(): Promise<void> {
 }
 
 port.on('message', (message: ToLeaseThread) => {
+  if (message.type !== 'stop') lastHeard = Date.now();
   if (message.type === 'held') {
     replace(message.held);
     gaveUp = false;

@@ -74,6 +74,36 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
     expect(records.filter((r) => !r.start).map((r) => r.id).sort()).toEqual([...ids].sort());
   }, 90_000);
 
+  it('entries Redis delivers to a read already out while the loop is blocked are renewed too: no other consumer can take them', async () => {
+    const { stream, ledger: ledgerKey } = names();
+    const config = { url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 4, concurrency: 1, recovery: { enabled: false, minIdleTime: MIN_IDLE, leases: true } };
+    await harness.fleet(config).spawn();
+    await threadsConnected(1);
+    // The handler settles for 300 ms (the reader sends its next blocking read, slots being free), then blocks 3 × minIdleTime.
+    const [first] = await publish(stream, [{ n: 0, kind: 'block', ms: 3 * MIN_IDLE, settleMs: 300 }]);
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the handler started', { timeout: 15_000, interval: 20 });
+    await sleep(600);
+    // Answered by Redis to that read, while the worker's loop is blocked: the reply waits unread.
+    const [second] = await publish(stream, [{ n: 1, kind: 'ok' }]);
+    const isPendingHere = async () => (await pendingRows(harness.client, stream, 'g')).some((row) => row.id === second && row.consumer !== 'thief');
+    await waitFor(isPendingHere, 'the second entry delivered to the blocked worker', { timeout: 2_000, interval: 20 });
+    expect((await ledger(ledgerKey)).filter((r) => !r.start)).toEqual([]); // still blocked: the setup holds
+    // Another consumer's recovery, as often as it likes, until the block ended.
+    const stolen: string[] = [];
+    while ((await ledger(ledgerKey)).filter((r) => !r.start).length === 0) {
+      const [, claimed] = (await harness.client.call('XAUTOCLAIM', stream, 'g', 'thief', MIN_IDLE, '0', 'JUSTID')) as [string, string[]];
+      stolen.push(...claimed);
+      await sleep(100);
+    }
+    await waitFor(async () => (await ledger(ledgerKey)).filter((r) => !r.start).length === 2, 'both entries handled', { timeout: 15_000, interval: 50 });
+    expect(stolen).toEqual([]);
+    expect((await ledger(ledgerKey)).filter((r) => !r.start).map((r) => [r.id, r.deliveryCount])).toEqual([
+      [first, 1],
+      [second, 1],
+    ]);
+    expect(await pendingRows(harness.client, stream, 'g')).toEqual([]);
+  }, 60_000);
+
   it("the thread's connection killed (CLIENT KILL) during the blocks: it reconnects, and every entry still runs once", async () => {
     const { stream, ledger: ledgerKey } = names();
     const payloads = Array.from({ length: 3 }, (_, n) => ({ n, kind: 'block' as const, ms: 3 * MIN_IDLE }));
