@@ -1,6 +1,8 @@
 import { Controller } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
+import type { Command, Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { claimIdleEntries } from '../../src/recovery/idle-claim.js';
 import type { LeaseLostNotice } from '../../src/recovery/recovery-events.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
 import { pendingRows, startServer, type RunningServer } from '../fixtures/server-app.js';
@@ -19,10 +21,32 @@ class RecoveredController {
   }
 }
 
-/** CLIENT LIST line of the server's command connection. */
-async function commandConnection(redis: { client(...args: unknown[]): Promise<unknown> }): Promise<string> {
-  const list = String(await redis.client('LIST'));
-  return list.split('\n').find((line) => / name=nestjs-redis-streams:server /.test(line)) ?? '';
+/**
+ * Records each script call `client` sends (its sha, and whether Redis answered it NOSCRIPT), so a
+ * test can tell recovery's claim from the other scripts on the same connection (the delayed
+ * promoter's EVALSHA, the handoff's): CLIENT LIST shows only `cmd=evalsha` for all of them.
+ */
+function recordScriptCalls(client: Redis): { sha: string; noScript?: boolean }[] {
+  const calls: { sha: string; noScript?: boolean }[] = [];
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = (command: Command, stream?: Parameters<Redis['sendCommand']>[1]) => {
+    if (/^evalsha$/i.test(command.name)) {
+      const call: { sha: string; noScript?: boolean } = { sha: String(command.args[0]) };
+      calls.push(call);
+      // Its own reply (its promise would give the reply of the EVAL sent again after a NOSCRIPT).
+      const { resolve, reject } = command;
+      command.resolve = (result) => {
+        call.noScript = false;
+        resolve(result);
+      };
+      command.reject = (error) => {
+        call.noScript = /NOSCRIPT/.test(error.message);
+        reject(error);
+      };
+    }
+    return send(command, stream);
+  };
+  return calls;
 }
 
 @Controller()
@@ -91,14 +115,24 @@ describe('RedisStreamsServer: what runs concurrently with close()', () => {
       (server) => server.on('handoff', ({ count }) => handoffs.push(count)),
     );
     await waitFor(async () => (await pendingRows(redis.client, 'claimed', 'g')).every((row) => row.idle >= 100), 'the dead consumer\'s entries idle');
-    // Write commands wait in Redis: the recovery tick's claim (claim-idle.lua's XCLAIM) is sent but not answered.
+    // The claim script once on the server's command connection (an id pending nowhere: nothing
+    // claimed), then flushed: ioredis sends the tick's claim as EVALSHA, answered NOSCRIPT only once
+    // the pause ends, then sends it again as EVAL, one more round trip after close() began.
+    const commands = running.server.recoveryHost().commandConnection() as Redis;
+    const scriptCalls = recordScriptCalls(commands);
+    await claimIdleEntries(commands, { stream: 'claimed', group: 'g', consumer: 'A', minIdleTime: 0, entries: [{ id: '0-1' }] });
+    const claimSha = (scriptCalls[0] as { sha: string }).sha;
+    await redis.client.call('SCRIPT', 'FLUSH');
+    const claims = () => scriptCalls.filter((call) => call.sha === claimSha).slice(1);
+    // Write commands wait in Redis: the recovery tick's claim is sent but not answered.
     await redis.client.call('CLIENT', 'PAUSE', 1_000, 'WRITE');
     const tick = new RedisStreamsRecovery().runOnce({ consumer: 'A' });
-    await waitFor(async () => / cmd=(evalsha|eval) /.test(await commandConnection(redis.client)), 'the XCLAIM in flight');
+    await waitFor(() => claims().length > 0, 'the claim in flight');
     const { app } = running;
     running = undefined;
     await app.close();
     await tick;
+    expect(claims().map((call) => call.noScript)).toEqual([true, false]);
     expect(recovered.handled).toEqual([]);
     expect(handoffs).toEqual([3]);
     expect((await pendingRows(redis.client, 'claimed', 'g')).map((row) => [row.id, row.consumer])).toEqual(ids.map((id) => [id, 'handoff']));
