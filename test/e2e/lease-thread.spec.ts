@@ -76,7 +76,8 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
 
   it('entries Redis delivers to a read already out while the loop is blocked are renewed too: no other consumer can take them', async () => {
     const { stream, ledger: ledgerKey } = names();
-    const config = { url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 4, concurrency: 1, recovery: { enabled: false, minIdleTime: MIN_IDLE, leases: true } };
+    // A long blockMs: the read sent before the block is still out in Redis when the second entry comes.
+    const config = { url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 4, concurrency: 1, blockMs: 10_000, recovery: { enabled: false, minIdleTime: MIN_IDLE, leases: true } };
     await harness.fleet(config).spawn();
     await threadsConnected(1);
     // The handler settles for 300 ms (the reader sends its next blocking read, slots being free), then blocks 3 × minIdleTime.
