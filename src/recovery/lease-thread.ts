@@ -160,8 +160,8 @@ async function connect(): Promise<void> {
   if (stopping) return;
   ready = true;
   send({ type: 'ready' });
-  // What was admitted meanwhile, whatever the main thread does now.
-  renewSoon();
+  // The main thread answers 'ready' with a snapshot, which this renews; the ids admitted meanwhile
+  // (mostly settled already) wait for it, or for the timer if the main thread is late.
 }
 
 void connect();
