@@ -1,4 +1,5 @@
-import { Body, Controller, Get, Header, HttpCode, NotFoundException, Post, Query, Req, UseGuards, type CanActivate, type Type } from '@nestjs/common';
+import { Body, Controller, Get, Header, HttpCode, NotFoundException, Param, Post, Query, Req, Res, UseGuards, type CanActivate, type Type } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { Redactor } from '../redaction.js';
 import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
@@ -38,6 +39,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly reads: DashboardReads,
       private readonly actions: DashboardActions,
       private readonly tokens: CsrfTokens,
+      private readonly adapterHost: HttpAdapterHost,
       context: DashboardContext,
     ) {
       this.redactor = Redactor.for(context.redis);
@@ -49,16 +51,13 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       return this.assets.html(request.url);
     }
 
-    @Get('assets/dashboard.js')
-    @Header('Content-Type', 'text/javascript; charset=utf-8')
-    script(): string {
-      return this.assets.script;
-    }
-
-    @Get('assets/dashboard.css')
-    @Header('Content-Type', 'text/css; charset=utf-8')
-    style(): string {
-      return this.assets.style;
+    /** The page's ES modules and style (dashboard.js imports the others). */
+    @Get('assets/:file')
+    asset(@Param('file') file: string, @Res({ passthrough: true }) response: unknown): string {
+      const asset = this.assets.file(file);
+      if (asset === undefined) throw new NotFoundException('no such file');
+      this.adapterHost.httpAdapter.setHeader(response, 'Content-Type', asset.contentType);
+      return asset.body;
     }
 
     @Get('api/session')

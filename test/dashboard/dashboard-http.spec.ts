@@ -1,4 +1,5 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { readdirSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,6 +18,9 @@ import { optionError } from '../helpers/option-errors.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
+
+/** The page's files, as the module serves them. */
+const ASSET_FOLDER = new URL('../../src/dashboard/assets/', import.meta.url);
 
 /** The app's guard of the tests: lets a request on when it carries `x-operator: yes`. */
 @Injectable()
@@ -84,15 +88,22 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
       const page = await get(app.page);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
-      expect(page.text).toContain('<script src="streams/assets/dashboard.js" defer></script>');
+      expect(page.text).toContain('<script type="module" src="streams/assets/dashboard.js"></script>');
       if (adapter === 'express') {
         // Asked with a trailing slash, the links are relative to the slash.
-        expect((await get(`${app.page}/`)).text).toContain('<script src="assets/dashboard.js" defer></script>');
+        expect((await get(`${app.page}/`)).text).toContain('<script type="module" src="assets/dashboard.js"></script>');
       }
       for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(page.headers.get(name), `${adapter}: ${name}`).toBe(value);
-      const script = await get(`${app.page}/assets/dashboard.js`);
-      expect(script.headers.get('content-type')).toMatch(/^text\/javascript/);
-      expect(script.text).not.toMatch(/\.(inner|outer)HTML|insertAdjacentHTML|document\.write/);
+      // Every module of the page is served, and none writes HTML from strings.
+      for (const name of readdirSync(ASSET_FOLDER).filter((file) => file.endsWith('.js'))) {
+        const script = await get(`${app.page}/assets/${name}`);
+        expect(script.status, name).toBe(200);
+        expect(script.headers.get('content-type'), name).toMatch(/^text\/javascript/);
+        expect(script.text, name).not.toMatch(/\.(inner|outer)HTML|insertAdjacentHTML|document\.write/);
+      }
+      expect((await get(`${app.page}/assets/dashboard.css`)).headers.get('content-type')).toMatch(/^text\/css/);
+      // Only the page's scripts and style: not its HTML template, not a path out of the folder.
+      for (const path of ['index.html', '..%2Fdashboard.controller.ts', 'missing.js']) expect((await get(`${app.page}/assets/${path}`)).status, path).toBe(404);
 
       // The handler's group reads everything; wait until it acked what it read.
       await waitFor(async () => streamOf(await overview(app!), HANDLED_STREAM).groups.find((group) => group.name === 'billing')?.pending === 0, 'billing to ack');

@@ -1,0 +1,47 @@
+// The refresh loop: one refresh at a time, every view drawn in the order it was added, then the
+// next refresh after the session's interval. Navigation (select, forget) refreshes at once.
+import { setStatus } from './dom.js';
+import { saveNamed, state } from './state.js';
+
+/** The page's views, drawn in order on each refresh (the overview first: the others read it). */
+const views = [];
+
+/** Adds a view: `render` is awaited on each refresh, after the views added before it. */
+export function addView(render) {
+  views.push(render);
+}
+
+export function select(name) {
+  state.selected = name;
+  state.ticked.clear();
+  state.cursors.clear();
+  refreshNow();
+}
+
+export function forget(name) {
+  state.named = state.named.filter((one) => one !== name);
+  saveNamed();
+  if (state.selected === name) state.selected = null;
+  refreshNow();
+}
+
+async function load() {
+  for (const render of views) await render();
+  document.body.dataset.refreshedAt = String(state.overview.at);
+}
+
+/** One refresh at a time; a refresh asked for during one runs right after it. */
+export function refreshNow() {
+  clearTimeout(state.timer);
+  const run = (state.running || Promise.resolve())
+    .then(load)
+    .then(() => setStatus(`Updated ${new Date().toLocaleTimeString()}`), (error) => setStatus(`Refresh failed: ${error.message}`, true))
+    .finally(() => {
+      if (state.running === run) {
+        state.running = null;
+        state.timer = setTimeout(refreshNow, state.session.refreshInterval);
+      }
+    });
+  state.running = run;
+  return run;
+}
