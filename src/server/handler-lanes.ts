@@ -26,6 +26,7 @@ export class HandlerLanes {
   private pumping = false;
   private nextLane = 0;
   private idleWaiters: Array<() => void> = [];
+  private finishWaiters: Array<() => void> = [];
   /** Per lane (index of `bindings`): the collector of a batch binding (`extras.batch`), else undefined. */
   private readonly gates: (BatchGate<InFlightEntry> | undefined)[];
   /** Per lane: the indexes of its pattern's priority lanes (one array shared by them), else undefined. */
@@ -78,6 +79,7 @@ export class HandlerLanes {
   stop(): void {
     this.accepting = false;
     for (const gate of this.gates) gate?.cancel();
+    this.wakeFinishWaiters();
   }
 
   /** Removes and returns every entry not started yet (for the handoff on close). */
@@ -88,6 +90,23 @@ export class HandlerLanes {
       binding.queue.length = 0;
     }
     return taken;
+  }
+
+  /**
+   * How many more of `binding`'s entries would start at once if queued now: within its own and the
+   * server's `concurrency`, behind the entries queued already (any lane's may take a free slot first).
+   */
+  startableNow(binding: StreamBinding): number {
+    if (!this.accepting) return 0;
+    let queued = 0;
+    for (const lane of this.bindings) queued += lane.queue.length;
+    return Math.max(0, Math.min(binding.concurrency - binding.running - binding.queue.length, this.concurrency - this.running - queued));
+  }
+
+  /** Resolves when a handler next returns or fails (its slot may start another entry), or on stop. */
+  whenAHandlerFinishes(): Promise<void> {
+    if (!this.accepting) return Promise.resolve();
+    return new Promise((resolve) => this.finishWaiters.push(resolve));
   }
 
   /** Resolves when no handler runs. */
@@ -105,6 +124,14 @@ export class HandlerLanes {
       for (const wake of waiters) wake();
     }
     this.pump();
+    this.wakeFinishWaiters();
+  }
+
+  private wakeFinishWaiters(): void {
+    if (this.finishWaiters.length === 0) return;
+    const waiters = this.finishWaiters;
+    this.finishWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /** Starts queued entries while handler slots allow, taking lanes in turn so no stream starves. */

@@ -77,8 +77,12 @@ export class ServerConnections {
     return opened.client;
   }
 
-  /** Opens the blocking connection of one reader; it connects on its first read. */
-  openReader(group: string, perSlot: boolean): RedisClient {
+  /**
+   * Opens the blocking connection of one reader; it connects on its first read. `resendUnanswered`
+   * false: a command the connection dropped unanswered fails instead of being sent again after the
+   * reconnect (a limited read must run right after its grant: stream-reader.ts `readLimited`).
+   */
+  openReader(group: string, perSlot: boolean, resendUnanswered = true): RedisClient {
     const { options } = this.host;
     const opened = openConnection(
       options.connection,
@@ -90,6 +94,7 @@ export class ServerConnections {
         blockingTimeoutGrace: 5_000,
         // A Cluster's ready check asks a random node: one more connection per reader for nothing.
         ...(perSlot ? { enableReadyCheck: false } : {}),
+        ...(resendUnanswered ? {} : { autoResendUnfulfilledCommands: false }),
       },
       true,
     );

@@ -158,7 +158,7 @@ export function buildServerParts(sources: ServerPartsSources): ServerParts {
   const readerHost = new ReaderHost({ options, logger, events, slots, lanes, commands, telemetry, recovery, flow });
   for (const group of readerGroups) {
     const first = group[0] as StreamBinding;
-    readers.push(new StreamReader(first.group, group, connections.openReader(first.group, perSlot), readerHost, plan.shares[readers.length] as number));
+    readers.push(new StreamReader(first.group, group, connections.openReader(first.group, perSlot, StreamReader.limitedBindingOf(group) === undefined), readerHost, plan.shares[readers.length] as number));
   }
   return { bindings, slots, lanes, readers, acker, retries, handling, host, recovery, telemetry, flow };
 }

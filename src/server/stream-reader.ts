@@ -12,6 +12,7 @@ import { deliverReRead } from './reread-delivery.js';
 import { grantFromLimits, type BindingLimits } from './binding-limits.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
+import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
 import { patternStreamOf } from './handled-stream.js';
 import { PERMIT_RETRY_MS } from './server-flow.js';
 
@@ -65,13 +66,21 @@ export class StreamReader {
   ) {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
-    const only = bindings.length === 1 ? bindings[0] : undefined;
-    this.limited = only !== undefined && limitsTheReader(only) ? only : undefined;
+    this.limited = StreamReader.limitedBindingOf(bindings);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
     this.blockingTail = ['BLOCK', host.blockMs, 'STREAMS', ...streams, ...streams.map(() => '>')];
     client.on('close', this.forgetClientId);
+  }
+
+  /**
+   * The one binding of a reader its shared limits gate (handler-extras.ts `limitsTheReader`: it is
+   * read alone), else undefined. Its connection must not resend a read dropped unanswered (readLimited).
+   */
+  static limitedBindingOf(bindings: readonly StreamBinding[]): StreamBinding | undefined {
+    const only = bindings.length === 1 ? bindings[0] : undefined;
+    return only !== undefined && limitsTheReader(only) ? only : undefined;
   }
 
   start(): void {
@@ -244,20 +253,41 @@ export class StreamReader {
    * blocked holding tokens or permits would keep them from the other workers, and would read
    * entries arriving during a back-off. An entry added between the two commands waits for the
    * next one or for `blockMs`.
+   *
+   * Tokens count starts, so the entries a grant's tokens bring must start when it is taken, not
+   * later on top of the tokens of then (a Redis restart broke the bound so):
+   * - A read takes no more entries than its handlers can start now (`wantedNow`): queued behind
+   *   busy handlers, they would start later.
+   * - It runs right after its grant. The grant goes over the command connection; a read sent
+   *   while this connection reconnects would wait in ioredis' queue, and one unanswered when it
+   *   dropped would be sent again after the reconnect. So the grant waits for this connection to
+   *   be up, the read is sent only while it is, and this connection does not resend
+   *   (server-connections.ts `openReader`): an unanswered read fails. It keeps its tokens (a failed
+   *   reply is no proof nothing was read); its permits go back, no entry of it being in hand.
    */
   private async readLimited(binding: StreamBinding, limits: BindingLimits): Promise<void> {
     const { pauses } = this.host.flow;
     const pauseVersion = pauses.version;
     const { count, bytes } = await this.reserveSlots(1);
     if (count === 0) return;
+    const wanted = this.wantedNow(binding, limits, count);
+    if (wanted === 0) {
+      this.host.slots.unreserveRead(count, bytes);
+      await this.untilAHandlerFinishes();
+      return;
+    }
     let granted = 0;
     let admitted = 0;
+    let sent = false;
     let wait: (() => Promise<void>) | undefined;
     let failure: { error: unknown } | undefined;
     try {
-      ({ granted, wait } = await this.grantFrom(binding, limits, count));
+      await this.untilConnected();
+      ({ granted, wait } = await this.grantFrom(binding, limits, wanted));
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
+        this.mustBeConnected();
+        sent = true;
         const reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>')));
         this.failures = 0;
         forEachStreamOfRawReply(reply, (stream, entries) => {
@@ -269,7 +299,7 @@ export class StreamReader {
     } finally {
       // Before any wait or back-off: the slots, tokens and permits go to the others meanwhile.
       this.host.slots.unreserveRead(count, bytes);
-      this.giveBack(limits, granted, admitted);
+      this.giveBack(limits, granted, admitted, sent && failure !== undefined);
     }
     if (failure !== undefined) {
       await this.recover(failure.error);
@@ -321,36 +351,64 @@ export class StreamReader {
     return { granted: grant.granted };
   }
 
-  /** After a limited read: tokens and permits granted for entries the read did not bring go back. */
-  private giveBack(limits: BindingLimits, granted: number, admitted: number): void {
+  /**
+   * How many entries a limited read may ask for, of the `count` its slots allow: with a rate limit
+   * (tokens count starts), no more than its handlers can start now. A batch starts as one.
+   */
+  private wantedNow(binding: StreamBinding, limits: BindingLimits, count: number): number {
+    if (limits.rate === undefined || binding.batch !== undefined) return count;
+    return Math.min(count, this.host.lanes.startableNow(binding));
+  }
+
+  /**
+   * After a limited read: tokens and permits granted for entries the read did not bring go back.
+   * A read whose outcome is unknown (sent, no reply) keeps its tokens: it may have run.
+   */
+  private giveBack(limits: BindingLimits, granted: number, admitted: number, outcomeUnknown: boolean): void {
     const unused = granted - admitted;
     if (unused <= 0) return;
     limits.permits?.release(unused);
-    limits.rate?.refund(unused).catch(() => {
-      // Lost tokens only slow this handler down for a moment: the limit errs on the safe side.
-    });
+    if (!outcomeUnknown) refundTokens(limits.rate, unused);
   }
 
   /**
    * Re-reads this consumer's own pending entries, page by page (id `0`, then after the last id
-   * seen). Redis adds one to their delivery counts; XPENDING tells the new counts.
+   * seen). Redis adds one to their delivery counts; XPENDING tells the new counts. A rate-limited
+   * binding's page takes tokens first, as a fresh read does (they start like any read entry; a
+   * worker restarted after kill -9 would start them on top of the bucket), by the same rules
+   * (`reReadTokens`); no permits (docs/flow-control.md).
    */
   private async readOwnPending(): Promise<void> {
     // A paused group's pending entries wait too: recovery claims them back after the resume.
     const cursors = new Map<StreamBinding, string>(this.unpausedBindings().map((binding) => [binding, '0']));
+    const rate = this.limited?.limits?.rate;
     while (!this.stopping && cursors.size > 0) {
       const pending = [...cursors.keys()];
       const { count, bytes } = await this.reserveSlots(pending.length);
       if (count === 0) return;
       const reserved = count * pending.length;
+      let tokens = 0;
+      if (rate !== undefined) {
+        const grant = await this.reReadTokens(this.limited as StreamBinding, rate, count);
+        if (grant.wait !== undefined) {
+          // The slots go back before the wait, for the other readers and for claims.
+          this.host.slots.unreserveRead(reserved, bytes);
+          await grant.wait();
+          continue;
+        }
+        tokens = grant.tokens;
+      }
+      let sent = false;
       let reply: unknown;
       try {
+        if (tokens > 0) this.mustBeConnected();
+        sent = true;
         reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(
           'GROUP',
           this.group,
           this.host.consumer,
           'COUNT',
-          count,
+          tokens > 0 ? tokens : count,
           'STREAMS',
           ...pending.map((binding) => binding.stream),
           ...pending.map((binding) => cursors.get(binding) as string),
@@ -358,6 +416,8 @@ export class StreamReader {
         this.failures = 0;
       } catch (error) {
         this.host.slots.unreserveRead(reserved, bytes);
+        // Sent and unanswered, it may have run: its tokens are kept (giveBack).
+        if (!sent) refundTokens(rate, tokens);
         // After NOGROUP the group is new and its PEL empty: nothing of ours left to re-read.
         if (isNoGroupError(error)) cursors.clear();
         await this.recover(error);
@@ -377,12 +437,36 @@ export class StreamReader {
         }
       });
       for (const binding of pending) if (!answered.has(binding)) cursors.delete(binding);
+      refundTokens(rate, tokens - pages.reduce((read, [, entries]) => read + entries.length, 0));
       try {
         for (const [binding, entries] of pages) await deliverReRead(this.host, binding, entries, reReadAt);
       } finally {
         this.host.slots.unreserveRead(reserved, bytes);
       }
     }
+  }
+
+  /**
+   * Tokens for one page of a rate-limited binding's re-read (≤ `count`), taken as readLimited takes
+   * them: no more than its handlers can start now, once this connection is up. None: `wait` (for a
+   * handler, for tokens, or a back-off after a failure), then the caller asks again.
+   */
+  private async reReadTokens(binding: StreamBinding, rate: SharedRateLimit, count: number): Promise<{ tokens: number; wait?: () => Promise<void> }> {
+    const wanted = this.wantedNow(binding, binding.limits as BindingLimits, count);
+    if (wanted === 0) return { tokens: 0, wait: () => this.untilAHandlerFinishes() };
+    try {
+      await this.untilConnected();
+      const grant = await rate.take(wanted);
+      if (grant.granted === 0) return { tokens: 0, wait: () => this.pulse.holding('limited', this.waitUntil(grant.waitMs)) };
+      return { tokens: grant.granted };
+    } catch (error) {
+      return { tokens: 0, wait: () => this.recover(error) };
+    }
+  }
+
+  /** Waits until one of the handlers returns (its slot may start a read entry), or stop(). */
+  private untilAHandlerFinishes(): Promise<void> {
+    return this.waitUntil(undefined, (wake) => void this.host.lanes.whenAHandlerFinishes().then(wake));
   }
 
   /**
@@ -400,6 +484,20 @@ export class StreamReader {
     }
     host.lanes.queued(binding, admitted);
     return admitted;
+  }
+
+  /** Whether this reader's connection is up now: a command sent now runs now, not after a reconnect. */
+  private connected(): boolean {
+    return !(this.client instanceof Redis) || this.client.status === 'ready';
+  }
+
+  /** Waits until this reader's connection is up (a PING waits in ioredis' queue for the reconnect, or connects it). */
+  private async untilConnected(): Promise<void> {
+    if (!this.connected()) await this.inFlight.wrap(this.client.call('PING'));
+  }
+
+  private mustBeConnected(): void {
+    if (!this.connected()) throw new Error(`the reader's connection of group "${this.group}" dropped between the grant and the read`);
   }
 
   private xreadgroup(...args: (string | number)[]): Promise<unknown> {
@@ -476,6 +574,12 @@ export class StreamReader {
     this.wakeSleep?.();
     this.wakeSleep = undefined;
   }
+}
+
+/** Gives back tokens a read did not use; a failure loses them: the limit errs on the slow side. */
+function refundTokens(rate: SharedRateLimit | undefined, unused: number): void {
+  if (rate === undefined || unused <= 0) return;
+  rate.refund(unused).catch(() => undefined);
 }
 
 function afterPendingMicrotasks(): Promise<void> {

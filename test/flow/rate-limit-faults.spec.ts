@@ -1,0 +1,154 @@
+import { Controller } from '@nestjs/common';
+import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsContext } from '../../src/server/context.js';
+import type { RedisStreamsServerOptions } from '../../src/server/options.js';
+import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { HoldingProxy } from '../helpers/holding-proxy.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const MAX = 10;
+const PER_MS = 1_000;
+const STREAM = 'gated';
+/** The name of the limited handler's reader connection (it reads alone: server-reader:<group>). */
+const READER = 'nestjs-redis-streams:server-reader:g';
+/** Starts are stamped in the handler, before any await, in this process: lateness is the event loop's only. */
+const STAMP_SLACK_MS = 100;
+
+interface Start {
+  n: number;
+  deliveryCount: number;
+  at: number;
+}
+const starts: Start[] = [];
+let openGate: () => void = () => undefined;
+let gate: Promise<void> = Promise.resolve();
+function closeGate(): void {
+  gate = new Promise((resolve) => (openGate = resolve));
+}
+
+@Controller()
+class GatedController {
+  /** Records its start, then waits for the test to open the gate (open: returns at once). */
+  @EventPattern<string>(STREAM, { rateLimit: { max: MAX, per: PER_MS } })
+  async onGated(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, deliveryCount: ctx.getDeliveryCount(), at: Date.now() });
+    await gate;
+  }
+}
+
+/** The most starts over the documented bound (max + max × t / per) in any stretch t between two starts. */
+function worstExcess(): { excess: number; count: number; stretchMs: number } {
+  const times = starts.map((start) => start.at).sort((a, b) => a - b);
+  let worst = { excess: Number.NEGATIVE_INFINITY, count: 0, stretchMs: 0 };
+  for (let i = 0; i < times.length; i++) {
+    for (let j = i; j < times.length; j++) {
+      const stretchMs = (times[j] as number) - (times[i] as number);
+      const excess = j - i + 1 - (MAX + Math.floor((MAX * (stretchMs + STAMP_SLACK_MS)) / PER_MS));
+      if (excess > worst.excess) worst = { excess, count: j - i + 1, stretchMs };
+    }
+  }
+  return worst;
+}
+
+/**
+ * The bound of extras.rateLimit (at most max + max × t / per entries start in any stretch t) when
+ * the limited reader's connection fails while the command connection (the grants) stays up, and
+ * when entries start later than their tokens were taken. One worker, so every token is its own.
+ */
+describe('extras.rateLimit keeps its bound when the reader\'s connection fails and when starts would come late', () => {
+  const redis = useRedisServer();
+  let proxy: HoldingProxy;
+  const running: RunningServer[] = [];
+  const start = async (options: Partial<RedisStreamsServerOptions>): Promise<void> => {
+    running.push(
+      await startServer(
+        { connection: redis.server.url, group: 'g', consumer: 'w1', blockMs: 1_000, recovery: { minIdleTime: 60_000 }, ...options },
+        [GatedController],
+      ),
+    );
+  };
+  const publish = async (entries: number): Promise<void> => {
+    for (let n = 0; n < entries; n++) await xaddEvent(redis.client, STREAM, STREAM, { n });
+  };
+  /** Every entry started, once, none lost, all acked, and the starts within the bound. */
+  const expectAllStartedWithinTheBound = async (entries: number, deliveryCount: number): Promise<void> => {
+    await waitFor(() => starts.length >= entries, `${entries} started`, { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, STREAM, 'g')) === 0, 'every entry acked');
+    expect(starts.map((s) => s.n).sort((a, b) => a - b)).toEqual(Array.from({ length: entries }, (_, n) => n));
+    expect(starts.every((s) => s.deliveryCount === deliveryCount)).toBe(true);
+    const worst = worstExcess();
+    expect(worst.excess, `${worst.count} starts within ${worst.stretchMs} ms`).toBeLessThanOrEqual(0);
+  };
+
+  beforeAll(async () => {
+    proxy = await HoldingProxy.start(redis.server.port);
+  });
+  afterAll(async () => {
+    await proxy.close();
+  });
+  afterEach(async () => {
+    openGate();
+    proxy.release();
+    for (const r of running.splice(0)) await r.app.close();
+    starts.length = 0;
+    await redis.client.flushall();
+  });
+
+  it('a read granted while the reader\'s connection is down is not queued for the reconnect: it would start its entries a hold later, on top of fresh tokens', async () => {
+    await publish(30);
+    closeGate();
+    // One handler slot per token: the reader waits for slots, no command of it out.
+    await start({ connection: proxy.url, concurrency: MAX, prefetch: MAX });
+    await waitFor(() => starts.length === MAX, 'a full bucket started');
+    // Handlers busy for one period: the bucket is full again for the next read.
+    await sleep(PER_MS);
+    proxy.dropAndHold(READER);
+    await waitFor(() => proxy.held > 0, 'the reader reconnecting (held)');
+    openGate();
+    await waitFor(async () => (await pendingCount(redis.client, STREAM, 'g')) === 30 - 2 * MAX, 'the first entries acked, slots free');
+    // Down for one period (as while Redis restarts): the bucket refills meanwhile.
+    await sleep(PER_MS);
+    proxy.release();
+    await expectAllStartedWithinTheBound(30, 1);
+  });
+
+  it('a read unanswered when the reader\'s connection drops is not sent again after the reconnect (its tokens were taken before)', async () => {
+    await publish(30);
+    closeGate();
+    await start({ connection: proxy.url, concurrency: MAX, prefetch: MAX });
+    await waitFor(() => starts.length === MAX, 'a full bucket started');
+    // Handlers busy for one period: the bucket is full again for the next read.
+    await sleep(PER_MS);
+    // The link stops carrying the reader's commands: its next read, granted, never reaches Redis.
+    proxy.freeze(READER);
+    openGate();
+    await waitFor(() => proxy.heldText(READER).includes('XREADGROUP'), 'the next read granted and sent');
+    proxy.dropAndHold(READER);
+    await waitFor(() => proxy.held > 0, 'the reader reconnecting (held)');
+    await sleep(PER_MS);
+    proxy.release();
+    await expectAllStartedWithinTheBound(30, 1);
+  });
+
+  it('a read takes no more entries than its handlers can start now: queued ones would start later, on top of fresh tokens', async () => {
+    await publish(30);
+    closeGate();
+    await start({ concurrency: 2 });
+    await waitFor(() => starts.length === 2, 'both handlers busy');
+    // Busy for one period: the bucket refills meanwhile.
+    await sleep(PER_MS);
+    openGate();
+    await expectAllStartedWithinTheBound(30, 1);
+  });
+
+  it('the start-up re-read of its own pending entries takes tokens: a restarted worker starts them within the limit', async () => {
+    await redis.client.xgroup('CREATE', STREAM, 'g', '$', 'MKSTREAM');
+    await publish(30);
+    // Read by w1 before it was killed: pending for w1, re-read when it starts again.
+    await redis.client.xreadgroup('GROUP', 'g', 'w1', 'COUNT', 30, 'STREAMS', STREAM, '>');
+    await start({});
+    await expectAllStartedWithinTheBound(30, 2);
+  });
+});

@@ -1,0 +1,118 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+
+interface Link {
+  readonly client: Socket;
+  upstream: Socket | undefined;
+  /** The name the client gave itself (CLIENT SETNAME in its handshake), once seen. */
+  name: string | undefined;
+  /** What the client sent before its name was seen (searched for CLIENT SETNAME). */
+  head: string;
+  /** What the client sent while frozen or held: not forwarded (yet). */
+  readonly held: Buffer[];
+  frozen: boolean;
+}
+
+/**
+ * A TCP proxy in front of one Redis on a free loopback port, to fail one connection of a client
+ * while its others stay up. Connections are known by the name they give themselves (CLIENT
+ * SETNAME). `freeze(name)` keeps what such a connection sends from Redis (as a link that stopped
+ * carrying); `dropAndHold(name)` closes it, and holds every new connection (accepted, nothing
+ * forwarded: the client sees its handshake unanswered, as while Redis restarts) until `release()`.
+ */
+export class HoldingProxy {
+  private readonly links = new Set<Link>();
+  private holding: Link[] | undefined;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly upstreamPort: number,
+  ) {}
+
+  static async start(upstreamPort: number): Promise<HoldingProxy> {
+    let proxy: HoldingProxy | undefined;
+    const server = createServer((client) => proxy!.accept(client));
+    proxy = new HoldingProxy(server, upstreamPort);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  /** `redis://127.0.0.1:<port>` */
+  get url(): string {
+    return `redis://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Connections named `name` stop carrying what their client sends (it piles up here, see `heldText`). */
+  freeze(name: string): void {
+    for (const link of this.named(name)) link.frozen = true;
+  }
+
+  /** What connections named `name` sent and the proxy kept from Redis. */
+  heldText(name: string): string {
+    return this.named(name)
+      .map((link) => Buffer.concat(link.held).toString())
+      .join('');
+  }
+
+  /** Closes the connections named `name` (what they held is lost) and holds every new connection until `release()`. */
+  dropAndHold(name: string): number {
+    this.holding ??= [];
+    const dropped = this.named(name);
+    for (const link of dropped) this.end(link);
+    return dropped.length;
+  }
+
+  /** How many new connections wait for `release()`. */
+  get held(): number {
+    return this.holding?.length ?? 0;
+  }
+
+  /** Connects the held connections to Redis, with what they sent meanwhile; new ones go through again. */
+  release(): void {
+    const held = this.holding ?? [];
+    this.holding = undefined;
+    for (const link of held) if (!link.client.destroyed) this.forward(link);
+  }
+
+  async close(): Promise<void> {
+    this.holding = undefined;
+    for (const link of this.links) this.end(link);
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private named(name: string): Link[] {
+    return [...this.links].filter((link) => link.name === name);
+  }
+
+  private accept(client: Socket): void {
+    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false };
+    this.links.add(link);
+    client.on('data', (chunk: Buffer) => {
+      if (link.name === undefined) {
+        link.head += chunk.toString('latin1');
+        link.name = /setname\r\n\$\d+\r\n([^\r]*)\r\n/i.exec(link.head)?.[1];
+      }
+      if (link.frozen || link.upstream === undefined) link.held.push(chunk);
+      else link.upstream.write(chunk);
+    });
+    client.on('error', () => this.end(link));
+    client.on('close', () => this.end(link));
+    if (this.holding !== undefined) this.holding.push(link);
+    else this.forward(link);
+  }
+
+  private forward(link: Link): void {
+    const upstream = connect(this.upstreamPort, '127.0.0.1');
+    link.upstream = upstream;
+    for (const chunk of link.held.splice(0)) upstream.write(chunk);
+    upstream.on('data', (chunk: Buffer) => link.client.write(chunk));
+    upstream.on('error', () => this.end(link));
+    upstream.on('close', () => this.end(link));
+  }
+
+  private end(link: Link): void {
+    if (!this.links.delete(link)) return;
+    link.client.destroy();
+    link.upstream?.destroy();
+  }
+}
