@@ -5,6 +5,8 @@ import { lastValueFrom } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
+import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -155,11 +157,6 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     expect(cells).toEqual([AUDIT_GROUP, 'running', 'audit-1', expect.stringMatching(/^[\d.]+ m?s$/), '1', '', '']);
     const values = () => page.$$eval('#entry pre[data-format]', (nodes) => nodes.map((node) => [node.dataset.format, node.textContent]));
     expect(await values()).toEqual([['raw', 'ledger'], ['json', '{\n  "order": 7,\n  "lines": [\n    1,\n    2\n  ]\n}'], ['json', JSON.stringify(JSON.parse(headers), null, 2)], ['raw', 'plain text']]);
-    if (process.env.DASHBOARD_SCREENSHOT !== undefined) {
-      mkdirSync('docs/images', { recursive: true });
-      await page.setViewport({ width: 1000, height: 900 });
-      await (await page.$('#entry'))!.screenshot({ path: 'docs/images/dashboard-entry.png' });
-    }
     await page.locator('#entry button[data-action="format"]').click();
     await page.waitForFunction(() => document.querySelectorAll('#entry pre[data-format="json"]').length === 0, DOM_TIMEOUT);
     expect((await values())[1]).toEqual(['raw', '{"order":7,"lines":[1,2]}']);
@@ -251,14 +248,39 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     expect(await redis.client.zcard('{later}:delayed')).toBe(0);
   }, 60_000);
 
+  it('shows the kept progress and last error with the actions that apply; writes docs/images/dashboard-entry.png when DASHBOARD_SCREENSHOT is set', async () => {
+    const headers = JSON.stringify({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, tenant: 'acme' });
+    const id = (await redis.client.xadd(STREAM, '*', 'pattern', STREAM, 'data', '{"invoice":"INV-2026-0042","amount":129.9,"currency":"EUR"}', 'headers', headers))!;
+    await redis.client.xgroup('CREATE', STREAM, AUDIT_GROUP, '0');
+    await redis.client.xgroup('CREATE', STREAM, 'billing', '$');
+    await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
+    await redis.client.set(progressKey(STREAM, id), encodeRecord({ value: { done: 40, of: 100 }, delivery: 1, at: new Date().toISOString() }));
+    await redis.client.set(resultKey(STREAM, id), encodeRecord({ state: 'failed', error: { name: 'Error', message: 'card declined' }, delivery: 1, at: new Date().toISOString() }));
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
+    await page.setViewport({ width: 1000, height: 900 });
+    await page.goto(`${app.page}#/stream/${STREAM}/entry/${id}`, { waitUntil: 'domcontentloaded' });
+    await untilState('running');
+    expect(await page.$eval('#entry [data-lifecycle="progress"]', (node) => node.textContent)).toBe('{\n  "done": 40,\n  "of": 100\n}');
+    expect(await page.$eval('#entry [data-lifecycle="error"]', (node) => node.textContent)).toBe('Error: card declined');
+    expect(await page.$$eval('#entry button[data-action]', (buttons) => buttons.map((button) => button.dataset.action))).toEqual(['format', 'cancel', 'claim', 'ack']);
+    if (process.env.DASHBOARD_SCREENSHOT === undefined) return;
+    mkdirSync('docs/images', { recursive: true });
+    await (await page.$('#entry'))!.screenshot({ path: 'docs/images/dashboard-entry.png' });
+  }, 60_000);
+
   it('writes docs/images/dashboard-entries.png when DASHBOARD_SCREENSHOT is set', async () => {
     if (process.env.DASHBOARD_SCREENSHOT === undefined) return;
     await seed(80);
     app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] });
-    await page.setViewport({ width: 1000, height: 900 });
+    await page.setViewport({ width: 1000, height: 720 });
     await page.goto(`${app.page}#/stream/${STREAM}`, { waitUntil: 'domcontentloaded' });
     await untilEntries(50);
+    await page.locator('#entries input[name="from"]').fill(new Date(BASE + 20).toISOString());
+    await page.locator('#entries input[name="to"]').fill(new Date(BASE + 79).toISOString());
+    await page.locator('#entries .entries-range button[type="submit"]').click();
+    await page.waitForFunction(() => document.querySelector('#entries h3')?.textContent?.includes('not counted') === true, DOM_TIMEOUT);
+    const box = (await (await page.$('#entries'))!.boundingBox())!;
     mkdirSync('docs/images', { recursive: true });
-    await (await page.$('#entries'))!.screenshot({ path: 'docs/images/dashboard-entries.png' });
+    await page.screenshot({ path: 'docs/images/dashboard-entries.png', clip: { x: box.x, y: box.y, width: box.width, height: 560 }, captureBeyondViewport: true });
   }, 60_000);
 });

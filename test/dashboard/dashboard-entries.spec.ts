@@ -1,6 +1,8 @@
 import { Injectable, type CanActivate } from '@nestjs/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EntriesView, EntryView } from '../../src/dashboard/entry-reads.js';
+import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
+import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -163,6 +165,40 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     expect(gone.status).toBe(404);
     expect(gone.body.message).toMatch(/^no such entry/);
     expect((await get<EntryView>(app, 'entry-view', { stream: STREAM, id: '' })).status).toBe(400);
+  });
+
+  it('cuts large values to 64 KiB in the view and shows bytes that are not UTF-8 as marked base64; a partitioned stream\'s entry is found in its partition', async () => {
+    const large = 'x'.repeat(100 * 1024);
+    const binary = Buffer.from([0xff, 0xfe, 0x00, 0x41]);
+    const id = (await redis.client.xadd(STREAM, '*', 'data', large, Buffer.from('bytes'), binary))!;
+    await redis.client.set('{parted}:partitions', '2');
+    const partitioned = (await redis.client.xadd('parted:p1', '*', 'data', '{"p":1}'))!;
+    app = await startDashboardApp(redis.server.url, {});
+    const view = await get<EntryView>(app, 'entry-view', { stream: STREAM, id });
+    expect(view.body.fields).toEqual([
+      [{ text: 'data', encoding: 'utf8', bytes: 4, truncated: false }, { text: large.slice(0, 64 * 1024), encoding: 'utf8', bytes: 100 * 1024, truncated: true }],
+      [{ text: 'bytes', encoding: 'utf8', bytes: 5, truncated: false }, { text: binary.toString('base64'), encoding: 'base64', bytes: 4, truncated: false }],
+    ]);
+    // The list cuts each to 1 KiB.
+    const list = await get<EntriesView>(app, 'entries', { stream: STREAM });
+    expect(list.body.entries[0]!.fields[0]![1]).toEqual({ text: large.slice(0, 1024), encoding: 'utf8', bytes: 100 * 1024, truncated: true });
+    // By the partitioned stream's name: found in the partition that has it.
+    expect((await get<EntryView>(app, 'entry-view', { stream: 'parted', id: partitioned })).body).toMatchObject({ stream: 'parted', key: 'parted:p1', state: 'waiting' });
+    expect((await get<EntriesView>(app, 'entries', { stream: 'parted:p1' })).body).toMatchObject({ total: 1, entries: [{ id: partitioned }] });
+  });
+
+  it("shows the entry's kept progress and result as the lifecycle stores them, a failed delivery's error too", async () => {
+    const id = (await redis.client.xadd(STREAM, '*', 'data', '{"order":9}'))!;
+    await redis.client.xgroup('CREATE', STREAM, AUDIT_GROUP, '0');
+    await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
+    await redis.client.set(progressKey(STREAM, id), encodeRecord({ value: { done: 40, of: 100 }, delivery: 1, at: '2026-12-05T09:00:00.000Z' }));
+    await redis.client.set(resultKey(STREAM, id), encodeRecord({ state: 'failed', error: { name: 'Error', message: 'card declined' }, delivery: 1, at: '2026-12-05T09:00:01.000Z' }));
+    app = await startDashboardApp(redis.server.url, {});
+    const view = await get<EntryView>(app, 'entry-view', { stream: STREAM, id });
+    expect(view.body.progress).toEqual({ state: 'progress', delivery: 1, at: '2026-12-05T09:00:00.000Z', value: { text: '{"done":40,"of":100}', encoding: 'utf8', bytes: 20, truncated: false }, error: null });
+    expect(view.body.result).toEqual({ state: 'failed', delivery: 1, at: '2026-12-05T09:00:01.000Z', value: null, error: { name: 'Error', message: 'card declined' } });
+    // Running while its idle time is under the lease window (30 s), so the status is running, not failed, yet.
+    expect(view.body.groups[0]).toMatchObject({ group: AUDIT_GROUP, state: 'running', consumer: 'audit-1' });
   });
 
   it('refuses its reads to another site and the cancel without the CSRF token, as its peers', async () => {
