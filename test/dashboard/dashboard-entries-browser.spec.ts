@@ -268,6 +268,29 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     await (await page.$('#entry'))!.screenshot({ path: 'docs/images/dashboard-entry.png' });
   }, 60_000);
 
+  it('renders hostile field, header and group names as text in the list and the view; a value cut to 64 KiB comes whole on demand', async () => {
+    const hostile = '<img src=x onerror=alert(1)>';
+    const large = 'y'.repeat(70 * 1024);
+    const id = (await redis.client.xadd(STREAM, '*', hostile, hostile, 'headers', JSON.stringify({ [hostile]: hostile }), 'big', large))!;
+    await redis.client.xgroup('CREATE', STREAM, hostile, '0');
+    await redis.client.xreadgroup('GROUP', hostile, hostile, 'COUNT', 1, 'STREAMS', STREAM, '>');
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
+    await page.goto(`${app.page}#/stream/${STREAM}`, { waitUntil: 'domcontentloaded' });
+    await untilEntries(1);
+    await page.locator(`#entries tr[data-entry="${id}"] button`).click();
+    await untilState('running');
+    expect(await page.$$eval('img', (nodes) => nodes.length)).toBe(0);
+    expect(await page.$eval(`#entries tr[data-entry="${id}"]`, (node) => node.textContent)).toContain(`${hostile} = ${hostile}`);
+    expect(await page.$$eval('#entry tr[data-header]', (rows) => rows.map((row) => row.textContent))).toEqual([`${hostile}${hostile}`]);
+    expect(await page.$eval('#entry tr[data-group] td', (node) => node.textContent)).toBe(hostile);
+    const bigValue = () => page.$$eval('#entry pre[data-format]', (nodes) => nodes.map((node) => node.textContent ?? '').find((text) => text.startsWith('yyy')) ?? '');
+    expect(await bigValue()).toBe(`${large.slice(0, 64 * 1024)} … (70.0 KiB in all)`);
+    await page.locator('#entry button[data-action="whole"]').click();
+    await page.waitForFunction(() => !document.querySelector('#entry button[data-action="whole"]'), DOM_TIMEOUT);
+    expect(await bigValue()).toBe(large);
+    expect(dialogs).toEqual([]);
+  }, 60_000);
+
   it('writes docs/images/dashboard-entries.png when DASHBOARD_SCREENSHOT is set', async () => {
     if (process.env.DASHBOARD_SCREENSHOT === undefined) return;
     await seed(80);
