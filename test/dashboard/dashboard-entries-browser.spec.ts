@@ -233,7 +233,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
       await client.close();
     }
     const [hold] = (await redis.client.zrange('{later}:delayed', 0, 0)) as [string];
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
+    await redis.client.xadd(STREAM, '*', 'data', '{}');
+    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
     answer = '';
     await page.goto(`${app.page}#/stream/later/entry/${encodeURIComponent(hold)}`, { waitUntil: 'domcontentloaded' });
     await untilState('held');
@@ -246,6 +247,10 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     expect(fields).toEqual(['pattern', 'later', 'data', '{"invoice":42}']);
     expect(await hash()).toBe(`#/stream/later/entry/${id}`);
     expect(await redis.client.zcard('{later}:delayed')).toBe(0);
+    // Selecting another stream closes the entry, and the URL names that stream.
+    await openStream(STREAM);
+    await page.waitForFunction(() => document.querySelector('#entry')?.hidden === true, DOM_TIMEOUT);
+    expect(await hash()).toBe(`#/stream/${STREAM}`);
   }, 60_000);
 
   it('shows the kept progress and last error with the actions that apply; writes docs/images/dashboard-entry.png when DASHBOARD_SCREENSHOT is set', async () => {

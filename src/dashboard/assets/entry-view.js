@@ -43,6 +43,8 @@ export function inspect(stream, id) {
 /** Draws the open entry on each refresh; a dead letter shown by inspectDeadLetter stays until closed. */
 export async function renderEntry() {
   const section = document.getElementById('entry');
+  // Another stream selected since it was opened: its entry closes (and the URL names the stream).
+  if (open !== null && state.selected !== null && state.selected !== open.stream) showEntry(null);
   if (open === null) {
     if (section.dataset.view === 'entry') {
       section.hidden = true;
