@@ -30,7 +30,8 @@ export function orderParameter(value: unknown): EntryOrder {
 /**
  * `from` / `to` of a request as an id range. Each end is a stream id (`1700000000000-0`), a
  * millisecond time (`1700000000000`, all the ids of that ms) or an ISO-8601 time
- * (`2026-12-05T09:30:00Z`): ids are the ms they were added at, so a time range is an id range.
+ * (`2026-12-05T09:30:00Z`; UTC when it names no zone): ids are the ms they were added at, so a
+ * time range is an id range.
  */
 export function idRangeParameters(from: unknown, to: unknown): IdRange {
   const start = idEnd('from', from, '0');
@@ -46,7 +47,8 @@ function idEnd(option: string, value: unknown, seq: string): string | null {
   if (typeof value === 'string') {
     if (isStreamId(value)) return value;
     if (MS.test(value) && BigInt(value) <= BigInt(MAX_MS)) return `${BigInt(value)}-${seq}`;
-    const ms = ISO_TIME.test(value) ? Date.parse(value) : Number.NaN;
+    // A time without a zone is UTC (Date.parse would take the server's zone, which the operator does not see).
+    const ms = ISO_TIME.test(value) ? Date.parse(/T[^Z+-]*$/.test(value) ? `${value}Z` : value) : Number.NaN;
     if (Number.isFinite(ms) && ms >= 0) return `${ms}-${seq}`;
   }
   throw new RedisStreamsOptionError(option, `must be a stream id ("1700000000000-0"), a time in ms ("1700000000000") or an ISO-8601 time ("2026-12-05T09:30:00Z"), got ${describe(value)}`);

@@ -86,6 +86,16 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
       const byTime = await get<EntriesView>(app, 'entries', { stream: STREAM, order: 'oldest', from: new Date(BASE + 10).toISOString(), to: new Date(BASE + 19).toISOString() });
       expect(pageIds(byTime.body)).toEqual(ids(10, 20));
       expect(byTime.body).toMatchObject({ total: 120, rangeCount: 10, next: null, range: { from: `${BASE + 10}-0`, to: `${BASE + 19}-18446744073709551615` } });
+      // A time without a zone is UTC, whatever the server's zone (Node reads TZ when it changes).
+      const noZone = new Date(BASE + 10).toISOString().slice(0, -1);
+      const zone = process.env.TZ;
+      process.env.TZ = 'America/New_York';
+      try {
+        expect((await get<EntriesView>(app, 'entries', { stream: STREAM, from: noZone, to: noZone })).body.range).toEqual({ from: `${BASE + 10}-0`, to: `${BASE + 10}-18446744073709551615` });
+      } finally {
+        if (zone === undefined) delete process.env.TZ;
+        else process.env.TZ = zone;
+      }
       // An id range of more than a page: not counted (Redis cannot without reading it all), paged within the range.
       const byId = await get<EntriesView>(app, 'entries', { stream: STREAM, from: `${BASE + 5}-0`, to: String(BASE + 64) });
       expect(byId.body).toMatchObject({ total: 120, rangeCount: null, more: true });
