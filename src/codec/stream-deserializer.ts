@@ -112,7 +112,7 @@ function decodeWire(
   return decoded;
 }
 
-function parseHeaders(raw: string): Headers {
+export function parseHeaders(raw: string): Headers {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

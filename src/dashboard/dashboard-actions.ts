@@ -12,6 +12,8 @@ import { describe } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import { MAX_NAME_LENGTH, nameParameter } from './dashboard-reads.js';
 import { errorMessage } from '../error-message.js';
+import { cancelEntry, type CancelOutcome } from '../lifecycle/cancel.js';
+import { entryStreamsOf } from '../lifecycle/entry-streams.js';
 
 /** Most ids one action takes (the page selects at most a page of rows). */
 export const MAX_ACTION_IDS = 1000;
@@ -107,6 +109,26 @@ export class DashboardActions {
     const group = nameParameter('group', request.group);
     const consumer = nameParameter('consumer', request.consumer);
     return this.logged('delete consumer', { stream, group, consumer }, () => reapConsumers(this.context.redis, { stream, group, consumers: [consumer] }), (result) => result.outcomes[0]?.status ?? 'no outcome');
+  }
+
+  /**
+   * The lifecycle's cancel of one entry (as `client.cancel` and the CLI's `cancel`): dead-lettered
+   * with reason `cancelled` and the operator's `reason` as its error, taken out of its hold, the
+   * stream and every pending list; a worker running it is told at its next lease renewal. A
+   * partitioned stream's partitions are searched.
+   */
+  cancel(body: unknown): Promise<CancelOutcome> {
+    const request = objectBody(body);
+    const stream = nameParameter('stream', request.stream);
+    const id = holdParameter('id', request.id);
+    const reason = request.reason;
+    const deadLetterKey = this.context.deadLetterKeyOf(this.context.targets());
+    return this.logged(
+      'cancel entry',
+      { stream, id },
+      async () => cancelEntry(this.context.redis, await entryStreamsOf(this.context.redis, stream, undefined), id, reason, { deadLetterKey }),
+      (outcome) => (outcome.cancelled ? `cancelled (was ${outcome.previous}), dead letter ${outcome.deadLetter?.id ?? ''}` : `not cancelled: ${outcome.previous}`),
+    );
   }
 
   /**

@@ -5,6 +5,7 @@ import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
 import { DashboardReads } from './dashboard-reads.js';
+import { EntryReads } from './entry-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
@@ -38,6 +39,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly assets: DashboardAssets,
       private readonly reads: DashboardReads,
       private readonly actions: DashboardActions,
+      private readonly entryReads: EntryReads,
       private readonly tokens: CsrfTokens,
       private readonly adapterHost: HttpAdapterHost,
       context: DashboardContext,
@@ -170,6 +172,27 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @UseGuards(MutationGuard)
     deleteConsumer(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.deleteConsumer(body));
+    }
+
+    @Get('api/entries')
+    entries(@Query('stream') stream: unknown, @Query('order') order: unknown, @Query('from') from: unknown, @Query('to') to: unknown, @Query('cursor') cursor: unknown) {
+      return answer(this.redactor, () => this.entryReads.entries({ stream, order, from, to, cursor }));
+    }
+
+    @Get('api/entry-view')
+    entryView(@Query('stream') stream: unknown, @Query('id') id: unknown) {
+      return answer(this.redactor, async () => {
+        const entry = await this.entryReads.entry(stream, id);
+        if (entry === null) throw new NotFoundException('no such entry (acknowledged and deleted, trimmed, or its dead letter redriven or purged)');
+        return entry;
+      });
+    }
+
+    @Post('api/entries/cancel')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    cancelEntry(@Body() body: unknown) {
+      return answer(this.redactor, () => this.actions.cancel(body));
     }
   }
   return RedisStreamsDashboardController;

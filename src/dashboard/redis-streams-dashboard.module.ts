@@ -5,6 +5,7 @@ import { DashboardContext } from './dashboard-context.js';
 import { dashboardController } from './dashboard.controller.js';
 import { resolveDashboardOptions, type RedisStreamsDashboardOptions } from './dashboard.options.js';
 import { DashboardReads } from './dashboard-reads.js';
+import { EntryReads } from './entry-reads.js';
 import { CsrfTokens } from './dashboard-csrf.js';
 import { DashboardResponseHeaders } from './dashboard-response-headers.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
@@ -28,6 +29,7 @@ export class RedisStreamsDashboardModule {
         DashboardContext,
         DashboardReads,
         DashboardActions,
+        EntryReads,
         DashboardAssets,
         CsrfTokens,
         DashboardResponseHeaders,

@@ -432,7 +432,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     // Inspecting an entry is a read: its fields show as text.
     await page.locator('#detail tr[data-id] button').click();
     await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
-    expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{"n":1}');
+    expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{\n  "n": 1\n}');
   }, 40_000);
 
   /** Two replicas of the app on one Redis (no csrfSecret given), the page through a round-robin proxy. */

@@ -9,13 +9,17 @@ export async function act(question, path, body) {
   await send(path, body);
 }
 
-async function send(path, body) {
+/** Sends an action (confirmed by the caller), says its result, refreshes; the result, or null when it failed. */
+export async function send(path, body) {
+  let result = null;
   try {
-    setStatus(describeResult(await postJson(path, body)));
+    result = await postJson(path, body);
+    setStatus(describeResult(result));
   } catch (error) {
     setStatus(error.message, true);
   }
   await refreshNow();
+  return result;
 }
 
 export async function claim(stream, group, entry) {
@@ -54,6 +58,7 @@ function describeResult(result) {
     if (result.promoted.some((one) => one.hold === result.hold)) return `${isolated(result.hold)} promoted`;
     return skipped ? `${isolated(result.hold)} not promoted: ${skipped.status}` : `${isolated(result.hold)} was not held any more`;
   }
+  if (typeof result.cancelled === 'boolean') return result.cancelled ? `entry ${isolated(result.id)} cancelled (was ${result.previous}): dead letter ${result.deadLetter.id}` : `entry ${isolated(result.id)} is ${result.previous}: nothing to cancel`;
   if (result.outcomes) return `consumer: ${result.outcomes.map((outcome) => outcome.status).join(', ')}`;
   return 'done';
 }

@@ -2,12 +2,18 @@
 import { getJson } from './api.js';
 import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
+import { renderEntries } from './entries.js';
+import { renderEntry } from './entry-view.js';
+import { followLocation, syncLocation, watchLocation } from './links.js';
 import { loadOverview } from './overview.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';
 
 addView(loadOverview);
 addView(renderDetail);
+addView(renderEntries);
+addView(renderEntry);
+addView(syncLocation);
 
 async function start() {
   try {
@@ -30,7 +36,9 @@ async function start() {
     state.selected = name;
     refreshNow();
   });
-  refreshNow();
+  watchLocation();
+  // A link (#/stream/…) opens its view with the first refresh.
+  if (!followLocation()) refreshNow();
 }
 
 start();
