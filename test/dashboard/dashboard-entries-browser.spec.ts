@@ -241,6 +241,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     // The linked stream is shown by name, as if typed in.
     await page.waitForSelector('#streams tr[data-stream="later"]', DOM_TIMEOUT);
     expect(await entryText()).toContain(`(held until ${new Date(Number(await redis.client.zscore('{later}:delayed', hold))).toISOString()})`);
+    // Its fields, from its hold.
+    expect(await page.$$eval('#entry pre[data-format]', (nodes) => nodes.map((node) => node.textContent))).toEqual(['later', '{\n  "invoice": 42\n}']);
     await page.locator('#entry button[data-action="promote"]').click();
     await untilState('waiting');
     const [[id, fields]] = (await redis.client.xrange('later', '-', '+')) as [[string, string[]]];
