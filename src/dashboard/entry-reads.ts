@@ -3,13 +3,13 @@ import { parseHeaders } from '../codec/stream-deserializer.js';
 import { heldPage } from '../delayed/delayed-pages.js';
 import { WireField, type Headers } from '../codec/wire-format.js';
 import { errorMessage } from '../error-message.js';
-import { entryIdOption, entryStatus, type EntryState, type GroupEntryStatus } from '../lifecycle/entry-status.js';
+import { entryStatus, type EntryState, type GroupEntryStatus } from '../lifecycle/entry-status.js';
 import { entryStreamsOf } from '../lifecycle/entry-streams.js';
 import type { EntryProgressRecord, EntryResultRecord } from '../lifecycle/lifecycle-records.js';
 import { isStreamId } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import { LIST_COUNT, nameParameter } from './dashboard-reads.js';
-import { entryCursorParameter, idRangeParameters, orderParameter, pageBounds, type EntryOrder } from './entry-range.js';
+import { entryCursorParameter, entryIdParameter, idRangeParameters, orderParameter, pageBounds, type EntryOrder } from './entry-range.js';
 import { fieldText, fieldViews, PREVIEW_BYTES, type FieldText, type FieldView } from './field-views.js';
 
 /**
@@ -125,7 +125,7 @@ export class EntryReads {
    */
   async entry(stream: unknown, id: unknown): Promise<EntryView | null> {
     const name = nameParameter('stream', stream);
-    const entryId = entryIdOption(id);
+    const entryId = entryIdParameter(id);
     const redis = this.context.redis;
     const deadLetterKeyOf = this.context.deadLetterKeyOf(this.context.targets());
     const status = await entryStatus(redis, await entryStreamsOf(redis, name, undefined), entryId, { deadLetterKey: deadLetterKeyOf });

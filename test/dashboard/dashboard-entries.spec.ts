@@ -177,7 +177,8 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     const gone = await get<EntryView>(app, 'entry-view', { stream: STREAM, id: id! });
     expect(gone.status).toBe(404);
     expect(gone.body.message).toMatch(/^no such entry/);
-    expect((await get<EntryView>(app, 'entry-view', { stream: STREAM, id: '' })).status).toBe(400);
+    expect(await get<EntryView>(app, 'entry-view', { stream: STREAM, id: '' })).toMatchObject({ status: 400, body: { message: expect.stringContaining('Invalid option "id"') } });
+    expect(await post(app, 'entries/cancel', { stream: STREAM, reason: 'why' })).toMatchObject({ status: 400, body: { message: expect.stringContaining('Invalid option "id"') } });
   });
 
   it('cuts large values to 64 KiB in the view and shows bytes that are not UTF-8 as marked base64; a partitioned stream\'s entry is found in its partition', async () => {
