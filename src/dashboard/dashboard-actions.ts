@@ -14,6 +14,7 @@ import { MAX_NAME_LENGTH, nameParameter } from './dashboard-reads.js';
 import { errorMessage } from '../error-message.js';
 import { cancelEntry, type CancelOutcome } from '../lifecycle/cancel.js';
 import { entryStreamsOf } from '../lifecycle/entry-streams.js';
+import { entryIdParameter } from './entry-range.js';
 
 /** Most ids one action takes (the page selects at most a page of rows). */
 export const MAX_ACTION_IDS = 1000;
@@ -120,7 +121,7 @@ export class DashboardActions {
   cancel(body: unknown): Promise<CancelOutcome> {
     const request = objectBody(body);
     const stream = nameParameter('stream', request.stream);
-    const id = holdParameter('id', request.id);
+    const id = entryIdParameter(request.id);
     const reason = request.reason;
     const deadLetterKey = this.context.deadLetterKeyOf(this.context.targets());
     return this.logged(

@@ -70,3 +70,14 @@ export function pageBounds(range: IdRange, order: EntryOrder, cursor: string | n
   if (order === 'oldest') return { start: compareStreamIds(cursor, range.from) < 0 ? range.from : `(${cursor}`, end: range.to };
   return { start: range.from, end: compareStreamIds(cursor, range.to) > 0 ? range.to : `(${cursor}` };
 }
+
+/** Longest entry or hold id a request may carry (as the lifecycle's `entryIdOption`). */
+const MAX_ENTRY_ID_LENGTH = 1024;
+
+/** An entry's `id` from a request: a stream id, or the hold id a delayed emit returned. */
+export function entryIdParameter(value: unknown): string {
+  if (typeof value !== 'string' || value === '' || value.length > MAX_ENTRY_ID_LENGTH) {
+    throw new RedisStreamsOptionError('id', `must be a stream id ("1700000000000-0") or the hold id a delayed emit returned, got ${describe(value)}`);
+  }
+  return value;
+}

@@ -1,14 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { parseHeaders } from '../codec/stream-deserializer.js';
+import { heldPage } from '../delayed/delayed-pages.js';
 import { WireField, type Headers } from '../codec/wire-format.js';
 import { errorMessage } from '../error-message.js';
-import { entryIdOption, entryStatus, type EntryState, type GroupEntryStatus } from '../lifecycle/entry-status.js';
+import { entryStatus, type EntryState, type GroupEntryStatus } from '../lifecycle/entry-status.js';
 import { entryStreamsOf } from '../lifecycle/entry-streams.js';
 import type { EntryProgressRecord, EntryResultRecord } from '../lifecycle/lifecycle-records.js';
 import { isStreamId } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import { LIST_COUNT, nameParameter } from './dashboard-reads.js';
-import { entryCursorParameter, idRangeParameters, orderParameter, pageBounds, type EntryOrder } from './entry-range.js';
+import { entryCursorParameter, entryIdParameter, idRangeParameters, orderParameter, pageBounds, type EntryOrder } from './entry-range.js';
 import { fieldText, fieldViews, PREVIEW_BYTES, type FieldText, type FieldView } from './field-views.js';
 
 /**
@@ -78,9 +79,9 @@ export interface EntryView {
   deadLettersSearched: boolean;
   progress: LifecycleValueView | null;
   result: LifecycleValueView | null;
-  /** Where the fields below were read: the stream, its dead letter, or nowhere (held). */
-  fieldsFrom: 'stream' | 'dead-letter' | null;
-  /** Each name and value cut to ENTRY_VIEW_BYTES; null when held. */
+  /** Where the fields below were read: the stream, its dead letter, its delayed hold, or nowhere (a hold's body not found). */
+  fieldsFrom: 'stream' | 'dead-letter' | 'delayed' | null;
+  /** Each name and value cut to ENTRY_VIEW_BYTES; null when not found. */
   fields: FieldView[] | null;
   wire: WireView;
 }
@@ -124,11 +125,11 @@ export class EntryReads {
    */
   async entry(stream: unknown, id: unknown): Promise<EntryView | null> {
     const name = nameParameter('stream', stream);
-    const entryId = entryIdOption(id);
+    const entryId = entryIdParameter(id);
     const redis = this.context.redis;
     const deadLetterKeyOf = this.context.deadLetterKeyOf(this.context.targets());
     const status = await entryStatus(redis, await entryStreamsOf(redis, name, undefined), entryId, { deadLetterKey: deadLetterKeyOf });
-    const read = await this.fieldsOf(status.key, entryId, status.groups);
+    const read = status.state === 'held' ? await this.heldFieldsOf(status.key, entryId, status.dueAt) : await this.fieldsOf(status.key, entryId, status.groups);
     if (read === null && status.state !== 'held') return null;
     return {
       stream: name,
@@ -144,6 +145,18 @@ export class EntryReads {
       fields: read?.fields ?? null,
       wire: wireView(read?.flat ?? []),
     };
+  }
+
+  /**
+   * A held entry's fields: read with the page of holds due at its ms (the delayed list's read, at
+   * most LIST_COUNT + 1 of them); null when more holds share its ms than that, or it was promoted meanwhile.
+   */
+  private async heldFieldsOf(key: string | null, hold: string, dueAt: string | null): Promise<{ from: 'delayed'; flat: Buffer[]; fields: FieldView[] } | null> {
+    if (key === null || dueAt === null) return null;
+    // After '' at its due ms: the holds due then, in byte order (no hold id is empty).
+    const page = await heldPage(this.context.redis, key, LIST_COUNT + 1, { dueMs: Date.parse(dueAt), hold: '' });
+    const flat = page.entries.find((entry) => entry.hold === hold)?.fields;
+    return flat === undefined || flat === null ? null : { from: 'delayed', flat, fields: fieldViews(flat, ENTRY_VIEW_BYTES) };
   }
 
   /** The entry's fields: from the stream while it has them, else from a dead letter of it. */

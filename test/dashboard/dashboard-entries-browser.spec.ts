@@ -104,81 +104,83 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     await page.locator('#entries .entries-find button').click();
   }
 
-  it('lists a stream\'s entries newest first, pages them, then oldest first and by a time range; the URL names the stream', async () => {
-    await seed(60);
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
-    await openStream(STREAM);
-    await untilEntries(50);
-    expect(await shownEntries()).toEqual(ids(10, 60).reverse());
-    expect(await page.$eval('#entries', (node) => node.textContent)).toContain('Entries (60 in all)');
-    expect(await page.$eval(`#entries tr[data-entry="${BASE + 59}-0"]`, (node) => node.textContent)).toContain(`${new Date(BASE + 59).toISOString()}pattern = ledger\ndata = {"n":59,"customer":"c-3"}`);
-    expect(await hash()).toBe(`#/stream/${STREAM}`);
-    await page.locator('#entries p[data-list="entries"] button[data-page="next"]').click();
-    await untilEntries(10);
-    expect(await shownEntries()).toEqual(ids(0, 10).reverse());
+  for (const adapter of ['express', 'fastify'] as const) {
+    it(`lists a stream's entries newest first, pages them, then oldest first and by a time range; the URL names the stream (${adapter})`, async () => {
+      await seed(60);
+      app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] }, adapter);
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await openStream(STREAM);
+      await untilEntries(50);
+      expect(await shownEntries()).toEqual(ids(10, 60).reverse());
+      expect(await page.$eval('#entries', (node) => node.textContent)).toContain('Entries (60 in all)');
+      expect(await page.$eval(`#entries tr[data-entry="${BASE + 59}-0"]`, (node) => node.textContent)).toContain(`${new Date(BASE + 59).toISOString()}pattern = ledger\ndata = {"n":59,"customer":"c-3"}`);
+      expect(await hash()).toBe(`#/stream/${STREAM}`);
+      await page.locator('#entries p[data-list="entries"] button[data-page="next"]').click();
+      await untilEntries(10);
+      expect(await shownEntries()).toEqual(ids(0, 10).reverse());
 
-    await page.select('#entries select[name="order"]', 'oldest');
-    await untilEntries(50);
-    expect(await shownEntries()).toEqual(ids(0, 50));
-    // A time range: the ids of those ms.
-    await page.locator('#entries input[name="from"]').fill(new Date(BASE + 5).toISOString());
-    await page.locator('#entries input[name="to"]').fill(new Date(BASE + 9).toISOString());
-    await page.locator('#entries .entries-range button[type="submit"]').click();
-    await untilEntries(5);
-    expect(await shownEntries()).toEqual(ids(5, 10));
-    expect(await page.$eval('#entries h3', (node) => node.textContent)).toBe('Entries (60 in all; 5 in the range)');
-    // What the operator typed stays through refreshes.
-    const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
-    await page.waitForFunction((before) => (document.querySelector('body') as PageElement).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
-    expect(await page.$eval('#entries input[name="from"]', (node) => (node as unknown as { value: string }).value)).toBe(new Date(BASE + 5).toISOString());
-    // A bad time: the server's answer names the parameter.
-    await page.locator('#entries input[name="to"]').fill('yesterday');
-    await page.locator('#entries .entries-range button[type="submit"]').click();
-    await page.waitForFunction(() => document.querySelector('#entries .warn')?.textContent?.includes('Invalid option "to"') === true, DOM_TIMEOUT);
-  }, 60_000);
+      await page.select('#entries select[name="order"]', 'oldest');
+      await untilEntries(50);
+      expect(await shownEntries()).toEqual(ids(0, 50));
+      // A time range: the ids of those ms.
+      await page.locator('#entries input[name="from"]').fill(new Date(BASE + 5).toISOString());
+      await page.locator('#entries input[name="to"]').fill(new Date(BASE + 9).toISOString());
+      await page.locator('#entries .entries-range button[type="submit"]').click();
+      await untilEntries(5);
+      expect(await shownEntries()).toEqual(ids(5, 10));
+      expect(await page.$eval('#entries h3', (node) => node.textContent)).toBe('Entries (60 in all; 5 in the range)');
+      // What the operator typed stays through refreshes.
+      const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
+      await page.waitForFunction((before) => (document.querySelector('body') as PageElement).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
+      expect(await page.$eval('#entries input[name="from"]', (node) => (node as unknown as { value: string }).value)).toBe(new Date(BASE + 5).toISOString());
+      // A bad time: the server's answer names the parameter.
+      await page.locator('#entries input[name="to"]').fill('yesterday');
+      await page.locator('#entries .entries-range button[type="submit"]').click();
+      await page.waitForFunction(() => document.querySelector('#entries .warn')?.textContent?.includes('Invalid option "to"') === true, DOM_TIMEOUT);
+    }, 60_000);
 
-  it('opens an entry by id: formatted JSON or raw, headers and trace id, per group; a deep link reopens it, back and forward work', async () => {
-    const headers = JSON.stringify({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, tenant: 'acme' });
-    const id = (await redis.client.xadd(STREAM, '*', 'pattern', STREAM, 'data', '{"order":7,"lines":[1,2]}', 'headers', headers, 'note', 'plain text'))!;
-    await redis.client.xgroup('CREATE', STREAM, AUDIT_GROUP, '0');
-    await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
-    await openStream(STREAM);
-    await untilEntries(1);
-    await openById(id);
-    await untilState('running');
-    expect(await hash()).toBe(`#/stream/${STREAM}/entry/${id}`);
-    expect(await page.$eval('#entry [data-wire="trace-id"]', (node) => node.textContent)).toBe(TRACE_ID);
-    expect(await page.$eval('#entry [data-wire="pattern"]', (node) => node.textContent)).toBe(STREAM);
-    expect(await page.$$eval('#entry tr[data-header]', (rows) => rows.map((row) => row.textContent))).toEqual([`traceparent00-${TRACE_ID}-00f067aa0ba902b7-01`, 'tenantacme']);
-    const cells = await page.$$eval(`#entry tr[data-group="${AUDIT_GROUP}"] td`, (tds) => tds.map((td) => td.textContent));
-    expect(cells).toEqual([AUDIT_GROUP, 'running', 'audit-1', expect.stringMatching(/^[\d.]+ m?s$/), '1', '', '']);
-    const values = () => page.$$eval('#entry pre[data-format]', (nodes) => nodes.map((node) => [node.dataset.format, node.textContent]));
-    expect(await values()).toEqual([['raw', 'ledger'], ['json', '{\n  "order": 7,\n  "lines": [\n    1,\n    2\n  ]\n}'], ['json', JSON.stringify(JSON.parse(headers), null, 2)], ['raw', 'plain text']]);
-    await page.locator('#entry button[data-action="format"]').click();
-    await page.waitForFunction(() => document.querySelectorAll('#entry pre[data-format="json"]').length === 0, DOM_TIMEOUT);
-    expect((await values())[1]).toEqual(['raw', '{"order":7,"lines":[1,2]}']);
+    it(`opens an entry by id: formatted JSON or raw, headers and trace id, per group; a deep link reopens it, back and forward work (${adapter})`, async () => {
+      const headers = JSON.stringify({ traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, tenant: 'acme' });
+      const id = (await redis.client.xadd(STREAM, '*', 'pattern', STREAM, 'data', '{"order":7,"lines":[1,2]}', 'headers', headers, 'note', 'plain text'))!;
+      await redis.client.xgroup('CREATE', STREAM, AUDIT_GROUP, '0');
+      await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
+      app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] }, adapter);
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await openStream(STREAM);
+      await untilEntries(1);
+      await openById(id);
+      await untilState('running');
+      expect(await hash()).toBe(`#/stream/${STREAM}/entry/${id}`);
+      expect(await page.$eval('#entry [data-wire="trace-id"]', (node) => node.textContent)).toBe(TRACE_ID);
+      expect(await page.$eval('#entry [data-wire="pattern"]', (node) => node.textContent)).toBe(STREAM);
+      expect(await page.$$eval('#entry tr[data-header]', (rows) => rows.map((row) => row.textContent))).toEqual([`traceparent00-${TRACE_ID}-00f067aa0ba902b7-01`, 'tenantacme']);
+      const cells = await page.$$eval(`#entry tr[data-group="${AUDIT_GROUP}"] td`, (tds) => tds.map((td) => td.textContent));
+      expect(cells).toEqual([AUDIT_GROUP, 'running', 'audit-1', expect.stringMatching(/^[\d.]+ m?s$/), '1', '', '']);
+      const values = () => page.$$eval('#entry pre[data-format]', (nodes) => nodes.map((node) => [node.dataset.format, node.textContent]));
+      expect(await values()).toEqual([['raw', 'ledger'], ['json', '{\n  "order": 7,\n  "lines": [\n    1,\n    2\n  ]\n}'], ['json', JSON.stringify(JSON.parse(headers), null, 2)], ['raw', 'plain text']]);
+      await page.locator('#entry button[data-action="format"]').click();
+      await page.waitForFunction(() => document.querySelectorAll('#entry pre[data-format="json"]').length === 0, DOM_TIMEOUT);
+      expect((await values())[1]).toEqual(['raw', '{"order":7,"lines":[1,2]}']);
 
-    // The URL opens the same view after a reload.
-    await page.reload({ waitUntil: 'domcontentloaded' });
-    await untilState('running');
-    expect(await page.$eval('#entries', (node) => node.hidden)).toBe(false);
-    // Back: the stream without the entry; forward: the entry again.
-    await page.goBack();
-    await page.waitForFunction(() => document.querySelector('#entry')?.hidden === true, DOM_TIMEOUT);
-    expect(await hash()).toBe(`#/stream/${STREAM}`);
-    expect(await page.$eval('#entries', (node) => node.hidden)).toBe(false);
-    await page.goForward();
-    await untilState('running');
+      // The URL opens the same view after a reload.
+      await page.reload({ waitUntil: 'domcontentloaded' });
+      await untilState('running');
+      expect(await page.$eval('#entries', (node) => node.hidden)).toBe(false);
+      // Back: the stream without the entry; forward: the entry again.
+      await page.goBack();
+      await page.waitForFunction(() => document.querySelector('#entry')?.hidden === true, DOM_TIMEOUT);
+      expect(await hash()).toBe(`#/stream/${STREAM}`);
+      expect(await page.$eval('#entries', (node) => node.hidden)).toBe(false);
+      await page.goForward();
+      await untilState('running');
 
-    // An id nothing has: answered clearly.
-    await openById('1-0');
-    await page.waitForSelector('#entry [data-not-found]', DOM_TIMEOUT);
-    expect(await entryText()).toContain('no such entry (acknowledged and deleted, trimmed, or its dead letter redriven or purged)');
-    expect(await hash()).toBe(`#/stream/${STREAM}/entry/1-0`);
-  }, 60_000);
+      // An id nothing has: answered clearly.
+      await openById('1-0');
+      await page.waitForSelector('#entry [data-not-found]', DOM_TIMEOUT);
+      expect(await entryText()).toContain('no such entry (acknowledged and deleted, trimmed, or its dead letter redriven or purged)');
+      expect(await hash()).toBe(`#/stream/${STREAM}/entry/1-0`);
+    }, 60_000);
+  }
 
   for (const adapter of ['express', 'fastify'] as const) {
     it(`acts from the entry view on ${adapter}: claim, ack, cancel with a reason, redrive its dead letter`, async () => {
@@ -241,6 +243,8 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard entries and entry view in head
     // The linked stream is shown by name, as if typed in.
     await page.waitForSelector('#streams tr[data-stream="later"]', DOM_TIMEOUT);
     expect(await entryText()).toContain(`(held until ${new Date(Number(await redis.client.zscore('{later}:delayed', hold))).toISOString()})`);
+    // Its fields, from its hold.
+    expect(await page.$$eval('#entry pre[data-format]', (nodes) => nodes.map((node) => node.textContent))).toEqual(['later', '{\n  "invoice": 42\n}']);
     await page.locator('#entry button[data-action="promote"]').click();
     await untilState('waiting');
     const [[id, fields]] = (await redis.client.xrange('later', '-', '+')) as [[string, string[]]];

@@ -1,5 +1,8 @@
 import { Injectable, type CanActivate } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import type { EntriesView, EntryView } from '../../src/dashboard/entry-reads.js';
 import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
 import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
@@ -174,7 +177,8 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     const gone = await get<EntryView>(app, 'entry-view', { stream: STREAM, id: id! });
     expect(gone.status).toBe(404);
     expect(gone.body.message).toMatch(/^no such entry/);
-    expect((await get<EntryView>(app, 'entry-view', { stream: STREAM, id: '' })).status).toBe(400);
+    expect(await get<EntryView>(app, 'entry-view', { stream: STREAM, id: '' })).toMatchObject({ status: 400, body: { message: expect.stringContaining('Invalid option "id"') } });
+    expect(await post(app, 'entries/cancel', { stream: STREAM, reason: 'why' })).toMatchObject({ status: 400, body: { message: expect.stringContaining('Invalid option "id"') } });
   });
 
   it('cuts large values to 64 KiB in the view and shows bytes that are not UTF-8 as marked base64; a partitioned stream\'s entry is found in its partition', async () => {
@@ -209,6 +213,23 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     expect(view.body.result).toEqual({ state: 'failed', delivery: 1, at: '2026-12-05T09:00:01.000Z', value: null, error: { name: 'Error', message: 'card declined' } });
     // Running while its idle time is under the lease window (30 s), so the status is running, not failed, yet.
     expect(view.body.groups[0]).toMatchObject({ group: AUDIT_GROUP, state: 'running', consumer: 'audit-1' });
+  });
+
+  it('shows a held entry with its own fields among holds due at the same ms', async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url });
+    const deliverAt = Date.now() + 3_600_000;
+    const holds: string[] = [];
+    try {
+      for (let n = 0; n < 3; n++) holds.push(await lastValueFrom(client.emit<string>('later', new RedisStreamsRecord({ n }, { deliverAt }))));
+    } finally {
+      await client.close();
+    }
+    app = await startDashboardApp(redis.server.url, {});
+    for (const [n, hold] of holds.entries()) {
+      const view = await get<EntryView>(app, 'entry-view', { stream: 'later', id: hold });
+      expect(view.body).toMatchObject({ state: 'held', key: 'later', dueAt: new Date(deliverAt).toISOString(), fieldsFrom: 'delayed' });
+      expect(view.body.fields!.map(([name, value]) => [name.text, value.text])).toEqual([['pattern', 'later'], ['data', JSON.stringify({ n })]]);
+    }
   });
 
   it('refuses its reads to another site and the cancel without the CSRF token, as its peers', async () => {

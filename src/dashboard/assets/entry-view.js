@@ -74,7 +74,7 @@ function draw(section, key, parts) {
 }
 
 function toolbar(asked, view) {
-  const cut = view !== null && view.fields !== null && view.fields.some(([name, value]) => name.truncated || value.truncated);
+  const cut = view !== null && view.fields !== null && view.fieldsFrom !== 'delayed' && view.fields.some(([name, value]) => name.truncated || value.truncated);
   return el('div', { className: 'toolbar' },
     el('h2', {}, 'Entry ', el('span', { className: 'name', text: asked.id }), ' of ', nameEl(asked.stream),
       view !== null && view.key !== null && view.key !== asked.stream ? el('span', { className: 'muted' }, ' (in ', nameEl(view.key), ')') : null),
@@ -91,6 +91,7 @@ function entryParts(view, wholeFields) {
     'Status: ', el('strong', { text: view.state, dataset: { state: view.state } }),
     view.dueAt ? ` (held until ${view.dueAt})` : '',
     view.fieldsFrom === 'dead-letter' ? ' (fields from its dead letter)' : '',
+    view.state === 'held' && view.fields === null ? ' (its body was not found among the holds due at its time)' : '',
     view.deadLettersSearched ? '' : el('span', { className: 'warn', text: ' (the dead-letter search stopped at its bound: "done" may be a dead letter further on)' })));
   if (!readOnly) parts.push(entryActions(view));
   parts.push(...wireParts(view.wire));
