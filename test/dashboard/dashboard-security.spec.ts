@@ -1,8 +1,11 @@
-import { Injectable, type CanActivate } from '@nestjs/common';
+import { Injectable, RequestMethod, type CanActivate } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsDashboardModule } from '../../src/dashboard/index.js';
 import { SECURITY_HEADERS } from '../../src/dashboard/dashboard-security.js';
+import { dashboardController } from '../../src/dashboard/dashboard.controller.js';
+import { resolveDashboardOptions } from '../../src/dashboard/dashboard.options.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp, type DashboardAppOptions } from '../helpers/dashboard-app.js';
 import { optionError } from '../helpers/option-errors.js';
@@ -78,8 +81,23 @@ describe('dashboard request checks (Express and Fastify)', () => {
       `/api/entry?stream=${HANDLED_STREAM}&id=${pendingId}`,
       `/api/delayed?stream=${HANDLED_STREAM}`,
       `/api/schedules?stream=${HANDLED_STREAM}`,
+      `/api/entries?stream=${HANDLED_STREAM}`,
+      `/api/entry-view?stream=${HANDLED_STREAM}&id=${pendingId}`,
     ];
   }
+
+  it('checks every GET route the controller declares (a new read route must join the list above)', async () => {
+    const checked = new Set((await readRoutes()).map((path) => path.split('?')[0]?.replace(/^\//, '')));
+    const controller = dashboardController(resolveDashboardOptions({}));
+    const declared = Object.getOwnPropertyNames(controller.prototype)
+      .map((name) => (controller.prototype as Record<string, unknown>)[name])
+      .filter((method): method is object => typeof method === 'function' && Reflect.getMetadata(METHOD_METADATA, method) === RequestMethod.GET)
+      .map((method) => String(Reflect.getMetadata(PATH_METADATA, method)).replace(/^\//, ''));
+    expect(declared.length).toBeGreaterThan(10);
+    // The asset route is checked by one of its files.
+    const missing = declared.filter((path) => !checked.has(path) && !(path === 'assets/:file' && checked.has('assets/dashboard.js')));
+    expect(missing, 'GET routes not in readRoutes').toEqual([]);
+  });
 
   it("refuses every read another site asks for, even where the app's CORS lets every origin read", async () => {
     const paths = await readRoutes();
