@@ -7,12 +7,17 @@ import { DashboardContext } from './dashboard-context.js';
 import { DashboardReads } from './dashboard-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
+import { ACTION_KINDS, DashboardAction, type DashboardActionKind } from './dashboard-permissions.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { answer } from './http-errors.js';
 
 /** What the page learns before its first refresh. */
 export interface DashboardSession {
   readOnly: boolean;
+  /** The action kinds the server takes (the `actions` option); empty when read-only. */
+  actions: DashboardActionKind[];
+  /** The action kinds it refuses (all of them when read-only). */
+  refusedActions: DashboardActionKind[];
   /** Sent back in the `X-CSRF-Token` header of every mutation (any replica takes it, for a day); null when read-only. */
   csrfToken: string | null;
   csrfHeader: string;
@@ -62,7 +67,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Get('api/session')
     async session(): Promise<DashboardSession> {
-      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
+      return { readOnly: options.readOnly, actions: [...options.actions], refusedActions: ACTION_KINDS.filter((kind) => !options.actions.has(kind)), csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
     }
 
     @Get('api/overview')
@@ -112,6 +117,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/dead-letters/redrive')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('redrive')
     redrive(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.redrive(body));
     }
@@ -119,6 +125,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/dead-letters/purge')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('purge')
     purge(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.purge(body));
     }
@@ -126,6 +133,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/pending/ack')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('ack')
     ack(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.ack(body));
     }
@@ -133,6 +141,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/pending/claim')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('claim')
     claim(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.claim(body));
     }
@@ -140,6 +149,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/delayed/promote')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('promote')
     promoteDelayed(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.promoteDelayed(body));
     }
@@ -147,6 +157,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/delayed/remove')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('remove')
     removeDelayed(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.removeDelayed(body));
     }
@@ -154,6 +165,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/groups/pause')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('pause')
     pauseGroup(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.setPaused(body, true));
     }
@@ -161,6 +173,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/groups/resume')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('pause')
     resumeGroup(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.setPaused(body, false));
     }
@@ -168,6 +181,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/consumers/delete')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('delete-consumer')
     deleteConsumer(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.deleteConsumer(body));
     }

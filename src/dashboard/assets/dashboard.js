@@ -16,7 +16,8 @@ async function start() {
     return setStatus(`Cannot load the dashboard: ${error.message}`, true);
   }
   const mode = document.getElementById('mode');
-  mode.textContent = state.session.readOnly ? 'read-only' : 'actions enabled';
+  const { readOnly, actions, refusedActions } = state.session;
+  mode.textContent = readOnly || actions.length === 0 ? 'read-only' : refusedActions.length > 0 ? `actions: ${actions.join(', ')}` : 'actions enabled';
   document.getElementById('add-stream').addEventListener('submit', (event) => {
     event.preventDefault();
     const input = document.getElementById('stream-name');
