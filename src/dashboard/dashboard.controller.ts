@@ -4,6 +4,7 @@ import { Redactor } from '../redaction.js';
 import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
+import { DashboardFind } from './dashboard-find.js';
 import { DashboardReads } from './dashboard-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
@@ -46,6 +47,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly tokens: CsrfTokens,
       private readonly adapterHost: HttpAdapterHost,
       context: DashboardContext,
+      private readonly finder: DashboardFind,
     ) {
       this.redactor = Redactor.for(context.redis);
     }
@@ -112,6 +114,12 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
         if (entry === null) throw new NotFoundException('no such entry (acknowledged and deleted, or trimmed)');
         return entry;
       });
+    }
+
+    /** Entries (or dead letters) whose field equals a value, or whose values contain a substring: one bounded page of the scan. */
+    @Get('api/find')
+    find(@Query() query: Record<string, unknown>) {
+      return answer(this.redactor, () => this.finder.find(query));
     }
 
     @Post('api/dead-letters/redrive')

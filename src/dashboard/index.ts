@@ -6,3 +6,4 @@ export type { DashboardSession } from './dashboard.controller.js';
 export type { ConsumerView, GroupView, OverviewView, StreamView } from './dashboard-views.js';
 export type { DeadLettersView, DeadLetterView, DelayedEntryView, DelayedListView, PendingView } from './dashboard-reads.js';
 export type { FieldText, FieldView } from './field-views.js';
+export type { FindView, FindTarget } from './dashboard-find.js';

@@ -107,4 +107,80 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard permissions, find and bulk act
       expect(dialogs).toHaveLength(1);
     }, 40_000);
   }
+
+  /** Fills the find form of the open stream and submits it. */
+  async function findFor(target: 'entries' | 'dead-letters', query: { field: string; value: string } | { contains: string }): Promise<void> {
+    await page.waitForSelector('#find-form', DOM_TIMEOUT);
+    await page.select('#find-in', target);
+    await page.select('#find-mode', 'contains' in query ? 'contains' : 'field');
+    await page.$eval('#find-field', (input, value) => ((input as unknown as { value: string }).value = value), 'field' in query ? query.field : '');
+    await page.$eval('#find-value', (input, value) => ((input as unknown as { value: string }).value = value), 'contains' in query ? query.contains : query.value);
+    await page.locator('#find-form button[type="submit"]').click();
+  }
+
+  const progressText = () => page.$eval('#find-progress', (node) => node.textContent);
+
+  for (const adapter of ADAPTERS) {
+    it(`${adapter}: finds entries by a field's value and dead letters by a substring, with progress, and opens a match`, async () => {
+      const deadLetterIds = await seedStream(redis.client, HANDLED_STREAM, { entries: 40, pending: 0, deadLetters: 12 });
+      app = await startDashboardApp(redis.server.url, { refreshInterval: 500 }, adapter);
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'length', '40');
+      await openStream(HANDLED_STREAM);
+      const id27 = (await redis.client.xrange(HANDLED_STREAM, '-', '+'))[27]![0];
+      await findFor('entries', { field: 'note', value: 'hello-27' });
+      await page.waitForFunction(() => document.querySelector('#find-progress')?.textContent?.startsWith('Done') === true, DOM_TIMEOUT);
+      expect(await progressText()).toBe('Done: 1 match, 40 of 40 entries scanned.');
+      expect(await page.$$eval('#find-results tr[data-found]', (rows) => rows.map((row) => row.dataset.found))).toEqual([id27]);
+      // Kept across refreshes.
+      const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
+      await page.waitForFunction((before) => (document.querySelector('body') as unknown as { dataset: Record<string, string> }).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
+      expect(await page.$$eval('#find-results tr[data-found]', (rows) => rows.length)).toBe(1);
+      await page.locator(`#find-results tr[data-found="${id27}"] button`).click();
+      await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
+      expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('hello-27');
+
+      await findFor('dead-letters', { contains: 'hello-1' });
+      await page.waitForFunction(() => document.querySelector('#find-progress')?.textContent?.startsWith('Done') === true, DOM_TIMEOUT);
+      // hello-1, hello-10, hello-11 among the 12 dead letters (entries 0-11).
+      expect(await page.$$eval('#find-results tr[data-found]', (rows) => rows.map((row) => row.dataset.found))).toEqual([deadLetterIds[1], deadLetterIds[10], deadLetterIds[11]]);
+      expect(await progressText()).toBe('Done: 3 matches, 12 of 12 dead letters scanned.');
+      if (adapter === 'express' && process.env.DASHBOARD_SCREENSHOT !== undefined) {
+        mkdirSync('docs/images', { recursive: true });
+        await (await page.$('#find'))!.screenshot({ path: 'docs/images/dashboard-find.png' });
+      }
+    }, 40_000);
+  }
+
+  it('stops a long scan on Stop: no request after it, the progress says how far it got', async () => {
+    for (let from = 0; from < 100_000; from += 5_000) {
+      const pipeline = redis.client.pipeline();
+      for (let n = from; n < from + 5_000; n++) pipeline.xadd('huge', '*', 'n', String(n));
+      await pipeline.exec();
+    }
+    app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: ['huge'] });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell('huge', 'length', '100000');
+    await openStream('huge');
+    const finds: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().includes('/api/find')) finds.push(request.url());
+    });
+    await findFor('entries', { contains: 'never-there' });
+    await page.waitForFunction(() => document.querySelector('#find-progress')?.textContent?.startsWith('Scanning') === true, DOM_TIMEOUT);
+    await page.locator('#find-stop').click();
+    await page.waitForFunction(() => document.querySelector('#find-progress')?.textContent?.startsWith('Stopped') === true, DOM_TIMEOUT);
+    const stopped = await progressText();
+    const scanned = Number(/(\d+) of 100000 entries scanned/.exec(stopped ?? '')?.[1]);
+    expect(scanned).toBeGreaterThan(0);
+    expect(scanned).toBeLessThan(100_000);
+    const asked = finds.length;
+    // Two refreshes later, no find went out and the progress stands.
+    for (let i = 0; i < 2; i++) {
+      const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
+      await page.waitForFunction((before) => (document.querySelector('body') as unknown as { dataset: Record<string, string> }).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
+    }
+    expect(finds).toHaveLength(asked);
+    expect(await progressText()).toBe(stopped);
+  }, 60_000);
 });

@@ -2,12 +2,14 @@
 import { getJson } from './api.js';
 import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
+import { renderFind } from './find.js';
 import { loadOverview } from './overview.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';
 
 addView(loadOverview);
 addView(renderDetail);
+addView(renderFind);
 
 async function start() {
   try {
