@@ -181,7 +181,7 @@ function delayedEntryView(entry: HeldEntryBytes): DelayedEntryView {
 }
 
 /** A delayed list's `cursor` from a request: `<due ms>:<hold id>` (as a `next` said), or absent for the first page. */
-function delayedCursorParameter(value: unknown): DelayedCursor | undefined {
+export function delayedCursorParameter(value: unknown): DelayedCursor | undefined {
   if (value === undefined || value === '') return undefined;
   const match = typeof value === 'string' ? /^(\d{1,16}):(.+)$/s.exec(value) : null;
   if (match === null || match[2]!.length > MAX_NAME_LENGTH) {

@@ -1,4 +1,5 @@
 import type { StreamFieldPairs } from '../claim/claimed-fields.js';
+import { heldPage, type HeldEntryBytes } from '../delayed/delayed-pages.js';
 import type { DeadLetter } from '../recovery/dead-letter-format.js';
 import type { DashboardContext } from './dashboard-context.js';
 
@@ -21,6 +22,12 @@ export interface ScannedRow {
   readonly id: string;
   readonly flat: readonly Buffer[];
   readonly letter?: DeadLetter<StreamFieldPairs>;
+  /** A held delayed entry (its hold id is `id`). */
+  readonly held?: HeldEntryBytes;
+  /** A pending entry whose body is gone from the stream (trimmed or deleted): its fields are unknown. */
+  readonly gone?: boolean;
+  /** The cursor after this row when it is not `(<id>` (a delayed list's `<due ms>:<hold>`). */
+  readonly cursor?: string;
 }
 
 /** One read: its rows, and the cursor after it (`(<id>`), null when the stream ends there. */
@@ -56,6 +63,38 @@ export async function* deadLetterBatches(context: DashboardContext, stream: stri
     if (page.nextStart === null) return;
     from = page.nextStart;
     count = nextCount(rows);
+  }
+}
+
+/**
+ * Reads of a group's pending entries (XPENDING) from `start` on, until the end; with `bodies`,
+ * each entry's fields too (one XRANGE of its id each, pipelined), else none.
+ */
+export async function* pendingBatches(context: DashboardContext, stream: string, group: string, start: string, bodies: boolean): AsyncGenerator<ScannedBatch> {
+  let from = start;
+  for (;;) {
+    const pending = await context.inspector.pendingRange(stream, group, { start: from, count: MAX_READ, retryConsumer: false });
+    const ids = pending.map((entry) => entry.id);
+    const read = bodies ? await Promise.all(ids.map((id) => context.redis.callBuffer('XRANGE', stream, id, id) as Promise<[Buffer, Buffer[]][]>)) : [];
+    const rows = ids.map((id, i) => (bodies && read[i]!.length === 0 ? { id, flat: [], gone: true } : { id, flat: bodies ? read[i]![0]![1] : [] }));
+    const after = pending.length < MAX_READ ? null : `(${ids.at(-1)!}`;
+    yield { rows, after };
+    if (after === null) return;
+    from = after;
+  }
+}
+
+/** Reads of the delayed entries held for `stream`, soonest due first, after `start` (`<due ms>:<hold>`, or none), until the end. */
+export async function* heldBatches(context: DashboardContext, stream: string, start: { dueMs: number; hold: string } | undefined): AsyncGenerator<ScannedBatch> {
+  let after = start;
+  for (;;) {
+    const page = await heldPage(context.redis, stream, MAX_READ, after);
+    const rows = page.entries.map((held) => ({ id: held.hold, flat: held.fields ?? [], held, cursor: `${held.dueMs}:${held.hold}` }));
+    const last = page.entries.at(-1);
+    const next = page.entries.length < MAX_READ || last === undefined ? null : { dueMs: last.dueMs, hold: last.hold };
+    yield { rows, after: next === null ? null : `${next.dueMs}:${next.hold}` };
+    if (next === null) return;
+    after = next;
   }
 }
 
@@ -106,7 +145,7 @@ export async function boundedPass(
       }
       if (afterBatch !== undefined) await afterBatch(taken);
       if (stoppedAt !== undefined && (stoppedAt !== batch.rows.at(-1)?.id || batch.after !== null)) {
-        pass.next = `(${stoppedAt}`;
+        pass.next = taken.at(-1)!.cursor ?? `(${stoppedAt}`;
         return pass;
       }
       pass.next = batch.after;

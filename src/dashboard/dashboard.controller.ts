@@ -5,6 +5,7 @@ import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
 import { DashboardFind } from './dashboard-find.js';
+import { DashboardBulk } from './dashboard-bulk.js';
 import { DashboardReads } from './dashboard-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
@@ -48,6 +49,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly adapterHost: HttpAdapterHost,
       context: DashboardContext,
       private readonly finder: DashboardFind,
+      private readonly bulk: DashboardBulk,
     ) {
       this.redactor = Redactor.for(context.redis);
     }
@@ -192,6 +194,39 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @DashboardAction('delete-consumer')
     deleteConsumer(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.deleteConsumer(body));
+    }
+
+    /** Bulk actions on everything of a list matching a filter (or all of it), one bounded step a request: see dashboard-bulk.ts. */
+    @Post('api/bulk/redrive')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('redrive')
+    bulkRedrive(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.redrive(body));
+    }
+
+    @Post('api/bulk/purge')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('purge')
+    bulkPurge(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.purge(body));
+    }
+
+    @Post('api/bulk/ack')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('ack')
+    bulkAck(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.ack(body));
+    }
+
+    @Post('api/bulk/promote')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('promote')
+    bulkPromote(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.promote(body));
     }
   }
   return RedisStreamsDashboardController;

@@ -7,3 +7,4 @@ export type { ConsumerView, GroupView, OverviewView, StreamView } from './dashbo
 export type { DeadLettersView, DeadLetterView, DelayedEntryView, DelayedListView, PendingView } from './dashboard-reads.js';
 export type { FieldText, FieldView } from './field-views.js';
 export type { FindView, FindTarget } from './dashboard-find.js';
+export type { BulkView } from './dashboard-bulk.js';

@@ -3,6 +3,7 @@ import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
 import { DashboardFind } from './dashboard-find.js';
+import { DashboardBulk } from './dashboard-bulk.js';
 import { dashboardController } from './dashboard.controller.js';
 import { resolveDashboardOptions, type RedisStreamsDashboardOptions } from './dashboard.options.js';
 import { DashboardReads } from './dashboard-reads.js';
@@ -29,6 +30,7 @@ export class RedisStreamsDashboardModule {
         DashboardContext,
         DashboardReads,
         DashboardFind,
+        DashboardBulk,
         DashboardActions,
         DashboardAssets,
         CsrfTokens,

@@ -2,10 +2,14 @@ import { Injectable, type CanActivate } from '@nestjs/common';
 import { existsSync, mkdirSync } from 'node:fs';
 import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { lastValueFrom } from 'rxjs';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { ADAPTERS } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Debian's chromium; puppeteer-core downloads no browser. */
 const CHROMIUM = '/usr/bin/chromium';
@@ -183,4 +187,79 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard permissions, find and bulk act
     expect(finds).toHaveLength(asked);
     expect(await progressText()).toBe(stopped);
   }, 60_000);
+
+  const bulkResult = () => page.waitForSelector('#bulk-result', DOM_TIMEOUT).then(() => page.$eval('#bulk-result', (node) => node.textContent));
+  async function untilBulkResult(expected: string): Promise<void> {
+    await page.waitForFunction((text) => document.querySelector('#bulk-result')?.textContent === text, DOM_TIMEOUT, expected);
+  }
+
+  for (const adapter of ADAPTERS) {
+    it(`${adapter}: redrives every dead letter a find matched, after a confirmation that says how many, and says what happened`, async () => {
+      const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 14, pending: 0, deadLetters: 12 });
+      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, adapter);
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await untilCell(HANDLED_STREAM, 'dead-letters', '12');
+      await openStream(HANDLED_STREAM);
+      await findFor('dead-letters', { contains: 'hello-1' });
+      const redrive = '#find-results button[data-action="redrive-matching"]';
+      await page.waitForSelector(redrive, DOM_TIMEOUT);
+      expect(await page.$eval(redrive, (node) => node.textContent)).toBe('Redrive all 3 matching');
+      // Dismissed: nothing happens.
+      await page.locator(redrive).click();
+      await waitFor(() => dialogs.length === 1, 'the confirmation');
+      expect(dialogs[0]!.message).toBe(`Redrive every one of the dead letters of "\u2068${HANDLED_STREAM}\u2069" whose values contain "\u2068hello-1\u2069" (the find counted 3) back to the stream?`);
+      expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(12);
+
+      acceptDialogs = true;
+      await page.locator(redrive).click();
+      await untilBulkResult('Redrive: 3 redriven, 0 skipped.');
+      await untilCell(HANDLED_STREAM, 'dead-letters', '9');
+      expect((await redis.client.xrange(deadLetterKey(HANDLED_STREAM), '-', '+')).map(([id]) => id)).toEqual(ids.filter((_, n) => ![1, 10, 11].includes(n)));
+      expect(app.logger.lines.filter((line) => line.startsWith('bulk redrive'))).toEqual([`bulk redrive dead letters: stream "${HANDLED_STREAM}", contains "hello-1", from "start": 12 gone through, 3 matching, 3 done, 0 skipped, next null`]);
+      if (adapter === 'express' && process.env.DASHBOARD_SCREENSHOT !== undefined) {
+        await page.setViewport({ width: 1100, height: 900 });
+        mkdirSync('docs/images', { recursive: true });
+        await page.screenshot({ path: 'docs/images/dashboard-bulk.png', fullPage: true });
+      }
+    }, 40_000);
+
+    it(`${adapter}: acks selected pending entries, then all of a group, and promotes selected and all delayed entries`, async () => {
+      await seedStream(redis.client, 'work', { entries: 5, pending: 5, deadLetters: 0 });
+      const client = new RedisStreamsClient({ connection: redis.server.url });
+      try {
+        for (let n = 0; n < 3; n++) await lastValueFrom(client.emit('work', new RedisStreamsRecord({ n }, { delay: 600_000 + n * 1000 })));
+      } finally {
+        await client.close();
+      }
+      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['work'] }, adapter);
+      acceptDialogs = true;
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await untilCell('work', 'delayed', '3');
+      await openStream('work');
+      const pending = (await redis.client.xpending('work', AUDIT_GROUP, '-', '+', 10)) as [string][];
+      for (const [id] of pending.slice(0, 2)) await page.locator(`#detail tr[data-id="${id}"] input[type="checkbox"]`).click();
+      await page.locator('#detail button[data-action="ack-selected"]').click();
+      await untilBulkResult('Acknowledge: 2 acknowledged, 0 skipped.');
+      expect(dialogs.at(-1)!.message).toBe(`Acknowledge 2 selected pending entries of group "\u2068${AUDIT_GROUP}\u2069" on "\u2068work\u2069"?`);
+      expect((await redis.client.xpending('work', AUDIT_GROUP, '-', '+', 10) as [string][]).map(([id]) => id)).toEqual(pending.slice(2).map(([id]) => id));
+
+      await page.waitForFunction(() => document.querySelector('#detail button[data-action="ack-all"]')?.textContent === 'Ack all 3 pending', DOM_TIMEOUT);
+      await page.locator('#detail button[data-action="ack-all"]').click();
+      await untilBulkResult('Acknowledge: 3 acknowledged, 0 skipped.');
+      expect(dialogs.at(-1)!.message).toBe(`Acknowledge ALL 3 pending entries of group "\u2068${AUDIT_GROUP}\u2069" on "\u2068work\u2069"? They will not be handled again.`);
+      expect(await redis.client.xpending('work', AUDIT_GROUP)).toEqual([0, null, null, null]);
+
+      const [first] = await redis.client.zrange('{work}:delayed', 0, 0);
+      await page.locator(`#detail tr[data-hold="${first}"] input[type="checkbox"]`).click();
+      await page.locator('#detail button[data-action="promote-selected"]').click();
+      await untilBulkResult('Promote: 1 promoted, 0 skipped.');
+      expect(await redis.client.zrange('{work}:delayed', 0, -1)).not.toContain(first);
+      await page.waitForFunction(() => document.querySelector('#detail button[data-action="promote-all"]')?.textContent === 'Promote all 2 held', DOM_TIMEOUT);
+      await page.locator('#detail button[data-action="promote-all"]').click();
+      await untilBulkResult('Promote: 2 promoted, 0 skipped.');
+      expect(await redis.client.zcard('{work}:delayed')).toBe(0);
+      expect(await redis.client.xlen('work')).toBe(8);
+      expect(await bulkResult()).toBe('Promote: 2 promoted, 0 skipped.');
+    }, 40_000);
+  }
 });

@@ -3,6 +3,7 @@ import { getJson } from './api.js';
 import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
 import { renderFind } from './find.js';
+import './bulk.js';
 import { loadOverview } from './overview.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';

@@ -6,6 +6,7 @@ import { cell, duration, el, fieldEl, isolated, nameCell, nameEl, num, table } f
 import { inspect, inspectDeadLetter } from './entry-view.js';
 import { findStream, pausedBadge } from './overview.js';
 import { allowed } from './permissions.js';
+import { delayedBulk, pendingBulk, tickBox } from './bulk.js';
 import { cursorParam, DEAD_LETTERS, DELAYED, pager, SCHEDULES } from './pager.js';
 import { select } from './refresh.js';
 import { state } from './state.js';
@@ -71,9 +72,11 @@ function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf)
       num(entry.deliveryCount),
       el('td', {}, readOnly ? null : el('span', { className: 'actions' },
         allowed('claim') ? el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }) : null,
-        !allowed('ack') ? null : el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
+        !allowed('ack') ? null : el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) }))),
+      allowed('ack') ? tickBox('pending', `${group.name}\n${entry.id}`) : null));
   parts.push(el('h3', { text: `Pending entries (${pending.total} in all)` }));
-  parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
+  parts.push(...[pendingBulk(stream.name, group.name, pending.total)].filter(Boolean));
+  parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', '', allowed('ack') ? 'Select' : null].filter((heading) => heading !== null), rows, 'Nothing pending.'));
   parts.push(...[pager(`group:${group.name}`, pending, 'pending')].filter(Boolean));
   return parts;
 }
@@ -163,8 +166,10 @@ function delayedDetail(stream, delayed, schedules, readOnly) {
         el('td', {}, fieldsOf(entry)),
         readOnly ? null : el('td', {}, el('span', { className: 'actions' },
           !allowed('promote') ? null : el('button', { type: 'button', text: 'Promote now', dataset: { action: 'promote' }, onclick: () => act(`Promote delayed entry ${isolated(entry.hold)} of ${where} now? It is added to the stream at once, with the entries already due.`, 'delayed/promote', { stream: stream.name, hold: entry.hold }) }),
-          removeButton(entry, 'delayed entry')))));
-    parts.push(table(['Hold', 'Due at', 'Repeats', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null), rows, 'No delayed entries.'));
+          removeButton(entry, 'delayed entry'))),
+        allowed('promote') ? tickBox('holds', entry.hold) : null));
+    parts.push(...[delayedBulk(stream.name, delayed.total)].filter(Boolean));
+    parts.push(table(['Hold', 'Due at', 'Repeats', 'Fields', readOnly ? null : '', allowed('promote') ? 'Select' : null].filter((heading) => heading !== null), rows, 'No delayed entries.'));
     parts.push(...[pager(DELAYED, delayed, 'delayed', 'soonest due')].filter(Boolean));
   }
   parts.push(el('h3', { text: schedules.error ? 'Recurring schedules' : `Recurring schedules (${schedules.total} in all)` }));
