@@ -6,7 +6,7 @@ import { lastValueFrom } from 'rxjs';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { ADAPTERS } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -262,4 +262,20 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard permissions, find and bulk act
       expect(await bulkResult()).toBe('Promote: 2 promoted, 0 skipped.');
     }, 40_000);
   }
+
+  it("finds a partitioned stream's dead letters merged, and its entries only per partition", async () => {
+    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 }, 'express', { partitioned: true });
+    const p0 = await seedStream(redis.client, `${PARTITIONED_STREAM}:p0`, { entries: 2, pending: 0, deadLetters: 2 });
+    const p1 = await seedStream(redis.client, `${PARTITIONED_STREAM}:p1`, { entries: 1, pending: 0, deadLetters: 1 });
+    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await untilCell(PARTITIONED_STREAM, 'dead-letters', '3');
+    await openStream(PARTITIONED_STREAM);
+    await page.waitForSelector('#find-form', DOM_TIMEOUT);
+    expect(await page.$$eval('#find-in option', (options) => options.map((option) => option.textContent))).toEqual(['dead letters']);
+    expect(await page.$eval('#find', (node) => node.textContent)).toContain('Entries are found per partition: select a partition above.');
+    await findFor('dead-letters', { contains: 'hello-' });
+    await page.waitForFunction(() => document.querySelector('#find-progress')?.textContent?.startsWith('Done') === true, DOM_TIMEOUT);
+    const found = await page.$$eval('#find-results tr[data-found]', (rows) => rows.map((row) => row.dataset.found));
+    expect(found.sort()).toEqual([...p0, ...p1].sort());
+  }, 40_000);
 });

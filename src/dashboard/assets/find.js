@@ -33,7 +33,7 @@ export function renderFind() {
   stop();
   find.stream = found.stream.name;
   find.last = null;
-  section.replaceChildren(form(found.stream.name));
+  section.replaceChildren(form(found.stream.name, found.partitioned));
   section.hidden = false;
 }
 
@@ -42,9 +42,10 @@ function stop() {
   find.scan = null;
 }
 
-function form(stream) {
+/** The find form; a partitioned stream's entries are in its partitions (select one), its dead letters are searched merged. */
+function form(stream, partitioned) {
   const target = el('select', { id: 'find-in', title: 'What to look through' },
-    el('option', { value: 'entries', text: 'entries' }),
+    partitioned ? null : el('option', { value: 'entries', text: 'entries' }),
     el('option', { value: 'dead-letters', text: 'dead letters' }));
   const mode = el('select', { id: 'find-mode' },
     el('option', { value: 'field', text: 'whose field' }),
@@ -69,6 +70,7 @@ function form(stream) {
     el('form', { id: 'find-form', className: 'actions', onsubmit: submit },
       el('span', { className: 'muted', text: 'Find' }), target, mode, field, equals, value,
       el('button', { type: 'submit', text: 'Find' }), stopButton),
+    partitioned ? el('p', { className: 'hint', text: 'Entries are found per partition: select a partition above.' }) : null,
     progress,
     results);
 }
