@@ -164,10 +164,10 @@ export class DashboardActions {
   }
 
   /**
-   * Runs an action and logs it with its outcome, or its failure as a warning. Names are
+   * Runs an action (a bulk step too) and logs it with its outcome, or its failure as a warning. Names are
    * JSON-quoted, so a hostile name cannot forge a log line; payloads are never logged.
    */
-  private async logged<T>(action: string, subject: Record<string, string | readonly string[]>, run: () => Promise<T>, outcome: (result: T) => string): Promise<T> {
+  async logged<T>(action: string, subject: Record<string, string | readonly string[]>, run: () => Promise<T>, outcome: (result: T) => string): Promise<T> {
     const what = `${action}: ${Object.entries(subject).map(([name, value]) => `${name} ${JSON.stringify(value)}`).join(', ')}`;
     try {
       const result = await run();

@@ -157,7 +157,7 @@ export class DashboardReads {
 }
 
 /** A dead letter read with `encoding: 'base64'`, its fields back to bytes and shown (cut to `limit` bytes each). */
-function deadLetterView(letter: DeadLetter<StreamFieldPairs>, limit?: number): DeadLetterView {
+export function deadLetterView(letter: DeadLetter<StreamFieldPairs>, limit?: number): DeadLetterView {
   return { ...letter, fields: fieldViews(letter.fields.flat().map((base64) => Buffer.from(base64, 'base64')), limit) };
 }
 
@@ -181,7 +181,7 @@ function delayedEntryView(entry: HeldEntryBytes): DelayedEntryView {
 }
 
 /** A delayed list's `cursor` from a request: `<due ms>:<hold id>` (as a `next` said), or absent for the first page. */
-function delayedCursorParameter(value: unknown): DelayedCursor | undefined {
+export function delayedCursorParameter(value: unknown): DelayedCursor | undefined {
   if (value === undefined || value === '') return undefined;
   const match = typeof value === 'string' ? /^(\d{1,16}):(.+)$/s.exec(value) : null;
   if (match === null || match[2]!.length > MAX_NAME_LENGTH) {
@@ -191,7 +191,7 @@ function delayedCursorParameter(value: unknown): DelayedCursor | undefined {
 }
 
 /** A list's `cursor` from a request: `(<id>` (after that id, as a `next` said), or absent for the first page. */
-function cursorParameter(value: unknown): string {
+export function cursorParameter(value: unknown): string {
   if (value === undefined || value === '') return '-';
   if (typeof value === 'string' && value.startsWith('(') && isStreamId(value.slice(1))) return value;
   throw new RedisStreamsOptionError('cursor', `must be the "next" of a page, such as "(1700000000000-0", got ${describe(value)}`);

@@ -1,7 +1,8 @@
 import { ForbiddenException, Inject, Injectable, Logger, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { isAllowedHost } from './dashboard-hosts.js';
+import { ACTION_KIND_METADATA, actionRefusal } from './dashboard-permissions.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { REDIS_STREAMS_DASHBOARD_OPTIONS } from './tokens.js';
 
@@ -17,6 +18,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 /** What a refusal of a mutation for its CSRF token says, so that the page fetches a new token and tries once more. */
 export const CSRF_REFUSAL = 'csrf';
+/** What a refusal of a mutation whose kind the `actions` option leaves out says. */
+export const ACTION_REFUSAL = 'action-not-allowed';
 
 /**
  * First guard of every dashboard route: sets the security headers through the app's HTTP adapter
@@ -58,11 +61,11 @@ interface Refusal {
 abstract class RefusingGuard implements CanActivate {
   private readonly logger = new Logger('RedisStreamsDashboard');
 
-  protected abstract refusal(request: GuardedRequest): Refusal | undefined | Promise<Refusal | undefined>;
+  protected abstract refusal(request: GuardedRequest, context: ExecutionContext): Refusal | undefined | Promise<Refusal | undefined>;
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const request = context.switchToHttp().getRequest<GuardedRequest>();
-    const refusal = await this.refusal(request);
+    const refusal = await this.refusal(request, context);
     if (refusal === undefined) return true;
     this.logger.warn(`refused ${JSON.stringify(request.url.split('?')[0])}: ${refusal.message}`);
     throw new ForbiddenException({ statusCode: 403, error: 'Forbidden', message: refusal.message, ...(refusal.reason === undefined ? {} : { reason: refusal.reason }) });
@@ -102,20 +105,24 @@ export class TrustedRequestGuard extends RefusingGuard {
 
 /**
  * Last guard of every mutating route (after the app's guard): refuses when the dashboard is
- * read-only, when the CSRF token header is missing, wrong or expired, and when the body is not
- * JSON (a cross-site form cannot send one).
+ * read-only, when the route's action kind (`@DashboardAction`) is not in the `actions` option,
+ * when the CSRF token header is missing, wrong or expired, and when the body is not JSON (a
+ * cross-site form cannot send one).
  */
 @Injectable()
 export class MutationGuard extends RefusingGuard {
   constructor(
     @Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly tokens: CsrfTokens,
+    private readonly reflector: Reflector,
   ) {
     super();
   }
 
-  protected async refusal({ headers }: GuardedRequest): Promise<Refusal | undefined> {
+  protected async refusal({ headers }: GuardedRequest, context: ExecutionContext): Promise<Refusal | undefined> {
     if (this.options.readOnly) return { message: 'the dashboard is read-only (RedisStreamsDashboardModule readOnly: true)' };
+    const notAllowed = actionRefusal(this.reflector.get<unknown>(ACTION_KIND_METADATA, context.getHandler()), this.options.actions);
+    if (notAllowed !== undefined) return { message: notAllowed, reason: ACTION_REFUSAL };
     if (!(await this.tokens.verify(single(headers[CSRF_HEADER])))) return { message: 'missing, wrong or expired CSRF token', reason: CSRF_REFUSAL };
     const type = single(headers['content-type']) ?? '';
     if (!/^application\/json\s*(;|$)/i.test(type)) return { message: 'mutations take a JSON body (Content-Type: application/json)' };

@@ -4,16 +4,23 @@ import { Redactor } from '../redaction.js';
 import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
+import { DashboardFind } from './dashboard-find.js';
+import { DashboardBulk } from './dashboard-bulk.js';
 import { DashboardReads } from './dashboard-reads.js';
 import { EntryReads } from './entry-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
+import { ACTION_KINDS, DashboardAction, type DashboardActionKind } from './dashboard-permissions.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { answer } from './http-errors.js';
 
 /** What the page learns before its first refresh. */
 export interface DashboardSession {
   readOnly: boolean;
+  /** The action kinds the server takes (the `actions` option); empty when read-only. */
+  actions: DashboardActionKind[];
+  /** The action kinds it refuses (all of them when read-only). */
+  refusedActions: DashboardActionKind[];
   /** Sent back in the `X-CSRF-Token` header of every mutation (any replica takes it, for a day); null when read-only. */
   csrfToken: string | null;
   csrfHeader: string;
@@ -43,6 +50,8 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly tokens: CsrfTokens,
       private readonly adapterHost: HttpAdapterHost,
       context: DashboardContext,
+      private readonly finder: DashboardFind,
+      private readonly bulk: DashboardBulk,
     ) {
       this.redactor = Redactor.for(context.redis);
     }
@@ -64,7 +73,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Get('api/session')
     async session(): Promise<DashboardSession> {
-      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
+      return { readOnly: options.readOnly, actions: [...options.actions], refusedActions: ACTION_KINDS.filter((kind) => !options.actions.has(kind)), csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
     }
 
     @Get('api/overview')
@@ -111,9 +120,16 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       });
     }
 
+    /** Entries (or dead letters) whose field equals a value, or whose values contain a substring: one bounded page of the scan. */
+    @Get('api/find')
+    find(@Query() query: Record<string, unknown>) {
+      return answer(this.redactor, () => this.finder.find(query));
+    }
+
     @Post('api/dead-letters/redrive')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('redrive')
     redrive(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.redrive(body));
     }
@@ -121,6 +137,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/dead-letters/purge')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('purge')
     purge(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.purge(body));
     }
@@ -128,6 +145,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/pending/ack')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('ack')
     ack(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.ack(body));
     }
@@ -135,6 +153,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/pending/claim')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('claim')
     claim(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.claim(body));
     }
@@ -142,6 +161,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/delayed/promote')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('promote')
     promoteDelayed(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.promoteDelayed(body));
     }
@@ -149,6 +169,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/delayed/remove')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('remove')
     removeDelayed(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.removeDelayed(body));
     }
@@ -156,6 +177,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/groups/pause')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('pause')
     pauseGroup(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.setPaused(body, true));
     }
@@ -163,6 +185,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/groups/resume')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('pause')
     resumeGroup(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.setPaused(body, false));
     }
@@ -170,6 +193,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/consumers/delete')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('delete-consumer')
     deleteConsumer(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.deleteConsumer(body));
     }
@@ -191,8 +215,42 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Post('api/entries/cancel')
     @HttpCode(200)
     @UseGuards(MutationGuard)
+    @DashboardAction('cancel')
     cancelEntry(@Body() body: unknown) {
       return answer(this.redactor, () => this.actions.cancel(body));
+    }
+
+    /** Bulk actions on everything of a list matching a filter (or all of it), one bounded step a request: see dashboard-bulk.ts. */
+    @Post('api/bulk/redrive')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('redrive')
+    bulkRedrive(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.redrive(body));
+    }
+
+    @Post('api/bulk/purge')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('purge')
+    bulkPurge(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.purge(body));
+    }
+
+    @Post('api/bulk/ack')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('ack')
+    bulkAck(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.ack(body));
+    }
+
+    @Post('api/bulk/promote')
+    @HttpCode(200)
+    @UseGuards(MutationGuard)
+    @DashboardAction('promote')
+    bulkPromote(@Body() body: unknown) {
+      return answer(this.redactor, () => this.bulk.promote(body));
     }
   }
   return RedisStreamsDashboardController;

@@ -2,6 +2,7 @@ import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { RedisStreamsOptionError } from '../errors.js';
 import { booleanOption, describe, integerOption, nonEmptyStringOption } from '../validation.js';
 import { allowedHostsOption, type AllowedHost } from './dashboard-hosts.js';
+import { actionsOption, type DashboardActionKind } from './dashboard-permissions.js';
 
 /** What `RedisStreamsDashboardModule.forRoot` takes. */
 export interface RedisStreamsDashboardOptions {
@@ -14,6 +15,12 @@ export interface RedisStreamsDashboardOptions {
    * consumer, and then `guard` is required.
    */
   readOnly?: boolean;
+  /**
+   * The kinds of action allowed when `readOnly` is false (`['redrive', 'ack']`: redrive yes,
+   * purge no); default every kind. Others are refused with 403 by the server and not offered by
+   * the page. Ignored while `readOnly` (then none is allowed).
+   */
+  actions?: readonly DashboardActionKind[];
   /**
    * A Nest guard (class or instance) in front of every route of the dashboard, page and API.
    * Required when `readOnly` is false. Its dependencies must be injectable in the dashboard's
@@ -46,6 +53,8 @@ export interface ResolvedDashboardOptions {
   readonly path: string;
   readonly streams: readonly string[];
   readonly readOnly: boolean;
+  /** The action kinds allowed; empty while read-only. */
+  readonly actions: ReadonlySet<DashboardActionKind>;
   readonly guard: Type<CanActivate> | CanActivate | undefined;
   readonly imports: NonNullable<ModuleMetadata['imports']>;
   readonly refreshInterval: number;
@@ -77,6 +86,7 @@ export function resolveDashboardOptions(options: RedisStreamsDashboardOptions = 
     path: pathOption(options.path),
     streams: streamsOption(options.streams),
     readOnly,
+    actions: actionsOption(options.actions, readOnly),
     guard,
     imports: options.imports ?? [],
     refreshInterval: integerOption('refreshInterval', options.refreshInterval, 2_000, 500, 3_600_000),

@@ -2,6 +2,8 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
+import { DashboardFind } from './dashboard-find.js';
+import { DashboardBulk } from './dashboard-bulk.js';
 import { dashboardController } from './dashboard.controller.js';
 import { resolveDashboardOptions, type RedisStreamsDashboardOptions } from './dashboard.options.js';
 import { DashboardReads } from './dashboard-reads.js';
@@ -28,6 +30,8 @@ export class RedisStreamsDashboardModule {
         { provide: REDIS_STREAMS_DASHBOARD_OPTIONS, useValue: resolved },
         DashboardContext,
         DashboardReads,
+        DashboardFind,
+        DashboardBulk,
         DashboardActions,
         EntryReads,
         DashboardAssets,

@@ -83,6 +83,7 @@ describe('dashboard request checks (Express and Fastify)', () => {
       `/api/schedules?stream=${HANDLED_STREAM}`,
       `/api/entries?stream=${HANDLED_STREAM}`,
       `/api/entry-view?stream=${HANDLED_STREAM}&id=${pendingId}`,
+      `/api/find?stream=${HANDLED_STREAM}&contains=${SECRET}`,
     ];
   }
 

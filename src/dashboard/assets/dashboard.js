@@ -5,6 +5,8 @@ import { setStatus } from './dom.js';
 import { renderEntries } from './entries.js';
 import { renderEntry } from './entry-view.js';
 import { followLocation, syncLocation, watchLocation } from './links.js';
+import { renderFind } from './find.js';
+import './bulk.js';
 import { loadOverview } from './overview.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';
@@ -14,6 +16,7 @@ addView(renderDetail);
 addView(renderEntries);
 addView(renderEntry);
 addView(syncLocation);
+addView(renderFind);
 
 async function start() {
   try {
@@ -22,7 +25,8 @@ async function start() {
     return setStatus(`Cannot load the dashboard: ${error.message}`, true);
   }
   const mode = document.getElementById('mode');
-  mode.textContent = state.session.readOnly ? 'read-only' : 'actions enabled';
+  const { readOnly, actions, refusedActions } = state.session;
+  mode.textContent = readOnly || actions.length === 0 ? 'read-only' : refusedActions.length > 0 ? `actions: ${actions.join(', ')}` : 'actions enabled';
   document.getElementById('add-stream').addEventListener('submit', (event) => {
     event.preventDefault();
     const input = document.getElementById('stream-name');

@@ -5,6 +5,8 @@ import { getJson } from './api.js';
 import { cell, duration, el, fieldEl, isolated, nameCell, nameEl, num, table } from './dom.js';
 import { inspect, inspectDeadLetter } from './entry-view.js';
 import { findStream, pausedBadge } from './overview.js';
+import { allowed } from './permissions.js';
+import { delayedBulk, pendingBulk, tickBox } from './bulk.js';
 import { cursorParam, DEAD_LETTERS, DELAYED, pager, SCHEDULES } from './pager.js';
 import { select } from './refresh.js';
 import { state } from './state.js';
@@ -33,7 +35,7 @@ export async function renderDetail() {
     el('p', { className: 'muted', text: `${stream.length} entries` + (stream.firstEntryId ? `, ids ${stream.firstEntryId} … ${stream.lastEntryId}` : '') + `, ${stream.deadLetters} dead letters, ` + (stream.delayed ? `${stream.delayed.held} delayed (${stream.delayed.due} due, not promoted)` : 'delayed entries not readable') }),
   ];
   stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly, partitionOf)));
-  parts.push(...deadLetterDetail(stream, deadLetters, partitioned, readOnly));
+  parts.push(...deadLetterDetail(stream, deadLetters, partitioned));
   parts.push(...delayedDetail(stream, delayed, schedules, readOnly));
   section.replaceChildren(...parts);
   section.hidden = false;
@@ -48,7 +50,7 @@ function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf)
       num(consumer.pending, 'pending'),
       num(duration(consumer.idleMs)),
       num(duration(consumer.inactiveMs)),
-      el('td', {}, readOnly || partitioned ? null : el('button', {
+      el('td', {}, !allowed('delete-consumer') || partitioned ? null : el('button', {
         type: 'button', className: 'danger', text: 'Delete', disabled: consumer.pending > 0,
         title: consumer.pending > 0 ? 'Claim or ack its pending entries first' : 'Delete this consumer',
         onclick: () => act(`Delete consumer "${isolated(consumer.name)}" of group "${isolated(group.name)}" on "${isolated(stream.name)}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
@@ -69,10 +71,12 @@ function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf)
       num(duration(entry.idleMs)),
       num(entry.deliveryCount),
       el('td', {}, readOnly ? null : el('span', { className: 'actions' },
-        el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }),
-        el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) })))));
+        allowed('claim') ? el('button', { type: 'button', text: 'Claim', onclick: () => claim(stream.name, group.name, entry) }) : null,
+        !allowed('ack') ? null : el('button', { type: 'button', className: 'danger', text: 'Ack', onclick: () => act(`Acknowledge entry ${entry.id} of group "${isolated(group.name)}" on "${isolated(stream.name)}"? It will not be handled again.`, 'pending/ack', { stream: stream.name, group: group.name, ids: [entry.id] }) }))),
+      allowed('ack') ? tickBox('pending', `${group.name}\n${entry.id}`) : null));
   parts.push(el('h3', { text: `Pending entries (${pending.total} in all)` }));
-  parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', ''], rows, 'Nothing pending.'));
+  parts.push(...[pendingBulk(stream.name, group.name, pending.total)].filter(Boolean));
+  parts.push(table(['Id', 'Consumer', 'Idle', 'Deliveries', '', allowed('ack') ? 'Select' : null].filter((heading) => heading !== null), rows, 'Nothing pending.'));
   parts.push(...[pager(`group:${group.name}`, pending, 'pending')].filter(Boolean));
   return parts;
 }
@@ -84,7 +88,7 @@ function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf)
 function pauseControl(stream, group, readOnly, partitionOf) {
   const since = group.paused ? `Paused for every worker since ${group.pausedAt}.` : 'Running.';
   if (partitionOf !== null) return el('p', { className: 'hint' }, `${since} Pause and resume on the partitioned stream `, nameEl(partitionOf), ', for every partition.');
-  if (readOnly) return el('p', { className: 'muted', text: since });
+  if (!allowed('pause')) return el('p', { className: 'muted', text: since });
   const where = `group "${isolated(group.name)}" on "${isolated(stream.name)}"`;
   const button = group.paused
     ? el('button', { type: 'button', text: 'Resume', dataset: { action: 'resume' }, onclick: () => act(`Resume ${where}? Every worker reads it again within a second.`, 'groups/resume', { stream: stream.name, group: group.name }) })
@@ -92,7 +96,7 @@ function pauseControl(stream, group, readOnly, partitionOf) {
   return el('p', { className: 'actions' }, el('span', { className: 'muted', text: `${since} ` }), button);
 }
 
-function deadLetterDetail(stream, page, partitioned, readOnly) {
+function deadLetterDetail(stream, page, partitioned) {
   const parts = [el('h3', { text: page.error ? 'Dead letters' : `Dead letters (${page.total} in all)` })];
   if (page.error) return [...parts, el('p', { className: 'warn', text: page.error })];
   const letters = page.deadLetters;
@@ -100,12 +104,15 @@ function deadLetterDetail(stream, page, partitioned, readOnly) {
   // Ticks of letters that are gone are dropped (deleting while iterating a Set is safe).
   const present = new Set(letters.map(key));
   for (const ticked of state.ticked) if (!present.has(ticked)) state.ticked.delete(ticked);
-  if (!readOnly) {
+  const [redrive, purge] = [allowed('redrive'), allowed('purge')];
+  // Ticks and per-row buttons only for the kinds the server takes.
+  const noActions = !redrive && !purge;
+  if (!noActions) {
     parts.push(el('div', { className: 'actions' },
-      el('button', { type: 'button', text: 'Redrive selected', onclick: () => onTicked('redrive') }),
-      el('button', { type: 'button', className: 'danger', text: 'Purge selected', onclick: () => onTicked('purge') }),
-      el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
-      el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
+      redrive ? el('button', { type: 'button', text: 'Redrive selected', onclick: () => onTicked('redrive') }) : null,
+      purge ? el('button', { type: 'button', className: 'danger', text: 'Purge selected', onclick: () => onTicked('purge') }) : null,
+      !redrive ? null : el('button', { type: 'button', text: 'Redrive all', disabled: stream.deadLetters === 0, onclick: () => act(`Redrive ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" back to the stream?`, 'dead-letters/redrive', { stream: stream.name, ids: 'all' }) }),
+      !purge ? null : el('button', { type: 'button', className: 'danger', text: 'Purge all', disabled: stream.deadLetters === 0, onclick: () => act(`Delete ALL ${stream.deadLetters} dead letters of "${isolated(stream.name)}" for good?`, 'dead-letters/purge', { stream: stream.name, ids: 'all' }) })));
   }
   const rows = letters.map((letter) => {
     const fields = letter.tombstone
@@ -113,7 +120,7 @@ function deadLetterDetail(stream, page, partitioned, readOnly) {
       : el('pre', { className: 'fields' }, ...letter.fields.flatMap(([name, value], index) => [index > 0 ? '\n' : null, fieldEl(name), ' = ', fieldEl(value)]));
     const cut = letter.fields.some(([name, value]) => name.truncated || value.truncated);
     return el('tr', { dataset: { deadLetter: letter.deadLetterId } },
-      readOnly ? null : el('td', {}, el('input', { type: 'checkbox', checked: state.ticked.has(key(letter)), title: 'Select', onchange: (event) => (event.target.checked ? state.ticked.add(key(letter)) : state.ticked.delete(key(letter))) })),
+      noActions ? null : el('td', {}, el('input', { type: 'checkbox', checked: state.ticked.has(key(letter)), title: 'Select', onchange: (event) => (event.target.checked ? state.ticked.add(key(letter)) : state.ticked.delete(key(letter))) })),
       el('td', { className: 'name id', text: letter.deadLetterId }),
       partitioned ? nameCell(letter.sourceStream) : null,
       el('td', { className: 'name id', text: letter.sourceId }),
@@ -123,11 +130,11 @@ function deadLetterDetail(stream, page, partitioned, readOnly) {
       cell(new Date(letter.deadLetteredAt).toISOString()),
       num(letter.deliveryCount),
       el('td', {}, fields, cut ? el('button', { type: 'button', className: 'link', text: 'Show whole fields', dataset: { action: 'whole' }, onclick: () => inspectDeadLetter(letter) }) : null),
-      readOnly ? null : el('td', {}, el('span', { className: 'actions' },
-        el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${isolated(letter.sourceStream)}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
-        el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${isolated(letter.sourceStream)}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
+      noActions ? null : el('td', {}, el('span', { className: 'actions' },
+        !redrive ? null : el('button', { type: 'button', text: 'Redrive', disabled: Boolean(letter.tombstone), onclick: () => act(`Redrive dead letter ${letter.deadLetterId} back to "${isolated(letter.sourceStream)}"?`, 'dead-letters/redrive', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }),
+        !purge ? null : el('button', { type: 'button', className: 'danger', text: 'Purge', onclick: () => act(`Delete dead letter ${letter.deadLetterId} of "${isolated(letter.sourceStream)}" for good?`, 'dead-letters/purge', { stream: letter.sourceStream, ids: [letter.deadLetterId] }) }))));
   });
-  const headings = [readOnly ? null : '', 'Id', partitioned ? 'Partition' : null, 'Source id', 'Group', 'Reason', 'Error', 'At', 'Deliveries', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null);
+  const headings = [noActions ? null : '', 'Id', partitioned ? 'Partition' : null, 'Source id', 'Group', 'Reason', 'Error', 'At', 'Deliveries', 'Fields', noActions ? null : ''].filter((heading) => heading !== null);
   parts.push(table(headings, rows, 'No dead letters.'));
   parts.push(...[pager(DEAD_LETTERS, page, 'dead-letters')].filter(Boolean));
   return parts;
@@ -144,7 +151,7 @@ function delayedDetail(stream, delayed, schedules, readOnly) {
     ? el('pre', { className: 'fields muted', text: 'body missing or unreadable' })
     : el('pre', { className: 'fields' }, ...entry.fields.flatMap(([name, value], index) => [index > 0 ? '\n' : null, fieldEl(name), ' = ', fieldEl(value)])));
   const where = `"${isolated(stream.name)}"`;
-  const removeButton = (entry, what) => el('button', {
+  const removeButton = (entry, what) => !allowed('remove') ? null : el('button', {
     type: 'button', className: 'danger', text: 'Remove', dataset: { action: 'remove' },
     onclick: () => act(`Remove ${what} ${isolated(entry.hold)} of ${where} for good? It will never be added to the stream.`, 'delayed/remove', { stream: stream.name, holds: [entry.hold] }),
   });
@@ -158,9 +165,11 @@ function delayedDetail(stream, delayed, schedules, readOnly) {
         cell(recurrenceText(entry)),
         el('td', {}, fieldsOf(entry)),
         readOnly ? null : el('td', {}, el('span', { className: 'actions' },
-          el('button', { type: 'button', text: 'Promote now', dataset: { action: 'promote' }, onclick: () => act(`Promote delayed entry ${isolated(entry.hold)} of ${where} now? It is added to the stream at once, with the entries already due.`, 'delayed/promote', { stream: stream.name, hold: entry.hold }) }),
-          removeButton(entry, 'delayed entry')))));
-    parts.push(table(['Hold', 'Due at', 'Repeats', 'Fields', readOnly ? null : ''].filter((heading) => heading !== null), rows, 'No delayed entries.'));
+          !allowed('promote') ? null : el('button', { type: 'button', text: 'Promote now', dataset: { action: 'promote' }, onclick: () => act(`Promote delayed entry ${isolated(entry.hold)} of ${where} now? It is added to the stream at once, with the entries already due.`, 'delayed/promote', { stream: stream.name, hold: entry.hold }) }),
+          removeButton(entry, 'delayed entry'))),
+        allowed('promote') ? tickBox('holds', entry.hold) : null));
+    parts.push(...[delayedBulk(stream.name, delayed.total)].filter(Boolean));
+    parts.push(table(['Hold', 'Due at', 'Repeats', 'Fields', readOnly ? null : '', allowed('promote') ? 'Select' : null].filter((heading) => heading !== null), rows, 'No delayed entries.'));
     parts.push(...[pager(DELAYED, delayed, 'delayed', 'soonest due')].filter(Boolean));
   }
   parts.push(el('h3', { text: schedules.error ? 'Recurring schedules' : `Recurring schedules (${schedules.total} in all)` }));

@@ -5,6 +5,7 @@
 import { act, claim, send } from './actions.js';
 import { getJson } from './api.js';
 import { duration, el, fieldEl, isolated, nameCell, nameEl, num, setStatus, table } from './dom.js';
+import { allowed } from './permissions.js';
 import { refreshNow } from './refresh.js';
 import { state } from './state.js';
 
@@ -142,11 +143,10 @@ function groupTable(view, readOnly) {
     const letter = group.deadLetter;
     const buttons = [];
     if (!readOnly && pending && view.key !== null) {
-      buttons.push(
-        el('button', { type: 'button', text: 'Claim', dataset: { action: 'claim' }, onclick: () => claim(view.key, group.group, { id: view.id, consumer: group.consumer }) }),
-        el('button', { type: 'button', className: 'danger', text: 'Ack', dataset: { action: 'ack' }, onclick: () => act(`Acknowledge entry ${view.id} of group "${isolated(group.group)}" on "${isolated(view.key)}"? It will not be handled again.`, 'pending/ack', { stream: view.key, group: group.group, ids: [view.id] }) }));
+      if (allowed('claim')) buttons.push(el('button', { type: 'button', text: 'Claim', dataset: { action: 'claim' }, onclick: () => claim(view.key, group.group, { id: view.id, consumer: group.consumer }) }));
+      if (allowed('ack')) buttons.push(el('button', { type: 'button', className: 'danger', text: 'Ack', dataset: { action: 'ack' }, onclick: () => act(`Acknowledge entry ${view.id} of group "${isolated(group.group)}" on "${isolated(view.key)}"? It will not be handled again.`, 'pending/ack', { stream: view.key, group: group.group, ids: [view.id] }) }));
     }
-    if (!readOnly && letter !== null && view.key !== null) {
+    if (!readOnly && allowed('redrive') && letter !== null && view.key !== null) {
       buttons.push(el('button', { type: 'button', text: 'Redrive', dataset: { action: 'redrive' }, onclick: () => redrive(view, letter) }));
     }
     return el('tr', { dataset: { group: group.group } },
@@ -165,13 +165,12 @@ function groupTable(view, readOnly) {
 function entryActions(view) {
   const where = `"${isolated(view.stream)}"`;
   const buttons = [];
-  if (['held', 'waiting', 'pending', 'running', 'failed'].includes(view.state)) {
+  if (allowed('cancel') && ['held', 'waiting', 'pending', 'running', 'failed'].includes(view.state)) {
     buttons.push(el('button', { type: 'button', className: 'danger', text: 'Cancel…', dataset: { action: 'cancel' }, onclick: () => cancel(view) }));
   }
   if (view.state === 'held' && view.key !== null) {
-    buttons.push(
-      el('button', { type: 'button', text: 'Promote now', dataset: { action: 'promote' }, onclick: () => promote(view) }),
-      el('button', { type: 'button', className: 'danger', text: 'Remove', dataset: { action: 'remove' }, onclick: () => act(`Remove delayed entry ${isolated(view.id)} of ${where} for good? It will never be added to the stream.`, 'delayed/remove', { stream: view.key, holds: [view.id] }) }));
+    if (allowed('promote')) buttons.push(el('button', { type: 'button', text: 'Promote now', dataset: { action: 'promote' }, onclick: () => promote(view) }));
+    if (allowed('remove')) buttons.push(el('button', { type: 'button', className: 'danger', text: 'Remove', dataset: { action: 'remove' }, onclick: () => act(`Remove delayed entry ${isolated(view.id)} of ${where} for good? It will never be added to the stream.`, 'delayed/remove', { stream: view.key, holds: [view.id] }) }));
   }
   return buttons.length === 0 ? null : el('p', { className: 'actions entry-actions' }, ...buttons);
 }
