@@ -9,9 +9,8 @@ import type { RecoveryHost } from './recovery-host.js';
  * `interval` they are renewed (owner-checked `XCLAIM … 0 JUSTID`: idle back to 0, delivery count
  * unchanged), one script call per stream + group batch, on the event loop. The lease thread
  * (lease-thread-handle.ts), a watchdog, renews in its stead only while the event loop is blocked.
- * An entry found
- * held by another consumer (our lease lapsed and a recoverer took it) is reported once and never
- * renewed again: the script never takes it back.
+ * An entry found held by another consumer (our lease lapsed and a recoverer took it) is reported
+ * once and never renewed again: the script never takes it back.
  */
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
@@ -63,9 +62,9 @@ export class LeaseKeeper {
   }
 
   /** What this process holds and still renews, per handled stream + group; lost entries it no longer holds are forgotten. */
-  private snapshot(): Array<[stream: string, group: string, ids: string[]]> {
+  private snapshot(): HeldIds[] {
     const seen = new Set<string>();
-    const held: Array<[stream: string, group: string, ids: string[]]> = [];
+    const held: HeldIds[] = [];
     for (const { stream, group } of this.host.handledStreams()) {
       const ids = this.host.inFlightIds(stream, group);
       for (const id of ids) seen.add(key(stream, group, id));
@@ -111,6 +110,8 @@ export class LeaseKeeper {
     this.onLost({ stream, group, id: lease.id, reason: lease.reason, owner: lease.owner });
   }
 }
+
+type HeldIds = [stream: string, group: string, ids: string[]];
 
 function key(stream: string, group: string, id: string): string {
   return `${stream}\u0000${group}\u0000${id}`;

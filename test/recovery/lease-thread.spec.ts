@@ -59,10 +59,16 @@ async function allLeaseConnectionStates(clients: Redis[]): Promise<Array<{ cmd: 
   return (await Promise.all(clients.map(leaseConnectionStates))).flat();
 }
 
-/** The thread sent nothing for a second (a spurious stall of a loaded machine may have woken it before). */
-const quiet = (states: Array<{ idle: number }>) => states.length > 0 && states.every((state) => state.idle >= 1);
-/** The thread renewed within the last second: its last command is one of a renewal round. */
-const renewedJustNow = (states: Array<{ cmd: string; idle: number }>) => states.some((state) => state.idle === 0 && RENEWAL_COMMANDS.includes(state.cmd));
+/**
+ * The thread sent nothing for over a second (`idle` counts whole seconds of the server's clock; a
+ * stall of a loaded machine may have woken the thread before).
+ */
+const quiet = (states: Array<{ idle: number }>) => states.length > 0 && states.every((state) => state.idle >= 2);
+/**
+ * The thread renewed in the last two seconds: its last command is one of a renewal round. After
+ * `quiet` and a block of 1.5 s, a thread that did nothing would show `idle` ≥ 2.
+ */
+const renewedJustNow = (states: Array<{ cmd: string; idle: number }>) => states.some((state) => state.idle <= 1 && RENEWAL_COMMANDS.includes(state.cmd));
 
 beforeAll(async () => {
   await ensureCompiled();
@@ -136,6 +142,7 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
     started = 0;
     const id = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
     await waitFor(() => started === 1, 'the handler started');
+    await waitFor(async () => quiet(await leaseConnectionStates(redis.client)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
     const closing = (running as RunningServer).app.close();
     // close() waits for the handler, which blocks the loop once released: the thread renews meanwhile.
     const handler = release as () => void;
@@ -218,7 +225,7 @@ describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and cert
     const check = server.client();
     try {
       await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
-      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 10_000, interval: 100 });
+      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
       started = 0;
       blockMs = 1_500;
       await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
@@ -259,7 +266,7 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     try {
       const connected = async () => (await Promise.all(checks.map(leaseConnectionsOn))).reduce((a, b) => a + b, 0);
       await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
-      await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 10_000, interval: 100 });
+      await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
       started = 0;
       blockMs = 1_500;
       await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
@@ -327,7 +334,7 @@ describe('lease thread across a Redis restart (real redis-server, AOF)', () => {
       await server.restart();
       check = server.client();
       await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected again', { timeout: 20_000, interval: 100 });
-      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 10_000, interval: 100 });
+      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
       // The first handler ends; the next one blocks the loop: only the reconnected thread renews it.
       blockMs = 1_500;
       release?.();
