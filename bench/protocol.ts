@@ -29,6 +29,9 @@ export interface WorkerStats {
   lastAt: number;
   /** When the handler saw half of the awaited count (0 when nothing was awaited). */
   halfAt: number;
+  /** `cpuMs` when the handler saw half of, and all of, the awaited count (0 until then): the second half's CPU leaves the start-up out. */
+  halfCpuMs: number;
+  lastCpuMs: number;
   latency: LatencySummary;
   rssKb: number;
   maxRssKb: number;

@@ -19,8 +19,9 @@ export const consumeScenario: Scenario = {
       ...workerContender(ctx, 'streams', 'RedisStreamsServer', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
     },
-    // The same run with the lease thread off (docs/benchmarks.md: its cost is streams against this one).
+    // The same run with the lease thread off, and with leases off (docs/benchmarks.md: the thread's cost is streams against these).
     workerContender(ctx, 'streams-lease-thread-off', 'RedisStreamsServer, leases renewed on the event loop (recovery.leases: { thread: false })', 'streams-worker', undefined, { leaseThread: false }),
+    workerContender(ctx, 'streams-leases-off', 'RedisStreamsServer, no lease renewal (recovery.leases: false)', 'streams-worker', undefined, { leases: false }),
     workerContender(ctx, 'streams-batch', 'RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
     workerContender(ctx, 'raw-otel', 'raw XREADGROUP/XACK loop + the same SDK: span, histogram, counter per entry', 'raw-otel-worker'),
     workerContender(ctx, 'streams-otel', 'RedisStreamsServer, OpenTelemetry SDK registered (traces + metrics)', 'streams-otel-worker'),
@@ -82,6 +83,10 @@ export function workerContender(
             workerCpuMs: after.cpuMs - before.cpuMs,
             workerUserCpuMs: after.cpuUserMs - before.cpuUserMs,
             workerSystemCpuMs: after.cpuSystemMs - before.cpuSystemMs,
+            // The second half of the entries (halfAt to the last): what the start-up (connections, the lease thread's load) leaves.
+            workerSteadyCpuMs: after.lastCpuMs - after.halfCpuMs,
+            workerRssMb: after.rssKb / 1024,
+            workerPeakRssMb: after.maxRssKb / 1024,
             ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),
             firstEntryMs: (firstAt - startedAt) / 1e6,
             firstToLastMsgsPerSec: (total - 1) / ((reachedAt - firstAt) / 1e9),

@@ -1,6 +1,5 @@
 import type { Logger } from '@nestjs/common';
 import { renewLeases, type LostLease } from './leases.js';
-import type { HeldEntries } from './lease-thread-protocol.js';
 import { LeaseThread, type LeaseThreadSettings } from './lease-thread-handle.js';
 import type { LeaseLostNotice } from './recovery-events.js';
 import type { RecoveryHost } from './recovery-host.js';
@@ -8,11 +7,10 @@ import type { RecoveryHost } from './recovery-host.js';
 /**
  * Keeps this process's in-flight entries from looking idle while their handlers run: every
  * `interval` they are renewed (owner-checked `XCLAIM … 0 JUSTID`: idle back to 0, delivery count
- * unchanged), one script call per stream + group batch. With the lease thread
- * (lease-thread-handle.ts) the renewals run there, on a connection and a timer of their own, and
- * this timer sends it what is held; without it (or once it failed) they run here. An entry found
- * held by another consumer (our lease lapsed and a recoverer took it) is reported once and never
- * renewed again: the script never takes it back.
+ * unchanged), one script call per stream + group batch, on the event loop. The lease thread
+ * (lease-thread-handle.ts), a watchdog, renews in its stead only while the event loop is blocked.
+ * An entry found held by another consumer (our lease lapsed and a recoverer took it) is reported
+ * once and never renewed again: the script never takes it back.
  */
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
@@ -30,43 +28,31 @@ export class LeaseKeeper {
     private readonly onError: (error: Error) => void,
   ) {}
 
-  /** Starts the renewal timer: renewals run here, or on the lease thread while it renews. */
+  /** Starts the renewal timer. */
   start(): void {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => {
-      if (this.thread?.renewing === true) this.thread.held(this.snapshot());
       // Skip a beat rather than pile up renewals behind a slow Redis.
-      else this.renewHere();
+      if (this.running === undefined) this.running = this.renewAll().finally(() => (this.running = undefined));
     }, this.interval);
     this.timer.unref();
   }
 
-  private renewHere(): void {
-    if (this.running === undefined) this.running = this.renewAll().finally(() => (this.running = undefined));
-  }
-
-  /** Starts the lease thread; renewals stay here until it is ready, and for good if it cannot start (logged). */
-  startThread(settings: Omit<LeaseThreadSettings, 'interval'>): void {
+  /** Starts the lease thread, which watches the event loop (the streams + groups it lists are the handled ones); logged if it cannot start. */
+  startThread(settings: Omit<LeaseThreadSettings, 'interval' | 'streams'>): void {
     if (this.thread !== undefined) return;
-    const thread = new LeaseThread({ ...settings, interval: this.interval }, this.logger, {
-      ready: () => thread.held(this.snapshot()),
+    const streams = this.host.handledStreams().map(({ stream, group }) => [stream, group] as const);
+    this.thread = new LeaseThread({ ...settings, streams, interval: this.interval }, this.logger, {
       renewed: this.onRenewed,
       lost: (stream, group, leases) => this.reportLostOf(stream, group, leases),
       error: this.onError,
-      gone: () => {
-        this.host.setAdmissionListener?.(undefined);
-        // Entries the thread renewed last may be due now.
-        if (this.timer !== undefined) this.renewHere();
-      },
     });
-    this.thread = thread;
-    if (thread.start()) this.host.setAdmissionListener?.((stream, group, ids) => thread.admitted(stream, group, ids));
+    this.thread.start();
   }
 
   async stop(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    this.host.setAdmissionListener?.(undefined);
     await Promise.all([this.running, this.thread?.stop()]);
   }
 
@@ -76,9 +62,9 @@ export class LeaseKeeper {
   }
 
   /** What this process holds and still renews, per handled stream + group; lost entries it no longer holds are forgotten. */
-  private snapshot(): HeldEntries[] {
+  private snapshot(): HeldIds[] {
     const seen = new Set<string>();
-    const held: HeldEntries[] = [];
+    const held: HeldIds[] = [];
     for (const { stream, group } of this.host.handledStreams()) {
       const ids = this.host.inFlightIds(stream, group);
       for (const id of ids) seen.add(key(stream, group, id));
@@ -124,6 +110,8 @@ export class LeaseKeeper {
     this.onLost({ stream, group, id: lease.id, reason: lease.reason, owner: lease.owner });
   }
 }
+
+type HeldIds = [stream: string, group: string, ids: string[]];
 
 function key(stream: string, group: string, id: string): string {
   return `${stream}\u0000${group}\u0000${id}`;

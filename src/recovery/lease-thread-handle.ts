@@ -5,25 +5,23 @@ import type { Logger } from '@nestjs/common';
 import type { RedisConnection } from '../redis/connection.js';
 import { threadConnectionOf } from '../redis/thread-connection.js';
 import type { LostLease } from './leases.js';
-import { heartbeatInterval, type FromLeaseThread, type HeldEntries, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
+import { heartbeatInterval, type FromLeaseThread, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
 
 export interface LeaseThreadSettings {
   readonly connection: RedisConnection | undefined;
   readonly connectTimeout: number;
   readonly consumer: string;
+  /** The streams + groups this consumer reads: the thread lists its pending entries there. */
+  readonly streams: ReadonlyArray<readonly [stream: string, group: string]>;
   readonly interval: number;
   readonly maxBlocked: number;
 }
 
 /** What the lease keeper hears from its thread (on the main thread's event loop). */
 export interface LeaseThreadEvents {
-  /** The thread renews from now on: send it what is held. */
-  ready(): void;
   renewed(count: number): void;
   lost(stream: string, group: string, leases: LostLease[]): void;
   error(error: Error): void;
-  /** The thread no longer renews (it failed or died): the keeper renews on the event loop again. */
-  gone(): void;
 }
 
 /** How long `stop()` lets the thread finish its renewal and close its connection before terminating it. */
@@ -48,13 +46,13 @@ function leaseThreadScript(): URL | undefined {
 
 /**
  * The main thread's side of the lease thread (lease-thread.ts): starts it with the server's
- * connection option, stamps the heartbeat it watches, and passes messages both ways. Whatever
- * keeps the thread from renewing (an option a thread cannot receive, a connection it cannot
- * make, its death) is logged once, and the keeper renews on the event loop as it did before.
+ * connection option and the streams + groups it reads, stamps the heartbeat it watches (its only
+ * cost while the event loop is live), and hears what it renewed. Whatever keeps the thread from
+ * running (an option a thread cannot receive, a connection it cannot make, its death) is logged
+ * once; the keeper renews on the event loop in every case, as with the thread off.
  */
 export class LeaseThread {
   private worker: Worker | undefined;
-  private ready = false;
   private stopping = false;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private readonly heartbeat = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
@@ -66,11 +64,6 @@ export class LeaseThread {
     private readonly logger: Logger,
     private readonly events: LeaseThreadEvents,
   ) {}
-
-  /** Whether the thread renews now (else the keeper does, on the event loop). */
-  get renewing(): boolean {
-    return this.ready;
-  }
 
   /** Starts the thread; false (logged) when it cannot run here. */
   start(): boolean {
@@ -85,8 +78,8 @@ export class LeaseThread {
       return false;
     }
     this.stamp[0] = Date.now();
-    const { consumer, interval, maxBlocked, connectTimeout } = this.settings;
-    const data: LeaseThreadData = { connection: thread.connection, connectTimeout, consumer, interval, maxBlocked, heartbeat: this.heartbeat };
+    const { consumer, streams, interval, maxBlocked, connectTimeout } = this.settings;
+    const data: LeaseThreadData = { connection: thread.connection, connectTimeout, consumer, streams, interval, maxBlocked, heartbeat: this.heartbeat };
     let worker: Worker;
     try {
       worker = new Worker(script, { workerData: data, name: 'nestjs-redis-streams lease thread' });
@@ -105,19 +98,9 @@ export class LeaseThread {
         resolve();
       }),
     );
-    this.heartbeatTimer = setInterval(() => (this.stamp[0] = Date.now()), heartbeatInterval(maxBlocked));
+    this.heartbeatTimer = setInterval(() => (this.stamp[0] = Date.now()), heartbeatInterval(interval, maxBlocked));
     this.heartbeatTimer.unref();
     return true;
-  }
-
-  /** What this process holds now (each lease interval, and when the thread becomes ready): the thread renews it at once. */
-  held(snapshot: HeldEntries[]): void {
-    if (this.ready) this.post({ type: 'held', held: snapshot });
-  }
-
-  /** Entries just admitted: known to the thread before their handlers can block the loop. */
-  admitted(stream: string, group: string, ids: string[]): void {
-    if (this.worker !== undefined && !this.stopping) this.post({ type: 'started', stream, group, ids });
   }
 
   /** Stops the thread: it finishes a renewal in progress, closes its connection and ends (terminated if it takes too long). */
@@ -125,7 +108,6 @@ export class LeaseThread {
     const worker = this.worker;
     if (worker === undefined || this.stopping) return this.exited;
     this.stopping = true;
-    this.ready = false;
     clearInterval(this.heartbeatTimer);
     this.post({ type: 'stop' });
     let timer: NodeJS.Timeout | undefined;
@@ -142,9 +124,6 @@ export class LeaseThread {
   private readonly onMessage = (message: FromLeaseThread): void => {
     switch (message.type) {
       case 'ready':
-        if (this.stopping) return;
-        this.ready = true;
-          this.events.ready();
         return;
       case 'renewed':
         this.events.renewed(message.count);
@@ -169,15 +148,13 @@ export class LeaseThread {
     }
   };
 
-  /** The thread stopped renewing for good (not asked to): said once, and the keeper takes over. */
+  /** The thread stopped for good (not asked to): said once; the keeper goes on renewing on the event loop. */
   private fail(why: string): void {
     if (this.stopping || this.worker === undefined) return;
     const worker = this.worker;
     this.worker = undefined;
-    this.ready = false;
     clearInterval(this.heartbeatTimer);
-    this.logger.warn(`the lease thread stopped (${why}): leases are renewed on the event loop from now on`);
+    this.logger.warn(`the lease thread stopped (${why}): leases are renewed on the event loop only from now on, and lapse while it is blocked`);
     void worker.terminate();
-    this.events.gone();
   }
 }

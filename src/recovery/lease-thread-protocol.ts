@@ -2,10 +2,11 @@ import type { RedisConnection } from '../redis/connection.js';
 import type { LostLease } from './leases.js';
 
 /**
- * The messages between the server (main thread) and its lease thread (lease-thread.ts). The main
- * thread sends what it holds: a snapshot per lease interval, and the ids of each admission (one
- * message per read or claim, before its handlers can block the loop). It stamps the shared
- * heartbeat on a timer of its own, so the thread sees a main thread that stopped answering.
+ * The messages between the server (main thread) and its lease thread (lease-thread.ts), a
+ * watchdog: the main thread says nothing per entry. It stamps the shared heartbeat on a timer of
+ * its own; while the stamp is fresh it renews its leases itself (lease-keeper.ts) and the thread
+ * only reads the stamp. Once the stamp is stale (the event loop is blocked), the thread renews
+ * what Redis says this consumer holds, per stream + group it was given at start.
  */
 
 export interface LeaseThreadData {
@@ -14,6 +15,8 @@ export interface LeaseThreadData {
   /** How long the first connect may take before the thread gives up (the server's `startupTimeout`). */
   readonly connectTimeout: number;
   readonly consumer: string;
+  /** The streams + groups this consumer reads (fixed once the server listens). */
+  readonly streams: ReadonlyArray<readonly [stream: string, group: string]>;
   /** The lease interval, in ms. */
   readonly interval: number;
   /** `recovery.leases.maxBlocked`, in ms. */
@@ -22,18 +25,10 @@ export interface LeaseThreadData {
   readonly heartbeat: SharedArrayBuffer;
 }
 
-/** [stream, group, ids] */
-export type HeldEntries = [stream: string, group: string, ids: string[]];
-
-export type ToLeaseThread =
-  /** Everything the main thread holds now (replaces what the thread knew); renew it now. */
-  | { readonly type: 'held'; readonly held: HeldEntries[] }
-  /** Entries just admitted. */
-  | { readonly type: 'started'; readonly stream: string; readonly group: string; readonly ids: string[] }
-  | { readonly type: 'stop' };
+export type ToLeaseThread = { readonly type: 'stop' };
 
 export type FromLeaseThread =
-  /** Its connection is ready: it renews from now on. */
+  /** Its connection is ready: it watches the heartbeat from now on. */
   | { readonly type: 'ready' }
   | { readonly type: 'renewed'; readonly count: number }
   | { readonly type: 'lost'; readonly stream: string; readonly group: string; readonly leases: LostLease[] }
@@ -45,7 +40,16 @@ export type FromLeaseThread =
   | { readonly type: 'gaveUp'; readonly entries: number; readonly blockedMs: number }
   | { readonly type: 'stopped' };
 
-/** `heartbeat` stamps of the main thread: often enough that `maxBlocked` (at least 1 s) is never reached by a live loop. */
-export function heartbeatInterval(maxBlocked: number): number {
-  return Math.max(10, Math.min(1_000, Math.floor(maxBlocked / 4)));
+/**
+ * How often the main thread stamps the heartbeat: a few times per lease interval (so the thread
+ * sees a blocked loop well before a lease lapses) and per `maxBlocked` (so a live loop never looks
+ * wedged).
+ */
+export function heartbeatInterval(interval: number, maxBlocked: number): number {
+  return Math.max(5, Math.floor(Math.min(interval, maxBlocked) / 4));
+}
+
+/** The stamp's age past which the event loop counts as blocked and the thread renews: three missed stamps. */
+export function staleAfter(interval: number, maxBlocked: number): number {
+  return 3 * heartbeatInterval(interval, maxBlocked);
 }

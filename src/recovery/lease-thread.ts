@@ -1,129 +1,104 @@
 /**
- * The lease thread (a worker_threads Worker, started by lease-thread-handle.ts): it renews the
- * leases of the entries its process holds on a connection and a timer of its own, so a handler
- * that blocks the main event loop does not make them look idle. Owner-checked renewals
- * (leases.ts), batched per stream + group as on the main thread. Once the main thread's
- * heartbeat is older than `maxBlocked` it renews nothing (a wedged process gives its work back)
- * until the heartbeat moves again.
+ * The lease thread (a worker_threads Worker, started by lease-thread-handle.ts): a watchdog that
+ * keeps this process's leases while a handler blocks the main event loop. While the main thread's
+ * heartbeat is fresh it does nothing but read it (the main thread renews its leases itself). Once
+ * the heartbeat is stale, it renews, each lease interval, every entry Redis lists as pending for
+ * this consumer (XPENDING … consumer, paged) with the owner-checked renewal of leases.ts: what the
+ * handlers hold, and what a read answered during the block delivered to a reply not yet read.
+ * Once the heartbeat is older than `maxBlocked` it renews nothing (a wedged process gives its work
+ * back) until the heartbeat moves again.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorMessage } from '../error-message.js';
-import { closeConnection, describeConnection, openConnection, type OpenedConnection } from '../redis/connection.js';
+import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
 import { reviveThreadConnection } from '../redis/thread-connection.js';
 import { renewLeases } from './leases.js';
-import type { FromLeaseThread, HeldEntries, LeaseThreadData, ToLeaseThread } from './lease-thread-protocol.js';
+import { heartbeatInterval, staleAfter, type FromLeaseThread, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
 
 const data = workerData as LeaseThreadData;
 const port = parentPort as NonNullable<typeof parentPort>;
 const heartbeat = new Float64Array(data.heartbeat);
-/** stream NUL group → what is held there. */
-const held = new Map<string, { stream: string; group: string; ids: Set<string> }>();
+const checkEvery = heartbeatInterval(data.interval, data.maxBlocked);
+const stale = staleAfter(data.interval, data.maxBlocked);
+/** Pending entries listed per XPENDING call. */
+const PAGE = 1000;
+
 let opened: OpenedConnection | undefined;
-let ready = false;
 let stopping = false;
+let timer: NodeJS.Timeout | undefined;
 let running: Promise<void> | undefined;
-/** A snapshot arrived while a renewal ran: renew again once it is done. */
-let again = false;
-let lastRenewal = Date.now();
+/** When this thread last started renewing; 0 while the main thread renews. */
+let lastRound = 0;
+/** Entries the last renewal renewed (what a give-up leaves to other workers). */
+let lastRenewed = 0;
 let gaveUp = false;
-/** When the main thread last said what it holds: what Redis delivered after that, this thread has not been told of. */
-let lastHeard = Date.now();
-/** Most entries adopted per stream + group and renewal (one XPENDING page). */
-const ADOPT_PAGE = 1000;
 
 function send(message: FromLeaseThread): void {
   port.postMessage(message);
 }
 
-function replace(snapshot: readonly HeldEntries[]): void {
-  held.clear();
-  for (const [stream, group, ids] of snapshot) held.set(`${stream}\u0000${group}`, { stream, group, ids: new Set(ids) });
-}
-
-function add(stream: string, group: string, ids: readonly string[]): void {
-  const key = `${stream}\u0000${group}`;
-  let entry = held.get(key);
-  if (entry === undefined) held.set(key, (entry = { stream, group, ids: new Set() }));
-  for (const id of ids) entry.ids.add(id);
-}
-
-function renewSoon(): void {
-  if (!ready || stopping) return;
-  if (running !== undefined) {
-    again = true;
-    return;
-  }
-  running = renewAll().finally(() => {
-    running = undefined;
-    if (again) {
-      again = false;
-      renewSoon();
-    }
-  });
-}
-
-async function renewAll(): Promise<void> {
-  lastRenewal = Date.now();
-  const client = (opened as OpenedConnection).client;
-  if (lastRenewal - lastHeard > data.interval * 1.25) await adoptUnannounced(client);
-  // A snapshot arriving meanwhile replaces the map (this loop then ends) and asks for another round.
-  for (const { stream, group, ids } of held.values()) {
-    if (ids.size === 0 || stopping) continue;
-    try {
-      const { renewed, lost } = await renewLeases(client, { stream, group, consumer: data.consumer, ids: [...ids] });
-      if (renewed.length > 0) send({ type: 'renewed', count: renewed.length });
-      if (lost.length === 0) continue;
-      // Never ours again: the main thread decides what to report.
-      for (const lease of lost) ids.delete(lease.id);
-      send({ type: 'lost', stream, group, leases: lost });
-    } catch (error) {
-      send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") failed: ${errorMessage(error)}` });
-    }
-  }
-}
-
-/**
- * While the main thread is late, it may not have read a reply Redis already answered: a blocking
- * read that returned while a handler blocked the event loop. Those entries are pending for this
- * consumer and their idle time runs, but no thread knows them. Entries of this consumer delivered
- * since the main thread last spoke (with one lease interval of slack: a reply is read a moment after
- * Redis sends it) are renewed too, until the main thread's next snapshot says what it holds.
- */
-async function adoptUnannounced(client: OpenedConnection['client']): Promise<void> {
-  const silentMs = Date.now() - lastHeard + data.interval;
-  for (const { stream, group, ids } of held.values()) {
-    if (stopping) return;
-    try {
-      const rows = (await client.call('XPENDING', stream, group, '-', '+', ADOPT_PAGE, data.consumer)) as [string, string, number, number][];
-      for (const [id, , idle] of rows) if (Number(idle) < silentMs) ids.add(String(id));
-    } catch (error) {
-      send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") could not list its pending entries: ${errorMessage(error)}` });
-    }
-  }
-}
-
-/** The main thread's snapshots drive renewals while it lives; this timer covers for it when they are late. */
-function onTimer(): void {
+/** Reads the heartbeat: sleeps until it could be stale while it is fresh, renews each interval while it is stale. */
+function watch(): void {
+  if (stopping) return;
   const now = Date.now();
-  if (now - lastRenewal < data.interval * 1.25) return;
-  const blockedMs = now - (heartbeat[0] as number);
-  if (blockedMs > data.maxBlocked) {
+  const age = now - (heartbeat[0] as number);
+  if (age <= stale) {
+    lastRound = 0;
+    gaveUp = false;
+    return schedule(stale - age + 1);
+  }
+  if (age > data.maxBlocked) {
     if (!gaveUp) {
       gaveUp = true;
-      let entries = 0;
-      for (const { ids } of held.values()) entries += ids.size;
-      send({ type: 'gaveUp', entries, blockedMs });
+      send({ type: 'gaveUp', entries: lastRenewed, blockedMs: age });
     }
-    return;
+  } else if (running === undefined && now - lastRound >= data.interval) {
+    lastRound = now;
+    running = renewPending((opened as OpenedConnection).client).finally(() => (running = undefined));
   }
-  gaveUp = false;
-  renewSoon();
+  schedule(checkEvery);
+}
+
+function schedule(ms: number): void {
+  timer = setTimeout(watch, ms);
+}
+
+/** One round: every entry pending for this consumer, per stream + group, renewed page by page. */
+async function renewPending(client: RedisClient): Promise<void> {
+  let renewedNow = 0;
+  for (const [stream, group] of data.streams) {
+    let start = '-';
+    while (!stopping) {
+      let ids: string[];
+      try {
+        const rows = (await client.call('XPENDING', stream, group, start, '+', PAGE, data.consumer)) as Array<[string, ...unknown[]]>;
+        ids = rows.map(([id]) => String(id));
+      } catch (error) {
+        send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") could not list its pending entries: ${errorMessage(error)}` });
+        break;
+      }
+      if (ids.length === 0) break;
+      try {
+        const { renewed, lost } = await renewLeases(client, { stream, group, consumer: data.consumer, ids });
+        renewedNow += renewed.length;
+        if (renewed.length > 0) send({ type: 'renewed', count: renewed.length });
+        // The main thread decides what to report (what it still works on).
+        if (lost.length > 0) send({ type: 'lost', stream, group, leases: lost });
+      } catch (error) {
+        send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") failed: ${errorMessage(error)}` });
+        break;
+      }
+      if (ids.length < PAGE) break;
+      start = `(${ids[ids.length - 1] as string}`;
+    }
+  }
+  lastRenewed = renewedNow;
 }
 
 async function stop(): Promise<void> {
   stopping = true;
-  clearInterval(timer);
+  clearTimeout(timer);
   await running;
   await closeConnection(opened);
   send({ type: 'stopped' });
@@ -131,16 +106,8 @@ async function stop(): Promise<void> {
 }
 
 port.on('message', (message: ToLeaseThread) => {
-  if (message.type !== 'stop') lastHeard = Date.now();
-  if (message.type === 'held') {
-    replace(message.held);
-    gaveUp = false;
-    renewSoon();
-  } else if (message.type === 'started') add(message.stream, message.group, message.ids);
-  else if (message.type === 'stop') void stop();
+  if (message.type === 'stop') void stop();
 });
-
-const timer = setInterval(onTimer, Math.max(1, Math.floor(data.interval / 4)));
 
 async function connect(): Promise<void> {
   const connection = reviveThreadConnection(data.connection);
@@ -152,16 +119,13 @@ async function connect(): Promise<void> {
   } catch (error) {
     if (stopping) return;
     await closeConnection(opened);
-    clearInterval(timer);
     send({ type: 'failed', message: errorMessage(error) });
     port.close();
     return;
   }
   if (stopping) return;
-  ready = true;
   send({ type: 'ready' });
-  // The main thread answers 'ready' with a snapshot, which this renews; the ids admitted meanwhile
-  // (mostly settled already) wait for it, or for the timer if the main thread is late.
+  watch();
 }
 
 void connect();

@@ -28,9 +28,6 @@ export interface RecoveryHandledStream {
 /** Renews the lease of one in-flight entry (what `ctx.extendLease()` calls). */
 export type LeaseExtender = (entry: { stream: string; group: string; id: string }, ms: number | undefined) => Promise<void>;
 
-/** Told the ids of entries this process just took (before their handlers start). */
-export type AdmissionListener = (stream: string, group: string, ids: string[]) => void;
-
 /**
  * What recovery needs from a running server: the `@internal` API of `RedisStreamsServer`.
  * Kept structural so recovery does not import the server (and can be driven by tests).
@@ -57,8 +54,6 @@ export interface RecoveryHost {
   inFlightIds(stream: string, group: string): string[];
   commandConnection(): RedisClient;
   setLeaseExtender(extender: LeaseExtender | undefined): void;
-  /** Calls `listener` with the ids of every admission (read, re-read, claim) from now on; `undefined` stops. */
-  setAdmissionListener?(listener: AdmissionListener | undefined): void;
   /** What the lease thread opens its own connection with: the server's connection option and `startupTimeout`. */
   leaseThreadConnection?(): { connection: RedisConnection | undefined; connectTimeout: number };
   /** Work-queue mode: the XACKDEL policy of a stream + group, which dead-letter moves use too. */

@@ -113,9 +113,8 @@ export class RecoveryScheduler {
   }
 
   /**
-   * Starts the lease thread (unless `leases` or `leases.thread` is off); the server calls it
-   * before its first read, so the thread hears of every entry. Renewals run on the event loop
-   * until the thread is ready (`start()` starts their timer).
+   * Starts the lease thread (unless `leases` or `leases.thread` is off), the watchdog that renews
+   * while the event loop is blocked; renewals on the event loop (`start()`) run in every case.
    */
   startLeaseThread(): void {
     const settings = this.leaseThreadSettings();
@@ -148,7 +147,7 @@ export class RecoveryScheduler {
   }
 
   /** The lease thread's settings, unless `leases.thread: false` or the host cannot say how to connect. */
-  private leaseThreadSettings(): Omit<LeaseThreadSettings, 'interval'> | undefined {
+  private leaseThreadSettings(): Omit<LeaseThreadSettings, 'interval' | 'streams'> | undefined {
     const source = this.host.leaseThreadConnection?.();
     if (!this.options.leaseThread.enabled || source === undefined) return undefined;
     return { ...source, consumer: this.host.consumer, maxBlocked: this.options.leaseThread.maxBlocked };

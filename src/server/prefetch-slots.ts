@@ -26,8 +26,6 @@ export class PrefetchSlots {
   /** Claims waiting for slots (served before readers, which only see slots beyond their demand). */
   private readonly claims = new ClaimWaiters();
   private readonly bytes: ByteBudget;
-  /** Told the ids of every admission (the lease thread learns what this process holds before its handlers start). */
-  onAdmitted: ((binding: StreamBinding, ids: string[]) => void) | undefined = undefined;
 
   constructor(
     private readonly prefetch: number,
@@ -177,7 +175,6 @@ export class PrefetchSlots {
   admit(binding: StreamBinding, entries: readonly IncomingEntry[]): number {
     // Claims, re-reads and redeliveries: ids in any order, any of them possibly held.
     const held = this.inFlight.heldById(binding);
-    const ids: string[] | undefined = this.onAdmitted === undefined ? undefined : [];
     let bytes = 0;
     let admitted = 0;
     for (const incoming of entries) {
@@ -191,13 +188,11 @@ export class PrefetchSlots {
       this.inFlight.add(entry);
       this.inFlight.admitted(binding, entry.id);
       held.set(entry.id, entry);
-      ids?.push(entry.id);
       bytes += entry.size;
       admitted++;
       binding.queue.push(entry);
     }
     this.hold(bytes, admitted);
-    if (ids !== undefined && ids.length > 0) this.onAdmitted?.(binding, ids);
     return admitted;
   }
 
@@ -218,7 +213,6 @@ export class PrefetchSlots {
     // (in-flight-index.ts). At or below it (the group was reset), each id is looked up.
     const first = entries[0];
     const held = first !== undefined && this.inFlight.mayHoldFrom(binding, idOf(first)) ? this.inFlight.heldById(binding) : undefined;
-    const ids: string[] | undefined = this.onAdmitted === undefined ? undefined : [];
     let bytes = 0;
     let admitted = 0;
     let last: string | undefined;
@@ -238,7 +232,6 @@ export class PrefetchSlots {
       entry.held = true;
       this.inFlight.add(entry);
       held?.set(id, entry);
-      ids?.push(id);
       last = id;
       bytes += entry.size;
       admitted++;
@@ -246,7 +239,6 @@ export class PrefetchSlots {
     }
     if (last !== undefined) this.inFlight.admitted(binding, last);
     this.hold(bytes, admitted);
-    if (ids !== undefined && ids.length > 0) this.onAdmitted?.(binding, ids);
     return admitted;
   }
 

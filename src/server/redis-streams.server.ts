@@ -281,8 +281,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     await flow.start();
     if ((this.state as string) !== 'starting') throw new Error('RedisStreamsServer was closed while it started listening');
     this.state = 'listening';
-    // Before the first read, so it hears of every entry; not waited for (it starts on a thread of
-    // its own, and renewals run here until it is ready).
+    // Not waited for: it loads on a thread of its own; renewals run on the event loop in any case.
     recovery.startLeaseThread();
     for (const reader of readers) reader.start();
     recovery.start();

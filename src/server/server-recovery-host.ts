@@ -1,5 +1,5 @@
 import type { RedisClient, RedisConnection } from '../redis/connection.js';
-import type { AdmissionListener, LeaseExtender, RecoveryHost } from '../recovery/recovery-host.js';
+import type { LeaseExtender, RecoveryHost } from '../recovery/recovery-host.js';
 import type { Telemetry } from '../telemetry/telemetry.js';
 import type { AckDeletePolicy } from './ack-policy.js';
 import type { HandlingHooks } from './entry-handling.js';
@@ -217,11 +217,6 @@ export class ServerRecoveryHost implements RecoveryHost {
 
   commandConnection(): RedisClient {
     return this.parts.commands;
-  }
-
-  /** Installed by recovery's lease thread: it learns each admission's ids before their handlers start. */
-  setAdmissionListener(listener: AdmissionListener | undefined): void {
-    this.parts.slots.onAdmitted = listener === undefined ? undefined : (binding, ids) => listener(binding.stream, binding.group, ids);
   }
 
   leaseThreadConnection(): { connection: RedisConnection | undefined; connectTimeout: number } {

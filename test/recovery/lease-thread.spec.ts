@@ -16,22 +16,59 @@ import { createTestCertificates, type TestCertificates } from '../helpers/tls-ce
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * The lease thread in this process (the compiled build/ thread: the sources have none to run):
- * its connection, its renewals, close() in the middle of them, and the fall-back to renewals on
- * the event loop when the connection option cannot be passed to a thread.
+ * The lease thread in this process (the compiled build/ thread: the sources have none to run): a
+ * watchdog that sends nothing while the event loop is live (the main thread renews), renews from
+ * its own connection while a handler blocks the loop, close() right after such a block, and
+ * renewals on the event loop only when the thread cannot run.
  */
 const LEASE_NAME = 'nestjs-redis-streams:lease-renewal';
+/** What the thread's renewal rounds send (XPENDING of this consumer, then the claim-if-owned script). */
+const RENEWAL_COMMANDS = ['xpending', 'evalsha', 'eval'];
+/** The heartbeat is stamped every 50 ms and stale after 150 ms: a loaded machine's stalls seldom reach that. */
+const LEASE_INTERVAL = 200;
 let release: (() => void) | undefined;
 let started = 0;
+/** How long the next handler blocks the event loop (synchronously) before it waits for `release`. */
+let blockMs = 0;
 
 @Controller()
 class SlowController {
   @EventPattern('lease-thread.slow')
   async slow(_data: unknown): Promise<void> {
     started++;
+    if (blockMs > 0) blockEventLoop(blockMs);
     await new Promise<void>((resolve) => (release = resolve));
   }
 }
+
+/** Blocks this thread (timers, I/O, the heartbeat) for `ms`, as a CPU-bound handler would. */
+function blockEventLoop(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** Each lease-thread connection on `client`'s server: its last command and the whole seconds since it (CLIENT LIST `cmd`, `idle`). */
+async function leaseConnectionStates(client: Redis): Promise<Array<{ cmd: string; idle: number }>> {
+  const list = (await client.client('LIST')) as string;
+  return list
+    .split('\n')
+    .filter((line) => line.includes(` name=${LEASE_NAME} `))
+    .map((line) => ({ cmd: /(?:^|\s)cmd=(\S+)/.exec(line)?.[1] ?? '', idle: Number(/(?:^|\s)idle=(\d+)/.exec(line)?.[1]) }));
+}
+
+async function allLeaseConnectionStates(clients: Redis[]): Promise<Array<{ cmd: string; idle: number }>> {
+  return (await Promise.all(clients.map(leaseConnectionStates))).flat();
+}
+
+/**
+ * The thread sent nothing for over a second (`idle` counts whole seconds of the server's clock; a
+ * stall of a loaded machine may have woken the thread before).
+ */
+const quiet = (states: Array<{ idle: number }>) => states.length > 0 && states.every((state) => state.idle >= 2);
+/**
+ * The thread renewed in the last two seconds: its last command is one of a renewal round. After
+ * `quiet` and a block of 1.5 s, a thread that did nothing would show `idle` ≥ 2.
+ */
+const renewedJustNow = (states: Array<{ cmd: string; idle: number }>) => states.some((state) => state.idle <= 1 && RENEWAL_COMMANDS.includes(state.cmd));
 
 beforeAll(async () => {
   await ensureCompiled();
@@ -50,6 +87,7 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
   const warnings: string[] = [];
   afterEach(async () => {
     release?.();
+    blockMs = 0;
     await running?.app.close();
     running = undefined;
     vi.restoreAllMocks();
@@ -61,27 +99,67 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
   async function serve(connection: unknown): Promise<RunningServer> {
     vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
     running = await startServer(
-      { connection: connection as string, group: 'g', consumer: 'c1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      { connection: connection as string, group: 'g', consumer: 'c1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
       [SlowController],
     );
     return running;
   }
 
-  it('renews from its own connection, and close() in the middle of its renewals stops it and closes that connection', async () => {
+  it('sends nothing while the event loop is live (renewals run there), and renews from its own connection while a handler blocks the loop', async () => {
+    await serve(redis.server.url);
+    await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
+    await waitFor(async () => (await leaseConnections()) === 1, 'the lease thread connected', { timeout: 10_000 });
+    started = 0;
+    await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+    await waitFor(() => started === 1, 'the handler started');
+    const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0;
+    // Two seconds in which the thread's connection sent nothing (CLIENT LIST idle, in whole seconds) while the event loop renewed.
+    let renewedAt = renewed();
+    await waitFor(
+      async () => {
+        const idle = (await leaseConnectionStates(redis.client))[0]?.idle;
+        if (idle === 0) renewedAt = renewed();
+        return idle >= 2 && renewed() >= renewedAt + 5;
+      },
+      'two seconds of renewals on the event loop alone',
+      { timeout: 20_000, interval: 100 },
+    );
+    // The next handler blocks the loop for over minIdleTime (600 ms): only the thread can renew meanwhile.
+    blockMs = 1_500;
+    release?.();
+    const blocked = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
+    await waitFor(() => started === 2, 'the blocking handler ran');
+    expect(renewedJustNow(await leaseConnectionStates(redis.client))).toBe(true);
+    const rows = await pendingRows(redis.client, 'lease-thread.slow', 'g');
+    expect(rows.filter((row) => row.id === blocked).map((row) => [row.consumer, row.deliveries])).toEqual([['c1', 1]]);
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
+  });
+
+  it('close() while a handler it waits for blocks the loop and the thread renews: it stops the thread and closes that connection', async () => {
     await serve(redis.server.url);
     await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
     await waitFor(async () => (await leaseConnections()) === 1, 'the lease thread connected', { timeout: 10_000 });
     started = 0;
     const id = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
     await waitFor(() => started === 1, 'the handler started');
-    const recovery = new RedisStreamsRecovery();
-    await waitFor(() => (recovery.stats({ consumer: 'c1' })[0]?.stats.leasesRenewed ?? 0) >= 5, 'renewals reported by the thread', { timeout: 10_000 });
-    expect((await pendingRows(redis.client, 'lease-thread.slow', 'g'))[0]).toMatchObject({ id, consumer: 'c1', deliveries: 1 });
+    await waitFor(async () => quiet(await leaseConnectionStates(redis.client)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
     const closing = (running as RunningServer).app.close();
-    release?.();
+    // close() waits for the handler, which blocks the loop once released: the thread renews meanwhile.
+    const handler = release as () => void;
+    let afterBlock: Promise<Array<{ cmd: string; idle: number }>> | undefined;
+    release = () => {
+      blockEventLoop(1_500);
+      // Sent before the handler settles, so before close() can stop the thread.
+      afterBlock = leaseConnectionStates(redis.client);
+      handler();
+    };
+    setImmediate(() => release?.());
     await closing;
+    expect(renewedJustNow(await (afterBlock as Promise<Array<{ cmd: string; idle: number }>>))).toBe(true);
     running = undefined;
     await waitFor(async () => (await leaseConnections()) === 0, 'the lease connection closed', { timeout: 5_000 });
+    expect(await pendingRows(redis.client, 'lease-thread.slow', 'g')).toEqual([]);
+    expect(await redis.client.xrange('lease-thread.slow', id, id)).toHaveLength(1);
     expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
   });
 
@@ -97,7 +175,7 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
       await waitFor(() => renewed() >= 3, 'renewals on the event loop', { timeout: 10_000 });
       expect(await leaseConnections()).toBe(0);
       expect(warnings.filter((w) => w.includes('lease'))).toEqual([
-        'the lease thread stopped (it exited (code 3)): leases are renewed on the event loop from now on',
+        'the lease thread stopped (it exited (code 3)): leases are renewed on the event loop only from now on, and lapse while it is blocked',
       ]);
     } finally {
       setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
@@ -141,17 +219,20 @@ describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and cert
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const tls = { ca: Buffer.from(certs.ca.cert), cert: Buffer.from(certs.client.cert), key: Buffer.from(certs.client.key) };
     running = await startServer(
-      { connection: { host: '127.0.0.1', port: server.port, password: PASSWORD, tls }, group: 'g', consumer: 'tls-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      { connection: { host: '127.0.0.1', port: server.port, password: PASSWORD, tls }, group: 'g', consumer: 'tls-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
       [SlowController],
     );
     const check = server.client();
     try {
       await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
+      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
       started = 0;
+      blockMs = 1_500;
       await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
       await waitFor(() => started === 1, 'the handler started');
-      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'tls-1' })[0]?.stats.leasesRenewed ?? 0;
-      await waitFor(() => renewed() >= 3, 'renewals from the thread', { timeout: 10_000 });
+      blockMs = 0;
+      expect(renewedJustNow(await leaseConnectionStates(check))).toBe(true);
+      expect((await pendingRows(check, 'lease-thread.slow', 'g'))[0]).toMatchObject({ consumer: 'tls-1', deliveries: 1 });
       expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
       release?.();
       await running.app.close();
@@ -168,27 +249,30 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
   let running: RunningServer | undefined;
   afterEach(async () => {
     release?.();
+    blockMs = 0;
     await running?.app.close();
     running = undefined;
     vi.restoreAllMocks();
   });
 
-  /** Serves the slow handler over `connection`, runs one entry, and checks the thread renews it with no warning. */
+  /** Serves the slow handler over `connection`, runs one entry that blocks the loop, and checks the thread renewed it, with no warning. */
   async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster): Promise<void> {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     running = await startServer(
-      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
       [SlowController],
     );
     const checks = nodes();
     try {
       const connected = async () => (await Promise.all(checks.map(leaseConnectionsOn))).reduce((a, b) => a + b, 0);
       await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
+      await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
       started = 0;
+      blockMs = 1_500;
       await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
       await waitFor(() => started === 1, 'the handler started', { timeout: 10_000 });
-      const renewed = () => new RedisStreamsRecovery().stats({ consumer })[0]?.stats.leasesRenewed ?? 0;
-      await waitFor(() => renewed() >= 3, 'renewals', { timeout: 10_000 });
+      blockMs = 0;
+      expect(renewedJustNow(await allLeaseConnectionStates(checks))).toBe(true);
       expect(warn.mock.calls.filter(([message]) => String(message).includes('lease'))).toEqual([]);
     } finally {
       for (const check of checks) check.disconnect();
@@ -233,11 +317,11 @@ describe('lease thread across a Redis restart (real redis-server, AOF)', () => {
     await server?.stop();
   });
 
-  it('reconnects like the other connections and renews again, without falling back to the event loop', async () => {
+  it('reconnects like the other connections and renews from there again while the loop is blocked; no warning', async () => {
     const warnings: string[] = [];
     vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
     running = await startServer(
-      { connection: server.url, group: 'g', consumer: 'restart-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: 30 } } as never,
+      { connection: server.url, group: 'g', consumer: 'restart-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
       [SlowController],
     );
     let check = server.client();
@@ -250,10 +334,16 @@ describe('lease thread across a Redis restart (real redis-server, AOF)', () => {
       await server.restart();
       check = server.client();
       await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected again', { timeout: 20_000, interval: 100 });
-      const renewed = () => new RedisStreamsRecovery().stats({ consumer: 'restart-1' })[0]?.stats.leasesRenewed ?? 0;
-      const before = renewed();
-      await waitFor(() => renewed() >= before + 3, 'renewals after the restart', { timeout: 10_000 });
-      expect((await pendingRows(check, 'lease-thread.slow', 'g'))[0]).toMatchObject({ consumer: 'restart-1', deliveries: 1 });
+      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
+      // The first handler ends; the next one blocks the loop: only the reconnected thread renews it.
+      blockMs = 1_500;
+      release?.();
+      const blocked = (await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
+      await waitFor(() => started === 2, 'the blocking handler ran', { timeout: 10_000 });
+      blockMs = 0;
+      expect(renewedJustNow(await leaseConnectionStates(check))).toBe(true);
+      const rows = await pendingRows(check, 'lease-thread.slow', 'g');
+      expect(rows.filter((row) => row.id === blocked).map((row) => [row.consumer, row.deliveries])).toEqual([['restart-1', 1]]);
       expect(warnings.filter((w) => w.includes('lease thread'))).toEqual([]);
     } finally {
       check.disconnect();
