@@ -29,6 +29,9 @@ export interface WorkerStats {
   lastAt: number;
   /** When the handler saw half of the awaited count (0 when nothing was awaited). */
   halfAt: number;
+  /** The worker's CPU (ms, as `cpuMs`) when the handler saw half of the awaited count, and all of it (0 before). */
+  halfCpuMs: number;
+  lastCpuMs: number;
   latency: LatencySummary;
   rssKb: number;
   maxRssKb: number;

@@ -44,6 +44,7 @@ function contender(ctx: BenchContext, impl: string, label: string, script: strin
       const group = `backlog-${impl}-${round}`;
       const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key: KEY, group, recordLatency: false });
       try {
+        const before = await worker.stats();
         const startedAt = await worker.go();
         const deadline = Date.now() + ctx.config.backlogSeconds * 1000;
         let peakKb = 0;
@@ -59,6 +60,7 @@ function contender(ctx: BenchContext, impl: string, label: string, script: strin
         return {
           msgsPerSec: stats.count / elapsedS,
           peakRssMb: peakKb / 1024,
+          cpuUsPerEntry: stats.count > 0 ? ((stats.cpuMs - before.cpuMs) * 1000) / stats.count : Number.NaN,
           // Where the memory is at the end of the run (V8's heap spaces, buffers outside it).
           extra: { consumed: stats.count, newSpaceMb: mb(memory.newSpaceKb), oldSpaceMb: mb(memory.oldSpaceKb), otherHeapMb: mb(memory.otherHeapKb), externalMb: mb(memory.externalKb) },
         };

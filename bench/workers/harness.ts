@@ -11,6 +11,9 @@ export class Probe {
   lastAt = 0;
   /** When the count reached half of the awaited count: the rate from here to the end leaves the start-up out. */
   halfAt = 0;
+  /** The process's CPU (user + system, ms) when the count reached half, and when it reached the awaited count. */
+  halfCpuMs = 0;
+  lastCpuMs = 0;
   private target = Number.POSITIVE_INFINITY;
   private half = Number.POSITIVE_INFINITY;
   readonly latencies = new LatencyRecorder();
@@ -21,9 +24,13 @@ export class Probe {
     if (this.recordLatency) this.latencies.record(ageNs(payload));
     this.count++;
     if (this.count === 1) this.firstAt = nowNs();
-    if (this.count === this.half) this.halfAt = nowNs();
+    if (this.count === this.half) {
+      this.halfAt = nowNs();
+      this.halfCpuMs = cpu().cpuMs;
+    }
     if (this.count >= this.target) {
       this.lastAt = nowNs();
+      this.lastCpuMs = cpu().cpuMs;
       this.target = Number.POSITIVE_INFINITY;
       send({ type: 'reached', count: this.count, at: this.lastAt });
     }
@@ -117,6 +124,8 @@ export async function serveWorker(build: (probe: Probe, config: WorkerConfig) =>
           firstAt: probe.firstAt,
           lastAt: probe.lastAt,
           halfAt: probe.halfAt,
+          halfCpuMs: probe.halfCpuMs,
+          lastCpuMs: probe.lastCpuMs,
           latency: probe.latencies.drain(),
           rssKb: rssKb(),
           maxRssKb: process.resourceUsage().maxRSS,
