@@ -29,7 +29,8 @@ export interface WorkerStats {
   lastAt: number;
   /** When the handler saw half of the awaited count (0 when nothing was awaited). */
   halfAt: number;
-  /** The worker's CPU (ms, as `cpuMs`) when the handler saw half of the awaited count, and all of it (0 before). */
+  /** The worker's CPU (ms, as `cpuMs`) when the handler saw its first message, half of the awaited count, and all of it (0 before). */
+  firstCpuMs: number;
   halfCpuMs: number;
   lastCpuMs: number;
   latency: LatencySummary;

@@ -72,9 +72,11 @@ for (let round = -1; round < rounds; round++) {
         systemUs: perEntry(after.cpuSystemMs - before.cpuSystemMs),
         // From the handler's half-way entry to its last: start-up left out (NaN for a build whose harness lacks it).
         steadyUs: ((after.lastCpuMs - after.halfCpuMs) * 1000) / (total - Math.floor(total / 2)),
+        // From the start call to the first entry: listen() and the first read.
+        startMs: after.firstCpuMs - before.cpuMs,
       };
       if (round >= 0) results.get(c.name)[round] = r;
-      console.error(`${round < 0 ? 'warm-up' : `round ${round + 1}`} ${c.name}: ${Math.round(r.rate)} msg/s, ${r.cpuUs.toFixed(2)} µs CPU/entry (user ${r.userUs.toFixed(2)}, system ${r.systemUs.toFixed(2)}; second half ${r.steadyUs.toFixed(2)})`);
+      console.error(`${round < 0 ? 'warm-up' : `round ${round + 1}`} ${c.name}: ${Math.round(r.rate)} msg/s, ${r.cpuUs.toFixed(2)} µs CPU/entry (user ${r.userUs.toFixed(2)}, system ${r.systemUs.toFixed(2)}; second half ${r.steadyUs.toFixed(2)}; start ${r.startMs.toFixed(0)} ms)`);
     } finally {
       await worker.stop();
       await admin.del(key);

@@ -90,6 +90,8 @@ export function workerContender(
             workerSystemCpuMs: after.cpuSystemMs - before.cpuSystemMs,
             ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),
             firstEntryMs: (firstAt - startedAt) / 1e6,
+            // The worker's CPU from the start call to its first entry: listen() and the first read.
+            startCpuMs: after.firstCpuMs - before.cpuMs,
             firstToLastMsgsPerSec: (total - 1) / ((reachedAt - firstAt) / 1e9),
           },
         };
