@@ -33,16 +33,18 @@ export const backlogScenario: Scenario = {
       ...contender(ctx, 'streams', 'RedisStreamsServer (default prefetch)', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
     },
+    // Without the lease thread's isolate and connection (docs/benchmarks.md, "Lease thread"): what our read/handle/ack path holds.
+    contender(ctx, 'streams-leases-off', 'RedisStreamsServer (default prefetch), recovery.leases: false', 'streams-worker', { leases: false }),
   ],
 };
 
-function contender(ctx: BenchContext, impl: string, label: string, script: string): Contender {
+function contender(ctx: BenchContext, impl: string, label: string, script: string, options?: Record<string, boolean>): Contender {
   return {
     impl,
     label,
     run: async (round): Promise<RunResult> => {
       const group = `backlog-${impl}-${round}`;
-      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key: KEY, group, recordLatency: false });
+      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key: KEY, group, recordLatency: false, ...(options ? { options } : {}) });
       try {
         const before = await worker.stats();
         const startedAt = await worker.go();
