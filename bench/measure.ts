@@ -23,12 +23,19 @@ export interface RunResult {
   rssGrowthMb?: number;
   /** Redis memory per entry kept, bytes (delayed-memory). */
   bytesPerEntry?: number;
+  /**
+   * The worker's CPU (user + system) per entry handled, µs: what a shared host does not distort
+   * (it slows the clock, not this). Start-up after `go` included.
+   */
+  cpuUsPerEntry?: number;
+  /** The same over the second half of the entries (consume): start-up (`listen()`, connections, the JIT) left out, acks of the last entries too. */
+  steadyCpuUsPerEntry?: number;
   /** Anything else worth keeping in the JSON (acked rate, counts...). */
   extra?: Record<string, number>;
 }
 
 export type Metric = Exclude<keyof RunResult, 'extra'>;
-export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'maxMs', 'peakRssMb', 'rssGrowthMb', 'bytesPerEntry'];
+export const METRICS: readonly Metric[] = ['msgsPerSec', 'steadyMsgsPerSec', 'p50Ms', 'p99Ms', 'maxMs', 'peakRssMb', 'rssGrowthMb', 'bytesPerEntry', 'cpuUsPerEntry', 'steadyCpuUsPerEntry'];
 
 export interface BenchContext {
   config: BenchConfig;
@@ -223,6 +230,8 @@ export function formatRun(result: RunResult): string {
   if (result.p50Ms !== undefined) parts.push(`p50 ${result.p50Ms.toFixed(2)} ms`);
   if (result.p99Ms !== undefined) parts.push(`p99 ${result.p99Ms.toFixed(2)} ms`);
   if (result.maxMs !== undefined) parts.push(`max ${result.maxMs.toFixed(2)} ms`);
+  if (result.cpuUsPerEntry !== undefined) parts.push(`worker CPU ${result.cpuUsPerEntry.toFixed(2)} µs/entry`);
+  if (result.steadyCpuUsPerEntry !== undefined) parts.push(`second half ${result.steadyCpuUsPerEntry.toFixed(2)} µs/entry`);
   if (result.peakRssMb !== undefined) parts.push(`peak RSS ${result.peakRssMb.toFixed(1)} MB`);
   if (result.rssGrowthMb !== undefined) parts.push(`RSS growth ${result.rssGrowthMb.toFixed(1)} MB`);
   if (result.bytesPerEntry !== undefined) parts.push(`${result.bytesPerEntry.toFixed(1)} B/entry`);

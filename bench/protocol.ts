@@ -29,7 +29,8 @@ export interface WorkerStats {
   lastAt: number;
   /** When the handler saw half of the awaited count (0 when nothing was awaited). */
   halfAt: number;
-  /** `cpuMs` when the handler saw half of, and all of, the awaited count (0 until then): the second half's CPU leaves the start-up out. */
+  /** The worker's CPU (ms, as `cpuMs`) when the handler saw its first message, half of the awaited count, and all of it (0 before). */
+  firstCpuMs: number;
   halfCpuMs: number;
   lastCpuMs: number;
   latency: LatencySummary;

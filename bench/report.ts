@@ -29,6 +29,18 @@ function rss(result: ScenarioResult): string {
   return rssGrowthMb === undefined ? fmt(peakRssMb, 1) : `${fmt(peakRssMb, 1)} (+${fmt(rssGrowthMb, 1)})`;
 }
 
+/** The worker's CPU per entry, and its ratio to the reference row's when this row is not the reference. */
+function cpuCell(result: ScenarioResult, all: readonly ScenarioResult[]): string {
+  const reference = all.find((r) => r.scenario === result.scenario && r.impl === result.reference)?.median;
+  const cell = (cpu: number | undefined, ref: number | undefined): string => {
+    if (cpu === undefined || !Number.isFinite(cpu)) return '';
+    if (result.impl === result.reference || ref === undefined || !(ref > 0)) return fmt(cpu, 2);
+    return `${fmt(cpu, 2)} (${(cpu / ref).toFixed(2)}×)`;
+  };
+  const steady = cell(result.median.steadyCpuUsPerEntry, reference?.steadyCpuUsPerEntry);
+  return [cell(result.median.cpuUsPerEntry, reference?.cpuUsPerEntry), ...(steady === '' ? [] : [`2nd half ${steady}`])].join(', ');
+}
+
 function targetCell(result: ScenarioResult, outcomes: readonly TargetOutcome[]): string {
   // Each target on the row of the contender it measures (`ours`: the per-entry server, or e.g. the batch one).
   const ids = targetsOf(result.scenario, result.impl).map((target) => target.id);
@@ -55,7 +67,8 @@ function shortText(outcome: TargetOutcome): string {
     return `${label}${value} ${op} ${bound} ${unit}`;
   }
   const measured = outcome.measured === undefined ? '?' : `${outcome.measured.toFixed(2)}×`;
-  const metric = target.metric === 'msgsPerSec' ? '' : target.metric === 'steadyMsgsPerSec' ? '2nd half ' : `${target.metric.replace('Ms', '')} `;
+  const metric =
+    target.metric === 'msgsPerSec' ? '' : target.metric === 'steadyMsgsPerSec' ? '2nd half ' : target.metric === 'cpuUsPerEntry' ? 'CPU/entry ' : target.metric === 'steadyCpuUsPerEntry' ? '2nd-half CPU/entry ' : target.metric === 'peakRssMb' ? 'RSS ' : `${target.metric.replace('Ms', '')} `;
   const paired = outcome.paired === undefined ? '' : ` (paired runs ${outcome.paired.toFixed(2)}×)`;
   if (target.op === 'info') return `${metric}${measured} ${target.against}${paired}`;
   return `${metric}${measured} ${op} ${target.factor}× ${target.against}${paired}`;
@@ -71,12 +84,14 @@ const BOUND_UNITS: Record<Metric, [label: string, unit: string, digits: number]>
   peakRssMb: ['RSS ', 'MB', 1],
   rssGrowthMb: ['growth ', 'MB', 1],
   bytesPerEntry: ['', 'B/entry', 1],
+  cpuUsPerEntry: ['CPU ', 'µs/entry', 2],
+  steadyCpuUsPerEntry: ['2nd-half CPU ', 'µs/entry', 2],
 };
 
 /** The results as an aligned text table (also valid Markdown); a `B/entry` column only when some row has one. */
 export function renderTable(results: readonly ScenarioResult[], outcomes: readonly TargetOutcome[]): string {
   const bytes = results.some((result) => result.median.bytesPerEntry !== undefined);
-  const header = ['scenario', 'implementation', 'msgs/s', '2nd half', 'p50 ms', 'p99 ms', 'RSS MB', ...(bytes ? ['B/entry'] : []), 'vs ref', 'targets'];
+  const header = ['scenario', 'implementation', 'msgs/s', '2nd half', 'p50 ms', 'p99 ms', 'RSS MB', 'CPU µs/entry', ...(bytes ? ['B/entry'] : []), 'vs ref', 'targets'];
   const rows = results.map((result) => [
     result.scenario,
     result.label,
@@ -85,6 +100,7 @@ export function renderTable(results: readonly ScenarioResult[], outcomes: readon
     fmt(result.median.p50Ms, 2),
     fmt(result.median.p99Ms, 2),
     rss(result),
+    cpuCell(result, results),
     ...(bytes ? [fmt(result.median.bytesPerEntry, 1)] : []),
     result.impl === result.reference ? 'ref' : ratioToReference(result, results),
     targetCell(result, outcomes),

@@ -58,6 +58,16 @@ export const TARGETS: readonly Target[] = [
   { id: 'flow-pause', text: 'pause by another process: last handler start ≤ blockMs + one handler, p99', scenario: 'flow-pause', metric: 'p99Ms', op: '<=', bound: 1010, ours: 'other' },
   // docs/flow-control.md: typically within one pause poll (half blockMs) + one handler; a round trip and a late timer may add to one cycle, so the median is judged.
   { id: 'flow-pause-poll', text: 'pause by another process: last handler start ≤ one pause poll (half blockMs) + one handler, p50', scenario: 'flow-pause', metric: 'p50Ms', op: '<=', bound: 510, ours: 'other' },
+  // Issue 40: worker CPU per entry at the floor (CPU, not msgs/s: a loaded host slows the clock, not this).
+  { id: 'consume-cpu-nest', text: 'consume, one handler call per entry: worker CPU per entry ≤ 1.05× the Nest handler on the raw loop', scenario: 'consume', metric: 'cpuUsPerEntry', op: '<=', against: 'raw-nest-handler', factor: 1.05 },
+  { id: 'consume-cpu-nest-steady', text: 'the same over the second half of the entries (start-up left out)', scenario: 'consume', metric: 'steadyCpuUsPerEntry', op: 'info', against: 'raw-nest-handler' },
+  { id: 'consume-cpu-nest-leases-off', text: 'the same, recovery.leases: false (our read/handle/ack path alone)', scenario: 'consume', metric: 'cpuUsPerEntry', op: 'info', against: 'raw-nest-handler', ours: 'streams-leases-off' },
+  { id: 'consume-batch-cpu', text: 'consume with batches (size 100): worker CPU per entry ≤ 1.1× raw read/ack loop', scenario: 'consume', metric: 'cpuUsPerEntry', op: '<=', against: 'raw', factor: 1.1, ours: 'streams-batch' },
+  { id: 'consume-batch-cpu-steady', text: 'the same over the second half of the entries', scenario: 'consume', metric: 'steadyCpuUsPerEntry', op: 'info', against: 'raw', ours: 'streams-batch' },
+  { id: 'consume-batch-cpu-leases-off', text: 'the same, recovery.leases: false', scenario: 'consume', metric: 'cpuUsPerEntry', op: 'info', against: 'raw', ours: 'streams-batch-leases-off' },
+  { id: 'consume-batch-fast', text: 'consume with batches (size 100) ≥ 1.1× raw read/ack loop', scenario: 'consume', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 1.1, ours: 'streams-batch' },
+  { id: 'backlog-rss-nest', text: '1M-backlog worker peak RSS ≤ 1.1× the Nest handler on the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw-nest-handler', factor: 1.1 },
+  { id: 'backlog-rss-nest-leases-off', text: 'the same, recovery.leases: false (without the lease thread)', scenario: 'backlog', metric: 'peakRssMb', op: 'info', against: 'raw-nest-handler', ours: 'streams-leases-off' },
   { id: 'backlog-rss-raw', text: '1M-backlog worker peak RSS ≤ 1.3× the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw', factor: 1.3 },
 ];
 

@@ -70,9 +70,13 @@ for (let round = -1; round < rounds; round++) {
         cpuUs: perEntry(after.cpuMs - before.cpuMs),
         userUs: perEntry(after.cpuUserMs - before.cpuUserMs),
         systemUs: perEntry(after.cpuSystemMs - before.cpuSystemMs),
+        // From the handler's half-way entry to its last: start-up left out (NaN for a build whose harness lacks it).
+        steadyUs: ((after.lastCpuMs - after.halfCpuMs) * 1000) / (total - Math.floor(total / 2)),
+        // From the start call to the first entry: listen() and the first read.
+        startMs: after.firstCpuMs - before.cpuMs,
       };
       if (round >= 0) results.get(c.name)[round] = r;
-      console.error(`${round < 0 ? 'warm-up' : `round ${round + 1}`} ${c.name}: ${Math.round(r.rate)} msg/s, ${r.cpuUs.toFixed(2)} µs CPU/entry (user ${r.userUs.toFixed(2)}, system ${r.systemUs.toFixed(2)})`);
+      console.error(`${round < 0 ? 'warm-up' : `round ${round + 1}`} ${c.name}: ${Math.round(r.rate)} msg/s, ${r.cpuUs.toFixed(2)} µs CPU/entry (user ${r.userUs.toFixed(2)}, system ${r.systemUs.toFixed(2)}; second half ${r.steadyUs.toFixed(2)}; start ${r.startMs.toFixed(0)} ms)`);
     } finally {
       await worker.stop();
       await admin.del(key);
@@ -82,12 +86,12 @@ for (let round = -1; round < rounds; round++) {
 const { median } = await import(`${builds[0].dir}/build/bench/stats.js`);
 const [first] = contenders;
 console.log(`\n${rounds} rounds of ${total} entries, medians; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-console.log(`| contender | msg/s | per-round ratio to ${first.name} | worker CPU µs/entry | user | system | CPU range |`);
-console.log('|---|---:|---:|---:|---:|---:|---|');
+console.log(`| contender | msg/s | per-round ratio to ${first.name} | worker CPU µs/entry | user | system | CPU range | 2nd half CPU µs/entry | its per-round ratio |`);
+console.log('|---|---:|---:|---:|---:|---:|---|---:|---:|');
 for (const [name, rs] of results) {
   const cpu = rs.map((r) => r.cpuUs);
   const paired = median(rs.map((r, i) => r.rate / results.get(first.name)[i].rate));
-  console.log(`| ${name} | ${Math.round(median(rs.map((r) => r.rate)))} | ${paired.toFixed(3)}× | ${median(cpu).toFixed(2)} | ${median(rs.map((r) => r.userUs)).toFixed(2)} | ${median(rs.map((r) => r.systemUs)).toFixed(2)} | ${Math.min(...cpu).toFixed(1)}–${Math.max(...cpu).toFixed(1)} |`);
+  console.log(`| ${name} | ${Math.round(median(rs.map((r) => r.rate)))} | ${paired.toFixed(3)}× | ${median(cpu).toFixed(2)} | ${median(rs.map((r) => r.userUs)).toFixed(2)} | ${median(rs.map((r) => r.systemUs)).toFixed(2)} | ${Math.min(...cpu).toFixed(1)}–${Math.max(...cpu).toFixed(1)} | ${median(rs.map((r) => r.steadyUs)).toFixed(2)} | ${median(rs.map((r, i) => r.steadyUs / results.get(first.name)[i].steadyUs)).toFixed(3)}× |`);
 }
 admin.disconnect();
 redisProc.kill();

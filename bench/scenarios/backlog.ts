@@ -33,17 +33,20 @@ export const backlogScenario: Scenario = {
       ...contender(ctx, 'streams', 'RedisStreamsServer (default prefetch)', 'streams-worker'),
       ...(streamsPieces.server ? {} : { unavailable: 'RedisStreamsServer has not landed yet' }),
     },
+    // Without the lease thread's isolate and connection (docs/benchmarks.md, "Lease thread"): what our read/handle/ack path holds.
+    contender(ctx, 'streams-leases-off', 'RedisStreamsServer (default prefetch), recovery.leases: false', 'streams-worker', { leases: false }),
   ],
 };
 
-function contender(ctx: BenchContext, impl: string, label: string, script: string): Contender {
+function contender(ctx: BenchContext, impl: string, label: string, script: string, options?: Record<string, boolean>): Contender {
   return {
     impl,
     label,
     run: async (round): Promise<RunResult> => {
       const group = `backlog-${impl}-${round}`;
-      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key: KEY, group, recordLatency: false });
+      const worker = await WorkerProcess.spawn(script, { redisUrl: ctx.server.url, key: KEY, group, recordLatency: false, ...(options ? { options } : {}) });
       try {
+        const before = await worker.stats();
         const startedAt = await worker.go();
         const deadline = Date.now() + ctx.config.backlogSeconds * 1000;
         let peakKb = 0;
@@ -59,6 +62,7 @@ function contender(ctx: BenchContext, impl: string, label: string, script: strin
         return {
           msgsPerSec: stats.count / elapsedS,
           peakRssMb: peakKb / 1024,
+          cpuUsPerEntry: stats.count > 0 ? ((stats.cpuMs - before.cpuMs) * 1000) / stats.count : Number.NaN,
           // Where the memory is at the end of the run (V8's heap spaces, buffers outside it).
           extra: { consumed: stats.count, newSpaceMb: mb(memory.newSpaceKb), oldSpaceMb: mb(memory.oldSpaceKb), otherHeapMb: mb(memory.otherHeapKb), externalMb: mb(memory.externalKb) },
         };

@@ -23,6 +23,7 @@ export const consumeScenario: Scenario = {
     workerContender(ctx, 'streams-lease-thread-off', 'RedisStreamsServer, leases renewed on the event loop (recovery.leases: { thread: false })', 'streams-worker', undefined, { leaseThread: false }),
     workerContender(ctx, 'streams-leases-off', 'RedisStreamsServer, no lease renewal (recovery.leases: false)', 'streams-worker', undefined, { leases: false }),
     workerContender(ctx, 'streams-batch', 'RedisStreamsServer, batch handler (extras.batch size 100)', 'streams-batch-worker'),
+    workerContender(ctx, 'streams-batch-leases-off', 'RedisStreamsServer, batch handler (size 100), recovery.leases: false', 'streams-batch-worker', undefined, { leases: false }),
     workerContender(ctx, 'raw-otel', 'raw XREADGROUP/XACK loop + the same SDK: span, histogram, counter per entry', 'raw-otel-worker'),
     workerContender(ctx, 'streams-otel', 'RedisStreamsServer, OpenTelemetry SDK registered (traces + metrics)', 'streams-otel-worker'),
     workerContender(ctx, 'streams-otel-sampled', 'RedisStreamsServer, OpenTelemetry SDK, traces sampled at 1 % (parent-based) + metrics', 'streams-otel-worker', undefined, { otel: 'sampled' }),
@@ -78,6 +79,9 @@ export function workerContender(
           msgsPerSec: total / ((reachedAt - startedAt) / 1e9),
           // The second half of the entries: connections, listen() and the JIT's warm-up left out.
           steadyMsgsPerSec: (total - Math.floor(total / 2)) / ((reachedAt - halfAt) / 1e9),
+          // Until the group had nothing pending: the acks of the last entries are part of the cost.
+          cpuUsPerEntry: ((after.cpuMs - before.cpuMs) * 1000) / total,
+          steadyCpuUsPerEntry: ((after.lastCpuMs - after.halfCpuMs) * 1000) / (total - Math.floor(total / 2)),
           extra: {
             // The worker's CPU for the run: a shared host slows the clock, not this.
             workerCpuMs: after.cpuMs - before.cpuMs,
@@ -89,6 +93,8 @@ export function workerContender(
             workerPeakRssMb: after.maxRssKb / 1024,
             ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),
             firstEntryMs: (firstAt - startedAt) / 1e6,
+            // The worker's CPU from the start call to its first entry: listen() and the first read.
+            startCpuMs: after.firstCpuMs - before.cpuMs,
             firstToLastMsgsPerSec: (total - 1) / ((reachedAt - firstAt) / 1e9),
           },
         };

@@ -73,7 +73,7 @@ async function e2eRun({ ctx, script, key, total, workerOptions, whenListening, p
       const ackedAt = await waitAcked(ctx.admin, acked.key, acked.group);
       extra.ackedMsgsPerSec = total / ((Math.max(ackedAt, reachedAt) - start) / 1e9);
     }
-    return { msgsPerSec: total / ((reachedAt - start) / 1e9), extra };
+    return { msgsPerSec: total / ((reachedAt - start) / 1e9), cpuUsPerEntry: (workerCpuMs * 1000) / total, extra };
   } finally {
     await worker.stop();
   }

@@ -11,6 +11,8 @@ export class Probe {
   lastAt = 0;
   /** When the count reached half of the awaited count: the rate from here to the end leaves the start-up out. */
   halfAt = 0;
+  /** The process's CPU (user + system, ms) at the first message, when the count reached half, and when it reached the awaited count. */
+  firstCpuMs = 0;
   halfCpuMs = 0;
   lastCpuMs = 0;
   private target = Number.POSITIVE_INFINITY;
@@ -22,7 +24,10 @@ export class Probe {
   onMessage(payload: unknown): void {
     if (this.recordLatency) this.latencies.record(ageNs(payload));
     this.count++;
-    if (this.count === 1) this.firstAt = nowNs();
+    if (this.count === 1) {
+      this.firstAt = nowNs();
+      this.firstCpuMs = cpu().cpuMs;
+    }
     if (this.count === this.half) {
       this.halfAt = nowNs();
       this.halfCpuMs = cpu().cpuMs;
@@ -123,6 +128,7 @@ export async function serveWorker(build: (probe: Probe, config: WorkerConfig) =>
           firstAt: probe.firstAt,
           lastAt: probe.lastAt,
           halfAt: probe.halfAt,
+          firstCpuMs: probe.firstCpuMs,
           halfCpuMs: probe.halfCpuMs,
           lastCpuMs: probe.lastCpuMs,
           latency: probe.latencies.drain(),

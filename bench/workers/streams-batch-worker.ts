@@ -23,12 +23,14 @@ await serveWorker(async (probe, config) => {
   class BenchModule {}
 
   // `otel` and `batch`: streams-otel-worker's, when it runs this worker with an SDK registered.
-  const { otel: _otel, batch: _batch, ...rest } = config.options ?? {};
+  // `leases: false` (flat): no lease renewal at all (the read/handle/ack path alone).
+  const { otel: _otel, batch: _batch, leases, ...rest } = config.options ?? {};
   const options: RedisStreamsServerOptions = {
     connection: config.redisUrl,
     group: config.group,
     consumer: 'bench-worker',
     ...(rest as Partial<RedisStreamsServerOptions>),
+    ...(leases === false ? { recovery: { leases: false } } : {}),
   };
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(BenchModule, {
     strategy: new RedisStreamsServer(options),
