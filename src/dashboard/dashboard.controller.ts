@@ -17,6 +17,8 @@ export interface DashboardSession {
   csrfToken: string | null;
   csrfHeader: string;
   refreshInterval: number;
+  /** Streams an overview page holds at most. */
+  maxStreams: number;
 }
 
 /**
@@ -62,13 +64,13 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Get('api/session')
     async session(): Promise<DashboardSession> {
-      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
+      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval, maxStreams: options.maxStreams };
     }
 
     @Get('api/overview')
-    overview(@Query('stream') stream: unknown) {
+    overview(@Query('stream') stream: unknown, @Query('offset') offset: unknown, @Query('match') match: unknown) {
       const named = stream === undefined ? [] : Array.isArray(stream) ? stream : [stream];
-      return answer(this.redactor, () => this.reads.overview(named as unknown[] as string[]));
+      return answer(this.redactor, () => this.reads.overview(named as unknown[] as string[], offset, match));
     }
 
     @Get('api/dead-letters')

@@ -3,6 +3,7 @@ import { getJson } from './api.js';
 import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
 import { loadOverview } from './overview.js';
+import { setMatch } from './overview-pages.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';
 
@@ -29,6 +30,14 @@ async function start() {
     input.value = '';
     state.selected = name;
     refreshNow();
+  });
+  const filter = document.getElementById('stream-filter');
+  document.getElementById('filter-streams').addEventListener('submit', (event) => event.preventDefault());
+  // Read once typing pauses, not per key.
+  let typing = null;
+  filter.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => setMatch(filter.value), 250);
   });
   refreshNow();
 }

@@ -15,6 +15,9 @@ export const state = {
   cursors: new Map(),
   timer: null,
   running: null,
+  /** The overview page shown (where it starts among the streams), and the filter on their names. */
+  overviewOffset: 0,
+  match: '',
 };
 
 // ---- streams typed into the page -----------------------------------------------------------
