@@ -4,11 +4,12 @@ import { Redactor } from '../redaction.js';
 import { DashboardActions } from './dashboard-actions.js';
 import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
-import { DashboardReads } from './dashboard-reads.js';
+import { DashboardReads, nameParameter } from './dashboard-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { answer } from './http-errors.js';
+import { StreamHistory } from './stream-history.js';
 
 /** What the page learns before its first refresh. */
 export interface DashboardSession {
@@ -19,6 +20,8 @@ export interface DashboardSession {
   refreshInterval: number;
   /** Streams an overview page holds at most. */
   maxStreams: number;
+  /** ms between two samples of the charts; 0: no charts. */
+  sampleInterval: number;
 }
 
 /**
@@ -43,6 +46,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly tokens: CsrfTokens,
       private readonly adapterHost: HttpAdapterHost,
       context: DashboardContext,
+      private readonly history: StreamHistory,
     ) {
       this.redactor = Redactor.for(context.redis);
     }
@@ -64,7 +68,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Get('api/session')
     async session(): Promise<DashboardSession> {
-      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval, maxStreams: options.maxStreams };
+      return { readOnly: options.readOnly, csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval, maxStreams: options.maxStreams, sampleInterval: options.sampleInterval };
     }
 
     @Get('api/overview')
@@ -108,6 +112,16 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
         const entry = await this.reads.entry(stream, id);
         if (entry === null) throw new NotFoundException('no such entry (acknowledged and deleted, or trimmed)');
         return entry;
+      });
+    }
+
+    /** The kept samples of a stream (memory only: no Redis command), for its charts. */
+    @Get('api/series')
+    series(@Query('stream') stream: unknown) {
+      return answer(this.redactor, async () => {
+        const series = this.history.seriesOf(nameParameter('stream', stream));
+        if (series === null) throw new NotFoundException(options.sampleInterval === 0 ? 'no samples: sampleInterval is 0' : 'no samples of this stream (yet): the module samples the streams the overview lists, every sampleInterval');
+        return series;
       });
     }
 

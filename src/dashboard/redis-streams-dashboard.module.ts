@@ -8,6 +8,7 @@ import { DashboardReads } from './dashboard-reads.js';
 import { CsrfTokens } from './dashboard-csrf.js';
 import { DashboardResponseHeaders } from './dashboard-response-headers.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
+import { StreamHistory } from './stream-history.js';
 import { REDIS_STREAMS_DASHBOARD_OPTIONS } from './tokens.js';
 
 /**
@@ -27,6 +28,7 @@ export class RedisStreamsDashboardModule {
         { provide: REDIS_STREAMS_DASHBOARD_OPTIONS, useValue: resolved },
         DashboardContext,
         DashboardReads,
+        StreamHistory,
         DashboardActions,
         DashboardAssets,
         CsrfTokens,

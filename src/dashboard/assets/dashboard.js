@@ -1,5 +1,6 @@
 // The dashboard page: polls the JSON API next to it and draws its views (ES modules beside this one).
 import { getJson } from './api.js';
+import { renderCharts } from './charts.js';
 import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
 import { loadOverview } from './overview.js';
@@ -9,6 +10,7 @@ import { saveNamed, state } from './state.js';
 
 addView(loadOverview);
 addView(renderDetail);
+addView(renderCharts);
 
 async function start() {
   try {
