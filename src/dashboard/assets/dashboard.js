@@ -5,6 +5,8 @@ import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
 import { loadOverview } from './overview.js';
 import { setMatch } from './overview-pages.js';
+import { startKeyboard } from './keyboard.js';
+import { startRefreshControl } from './refresh-control.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';
 
@@ -18,6 +20,8 @@ async function start() {
   } catch (error) {
     return setStatus(`Cannot load the dashboard: ${error.message}`, true);
   }
+  startRefreshControl();
+  startKeyboard();
   const mode = document.getElementById('mode');
   mode.textContent = state.session.readOnly ? 'read-only' : 'actions enabled';
   document.getElementById('add-stream').addEventListener('submit', (event) => {
