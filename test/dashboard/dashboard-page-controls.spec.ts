@@ -140,6 +140,13 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard page controls in Chromium (Exp
       await page.keyboard.press('Tab');
       expect(await page.evaluate(() => document.activeElement?.tagName)).toMatch(/^(BUTTON|INPUT|SELECT)$/);
       expect(await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).toBe('solid');
+      // A pending entry opened with Enter: Esc closes it first, then the details.
+      await page.focus('#detail tr[data-id] button');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('#entry:not([hidden])', DOM_TIMEOUT);
+      await page.keyboard.press('Escape');
+      await page.waitForSelector('#entry[hidden]', DOM_TIMEOUT);
+      expect(await page.$eval('#detail', (node) => (node as unknown as { hidden: boolean }).hidden)).toBe(false);
       await page.keyboard.press('Escape');
       await page.waitForSelector('#detail[hidden]', DOM_TIMEOUT);
       expect(await page.evaluate(() => document.activeElement?.textContent)).toBe(HANDLED_STREAM);

@@ -1,11 +1,15 @@
 // Keyboard use: `/` focuses the stream filter, Esc closes the open view (an entry, then the
 // stream's details) or leaves the box being typed in. Everything else is a button, link or field
 // reached with Tab, its focus always visible (dashboard.css).
-import { select } from './refresh.js';
 import { state } from './state.js';
 
 function typing(target) {
   return target instanceof HTMLElement && (target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName));
+}
+
+/** The view's own Close button (its toolbar's). */
+function closeButton(section) {
+  return [...section.querySelectorAll('.toolbar button')].find((button) => button.textContent === 'Close');
 }
 
 export function startKeyboard() {
@@ -21,14 +25,16 @@ export function startKeyboard() {
       event.target.blur();
       return;
     }
+    // Each view closes through its own Close button, so whatever closing it does (the URL too) is done.
     const entry = document.getElementById('entry');
     if (!entry.hidden) {
-      entry.hidden = true;
+      closeButton(entry)?.click();
       return;
     }
-    if (state.selected !== null) {
+    const detail = document.getElementById('detail');
+    if (!detail.hidden && state.selected !== null) {
       const name = state.selected;
-      select(null);
+      closeButton(detail)?.click();
       // Back where the operator was, once redrawn: the stream's row in the overview.
       void Promise.resolve(state.running).then(() => {
         const row = [...document.querySelectorAll('#streams tbody tr')].find((one) => one.dataset.stream === name);
