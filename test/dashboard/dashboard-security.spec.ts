@@ -78,6 +78,7 @@ describe('dashboard request checks (Express and Fastify)', () => {
       `/api/entry?stream=${HANDLED_STREAM}&id=${pendingId}`,
       `/api/delayed?stream=${HANDLED_STREAM}`,
       `/api/schedules?stream=${HANDLED_STREAM}`,
+      `/api/series?stream=${HANDLED_STREAM}`,
     ];
   }
 
