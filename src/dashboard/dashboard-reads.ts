@@ -5,10 +5,11 @@ import { heldPage, recurringPage, type DelayedCursor, type HeldEntryBytes } from
 import { redisNow } from '../redis/server-time.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import type { DeadLetter } from '../recovery/dead-letter-format.js';
-import { describe, isStreamId, nonEmptyStringOption } from '../validation.js';
+import { describe, integerOption, isStreamId, nonEmptyStringOption } from '../validation.js';
 import { DashboardContext } from './dashboard-context.js';
 import type { OverviewView } from './dashboard-views.js';
-import { sampleTarget } from './stream-sampler.js';
+import { sampleTargets } from './stream-sampler.js';
+import { boundedView } from './overview-bounds.js';
 import { fieldViews, PREVIEW_BYTES, type FieldView } from './field-views.js';
 
 /** Names typed into the page that one refresh takes at most (the page keeps them, the server does not). */
@@ -76,18 +77,26 @@ export const CRON_RUNS_SHOWN = 5;
 export class DashboardReads {
   constructor(private readonly context: DashboardContext) {}
 
-  /** The overview: every stream the page shows, sampled at once (see stream-sampler.ts for the cost). */
-  async overview(named: readonly string[]): Promise<OverviewView> {
+  /**
+   * A page of the overview: at most `maxStreams` of the streams shown (whose name contains
+   * `match`, ignoring case), from `offset`, sampled in one batch (see stream-sampler.ts for the
+   * cost) and cut to the bounds of overview-bounds.ts.
+   */
+  async overview(named: readonly string[], offset?: unknown, match?: unknown): Promise<OverviewView> {
     if (named.length > MAX_NAMED_STREAMS) throw new RedisStreamsOptionError('stream', `at most ${MAX_NAMED_STREAMS} streams by name, got ${named.length}`);
     named.forEach((name, index) => nameParameter(`stream[${index}]`, name));
+    const start = offset === undefined || offset === '' ? 0 : integerOption('offset', typeof offset === 'string' && /^\d{1,9}$/.test(offset) ? Number(offset) : offset, 0, 0);
+    const filter = match === undefined || match === '' ? null : nameParameter('match', match).toLowerCase();
     const keys = this.context.targets(named);
-    const targets = keys.targets.slice(0, this.context.options.maxStreams);
+    const shown = filter === null ? keys.targets : keys.targets.filter((target) => target.name.toLowerCase().includes(filter));
+    const targets = shown.slice(start, start + this.context.options.maxStreams);
     const at = Date.now();
     // One TIME a refresh: every stream's due count is on the same clock reading.
     const redisNowMs = targets.length === 0 ? null : await redisNow(this.context.redis).catch(() => null);
     const parts = { inspector: this.context.inspector, redis: this.context.redis, deadLetterKeyOf: this.context.deadLetterKeyOf(keys), redisNowMs };
-    const streams = await Promise.all(targets.map((target) => sampleTarget(parts, target)));
-    return { at, streams, omitted: keys.targets.length - targets.length };
+    const streams = (await sampleTargets(parts, targets)).map(boundedView);
+    const end = start + targets.length;
+    return { at, streams, total: shown.length, offset: start, next: end < shown.length ? end : null, omitted: shown.length - targets.length };
   }
 
   /**

@@ -26,6 +26,8 @@ export interface GroupView {
    */
   paused: boolean;
   pausedAt: string | null;
+  /** Consumers not sent (beyond OVERVIEW_CONSUMERS, overview-bounds.ts); absent when none. */
+  consumersOmitted?: number;
 }
 
 export interface DelayedView {
@@ -58,12 +60,23 @@ export interface StreamView {
   partitions?: StreamView[];
   /** Why it could not be read (the key is not a stream, Redis refused), or undefined. */
   error?: string;
+  /** Groups not sent (beyond OVERVIEW_GROUPS, overview-bounds.ts); absent when none. */
+  groupsOmitted?: number;
+  /** Partitions not sent (beyond OVERVIEW_PARTITIONS); absent when none. */
+  partitionsOmitted?: number;
 }
 
 export interface OverviewView {
   /** Epoch ms on this host, for the page's rates. */
   at: number;
+  /** A page of at most `maxStreams` streams, from `offset` of the streams shown (matching `match`). */
   streams: StreamView[];
-  /** Streams left out of this refresh beyond the `maxStreams` option. */
+  /** Streams shown in all (matching `match`), on every page. */
+  total: number;
+  /** Where this page starts among them. */
+  offset: number;
+  /** `offset` of the next page, null after the last. */
+  next: number | null;
+  /** Streams not on this page (`total` minus this page's). */
   omitted: number;
 }

@@ -6,13 +6,14 @@ import { DashboardAssets } from './dashboard-assets.js';
 import { DashboardContext } from './dashboard-context.js';
 import { DashboardFind } from './dashboard-find.js';
 import { DashboardBulk } from './dashboard-bulk.js';
-import { DashboardReads } from './dashboard-reads.js';
+import { DashboardReads, nameParameter } from './dashboard-reads.js';
 import { EntryReads } from './entry-reads.js';
 import { CSRF_HEADER, CsrfTokens } from './dashboard-csrf.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
 import { ACTION_KINDS, DashboardAction, type DashboardActionKind } from './dashboard-permissions.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
 import { answer } from './http-errors.js';
+import { StreamHistory } from './stream-history.js';
 
 /** What the page learns before its first refresh. */
 export interface DashboardSession {
@@ -25,6 +26,10 @@ export interface DashboardSession {
   csrfToken: string | null;
   csrfHeader: string;
   refreshInterval: number;
+  /** Streams an overview page holds at most. */
+  maxStreams: number;
+  /** ms between two samples of the charts; 0: no charts. */
+  sampleInterval: number;
 }
 
 /**
@@ -52,6 +57,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       context: DashboardContext,
       private readonly finder: DashboardFind,
       private readonly bulk: DashboardBulk,
+      private readonly history: StreamHistory,
     ) {
       this.redactor = Redactor.for(context.redis);
     }
@@ -73,13 +79,13 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
 
     @Get('api/session')
     async session(): Promise<DashboardSession> {
-      return { readOnly: options.readOnly, actions: [...options.actions], refusedActions: ACTION_KINDS.filter((kind) => !options.actions.has(kind)), csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval };
+      return { readOnly: options.readOnly, actions: [...options.actions], refusedActions: ACTION_KINDS.filter((kind) => !options.actions.has(kind)), csrfToken: options.readOnly ? null : await this.tokens.issue(), csrfHeader: CSRF_HEADER, refreshInterval: options.refreshInterval, maxStreams: options.maxStreams, sampleInterval: options.sampleInterval };
     }
 
     @Get('api/overview')
-    overview(@Query('stream') stream: unknown) {
+    overview(@Query('stream') stream: unknown, @Query('offset') offset: unknown, @Query('match') match: unknown) {
       const named = stream === undefined ? [] : Array.isArray(stream) ? stream : [stream];
-      return answer(this.redactor, () => this.reads.overview(named as unknown[] as string[]));
+      return answer(this.redactor, () => this.reads.overview(named as unknown[] as string[], offset, match));
     }
 
     @Get('api/dead-letters')
@@ -124,6 +130,16 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
     @Get('api/find')
     find(@Query() query: Record<string, unknown>) {
       return answer(this.redactor, () => this.finder.find(query));
+    }
+
+    /** The kept samples of a stream (memory only: no Redis command), for its charts. */
+    @Get('api/series')
+    series(@Query('stream') stream: unknown) {
+      return answer(this.redactor, async () => {
+        const series = this.history.seriesOf(nameParameter('stream', stream));
+        if (series === null) throw new NotFoundException(options.sampleInterval === 0 ? 'no samples: sampleInterval is 0' : 'no samples of this stream (yet): the module samples the streams the overview lists, every sampleInterval');
+        return series;
+      });
     }
 
     @Post('api/dead-letters/redrive')

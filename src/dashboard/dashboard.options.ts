@@ -34,6 +34,12 @@ export interface RedisStreamsDashboardOptions {
   /** Most streams one refresh reads (servers' streams, `streams` and names typed into the page). Default 50. */
   maxStreams?: number;
   /**
+   * ms between two samples the module keeps for the charts (in/s, out/s, lag, pending, dead
+   * letters; the last 360 samples: an hour at the default). Default 10000, at least 500; 0 turns
+   * sampling and the charts off.
+   */
+  sampleInterval?: number;
+  /**
    * Host names (or addresses) the app is reached under, as the browser's `Host` header names them:
    * `"dashboard.example.com"` (any port) or `"dashboard.example.com:8443"`. Every other `Host` is
    * refused with 403 (DNS rebinding). Always accepted besides: `localhost`, `127.0.0.1`, `[::1]`
@@ -59,6 +65,7 @@ export interface ResolvedDashboardOptions {
   readonly imports: NonNullable<ModuleMetadata['imports']>;
   readonly refreshInterval: number;
   readonly maxStreams: number;
+  readonly sampleInterval: number;
   readonly allowedHosts: readonly AllowedHost[];
   readonly csrfSecret: string | undefined;
 }
@@ -91,6 +98,7 @@ export function resolveDashboardOptions(options: RedisStreamsDashboardOptions = 
     imports: options.imports ?? [],
     refreshInterval: integerOption('refreshInterval', options.refreshInterval, 2_000, 500, 3_600_000),
     maxStreams: integerOption('maxStreams', options.maxStreams, 50, 1, 1_000),
+    sampleInterval: sampleIntervalOption(options.sampleInterval),
     allowedHosts: allowedHostsOption(options.allowedHosts),
     csrfSecret: csrfSecretOption(options.csrfSecret),
   };
@@ -118,4 +126,9 @@ function streamsOption(value: unknown): string[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new RedisStreamsOptionError('streams', `must be an array of stream names, got ${describe(value)}`);
   return value.map((name, index) => nonEmptyStringOption(`streams[${index}]`, name));
+}
+
+/** 0 (off) or between 500 ms and an hour. */
+function sampleIntervalOption(value: unknown): number {
+  return value === 0 ? 0 : integerOption('sampleInterval', value, 10_000, 500, 3_600_000);
 }

@@ -11,6 +11,7 @@ import { EntryReads } from './entry-reads.js';
 import { CsrfTokens } from './dashboard-csrf.js';
 import { DashboardResponseHeaders } from './dashboard-response-headers.js';
 import { MutationGuard, SecurityHeadersGuard, TrustedRequestGuard } from './dashboard-security.js';
+import { StreamHistory } from './stream-history.js';
 import { REDIS_STREAMS_DASHBOARD_OPTIONS } from './tokens.js';
 
 /**
@@ -32,6 +33,7 @@ export class RedisStreamsDashboardModule {
         DashboardReads,
         DashboardFind,
         DashboardBulk,
+        StreamHistory,
         DashboardActions,
         EntryReads,
         DashboardAssets,

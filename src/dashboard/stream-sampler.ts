@@ -6,6 +6,9 @@ import type { RedisClient } from '../redis/connection.js';
 import type { ConsumerView, DelayedView, GroupView, StreamView } from './dashboard-views.js';
 import type { StreamTarget } from './stream-targets.js';
 import { errorMessage } from '../error-message.js';
+import { parseConsumers, parseGroups, parseStreamInfo } from '../claim/inspection-replies.js';
+import type { GroupInfo, StreamInfo } from '../claim/inspection.types.js';
+import { batchThisTick } from '../redis/tick-batching.js';
 
 /** What sampling needs: the inspector and connection, each stream key's dead-letter key, Redis' clock. */
 export interface SamplerParts {
@@ -14,6 +17,48 @@ export interface SamplerParts {
   readonly deadLetterKeyOf: (key: string) => string;
   /** Redis' TIME in ms, read once a refresh (due times are on Redis' clock); null when it could not be read. */
   readonly redisNowMs: number | null;
+}
+
+/**
+ * One refresh of a page of streams, batched: every stream key's XINFO STREAM, XINFO GROUPS, XLEN
+ * of its dead letters, ZCARD and ZCOUNT of its delayed schedule and every stream's HGETALL of its
+ * pause state go out in one socket write; then every group's XINFO CONSUMERS in a second one. So a
+ * page costs two round trips whatever its number of streams (and one TIME before, see the caller).
+ * A key whose XINFO fails (no such stream yet, a partitioned stream's name, a key of another type)
+ * is read again alone by `sampleTarget`, which tells those apart.
+ */
+export async function sampleTargets(parts: SamplerParts, targets: readonly StreamTarget[]): Promise<StreamView[]> {
+  const { redis } = parts;
+  batchThisTick(redis);
+  const reads = targets.map((target) => ({
+    target,
+    partitioned: target.partitions !== undefined && target.partitions.length > 0,
+    paused: pausedGroupsOf(redis, target.name).catch(() => new Map<string, number>()),
+    keys: (target.partitions !== undefined && target.partitions.length > 0 ? target.partitions : [target.name]).map((key) => ({
+      key,
+      stream: redis.call('XINFO', 'STREAM', key).then((reply) => parseStreamInfo(key, reply)),
+      groups: redis.call('XINFO', 'GROUPS', key).then(parseGroups),
+      deadLetters: redis.xlen(parts.deadLetterKeyOf(key)).catch(() => 0),
+      delayed: delayedOf(redis, key, parts.redisNowMs),
+    })),
+  }));
+  const firsts = await Promise.all(reads.map(async ({ keys }) => Promise.all(keys.map(async (one) => {
+    const [stream, groups] = await Promise.all([one.stream, one.groups]).catch(() => [null, null] as const);
+    return { ...one, stream, groups };
+  }))));
+  batchThisTick(redis);
+  const views = reads.map(async ({ target, partitioned, paused }, index): Promise<StreamView> => {
+    const keys = firsts[index]!;
+    if (keys.some((one) => one.stream === null || one.groups === null)) return sampleTarget(parts, target);
+    const keyViews = await Promise.all(keys.map(async (one) => keyView(
+      { ...emptyView(one.key, partitioned ? 'partition' : target.source), exists: true, deadLetters: await one.deadLetters, delayed: await one.delayed },
+      one.stream!,
+      await groupViews(redis, one.key, one.groups!, target.handledGroups),
+    )));
+    const view = !partitioned ? keyViews[0]! : { ...totalOf(target.name, target.source, keyViews), partitions: keyViews };
+    return markPaused(view, await paused);
+  });
+  return Promise.all(views);
 }
 
 /**
@@ -66,7 +111,7 @@ async function sampleKey(
   const deadLetters = redis.xlen(deadLetterKeyOf(key)).catch(() => 0);
   // Held entries may exist before their stream does (the promotion creates it): counted either way.
   const delayed = delayedOf(redis, key, redisNowMs);
-  const empty: StreamView = { name: key, source, exists: false, length: 0, entriesAdded: null, firstEntryId: null, lastEntryId: null, deadLetters: 0, groups: [], delayed: null };
+  const empty = emptyView(key, source);
   let stream;
   let groups;
   try {
@@ -76,7 +121,20 @@ async function sampleKey(
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') return { view, partitionKeys: error.partitionKeys };
     return { view: { ...view, error: errorMessage(error) } };
   }
-  const groupViews = await Promise.all(
+  return { view: keyView({ ...empty, exists: true, deadLetters: await deadLetters, delayed: await delayed }, stream, await groupViews(redis, key, groups, handled)) };
+}
+
+function emptyView(key: string, source: StreamView['source']): StreamView {
+  return { name: key, source, exists: false, length: 0, entriesAdded: null, firstEntryId: null, lastEntryId: null, deadLetters: 0, groups: [], delayed: null };
+}
+
+function keyView(base: StreamView, stream: StreamInfo, groups: GroupView[]): StreamView {
+  return { ...base, length: stream.length, entriesAdded: stream.entriesAdded, firstEntryId: stream.firstEntryId, lastEntryId: stream.lastEntryId, groups };
+}
+
+/** The groups with their consumers: one XINFO CONSUMERS each, all sent at once. */
+function groupViews(redis: RedisClient, key: string, groups: readonly GroupInfo[], handled: ReadonlySet<string>): Promise<GroupView[]> {
+  return Promise.all(
     groups.map(async (group): Promise<GroupView> => ({
       name: group.name,
       handled: handled.has(group.name),
@@ -84,24 +142,11 @@ async function sampleKey(
       lag: group.lag,
       entriesRead: group.entriesRead,
       lastDeliveredId: group.lastDeliveredId,
-      consumers: (await inspector.consumers(key, group.name).catch(() => [])).map(({ name, pending, idleMs, inactiveMs }) => ({ name, pending, idleMs, inactiveMs })),
+      consumers: (await redis.call('XINFO', 'CONSUMERS', key, group.name).then(parseConsumers).catch(() => [])).map(({ name, pending, idleMs, inactiveMs }) => ({ name, pending, idleMs, inactiveMs })),
       paused: false,
       pausedAt: null,
     })),
   );
-  return {
-    view: {
-      ...empty,
-      exists: true,
-      length: stream.length,
-      entriesAdded: stream.entriesAdded,
-      firstEntryId: stream.firstEntryId,
-      lastEntryId: stream.lastEntryId,
-      deadLetters: await deadLetters,
-      groups: groupViews,
-      delayed: await delayed,
-    },
-  };
 }
 
 /**

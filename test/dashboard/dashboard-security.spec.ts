@@ -84,6 +84,7 @@ describe('dashboard request checks (Express and Fastify)', () => {
       `/api/entries?stream=${HANDLED_STREAM}`,
       `/api/entry-view?stream=${HANDLED_STREAM}&id=${pendingId}`,
       `/api/find?stream=${HANDLED_STREAM}&contains=${SECRET}`,
+      `/api/series?stream=${HANDLED_STREAM}`,
     ];
   }
 

@@ -1,5 +1,6 @@
 // The dashboard page: polls the JSON API next to it and draws its views (ES modules beside this one).
 import { getJson } from './api.js';
+import { renderCharts } from './charts.js';
 import { renderDetail } from './detail.js';
 import { setStatus } from './dom.js';
 import { renderEntries } from './entries.js';
@@ -8,6 +9,9 @@ import { followLocation, syncLocation, watchLocation } from './links.js';
 import { renderFind } from './find.js';
 import './bulk.js';
 import { loadOverview } from './overview.js';
+import { setMatch } from './overview-pages.js';
+import { startKeyboard } from './keyboard.js';
+import { startRefreshControl } from './refresh-control.js';
 import { addView, refreshNow } from './refresh.js';
 import { saveNamed, state } from './state.js';
 
@@ -17,6 +21,7 @@ addView(renderEntries);
 addView(renderEntry);
 addView(syncLocation);
 addView(renderFind);
+addView(renderCharts);
 
 async function start() {
   try {
@@ -24,6 +29,8 @@ async function start() {
   } catch (error) {
     return setStatus(`Cannot load the dashboard: ${error.message}`, true);
   }
+  startRefreshControl();
+  startKeyboard();
   const mode = document.getElementById('mode');
   const { readOnly, actions, refusedActions } = state.session;
   mode.textContent = readOnly || actions.length === 0 ? 'read-only' : refusedActions.length > 0 ? `actions: ${actions.join(', ')}` : 'actions enabled';
@@ -39,6 +46,14 @@ async function start() {
     input.value = '';
     state.selected = name;
     refreshNow();
+  });
+  const filter = document.getElementById('stream-filter');
+  document.getElementById('filter-streams').addEventListener('submit', (event) => event.preventDefault());
+  // Read once typing pauses, not per key.
+  let typing = null;
+  filter.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => setMatch(filter.value), 250);
   });
   watchLocation();
   // A link (#/stream/…) opens its view with the first refresh.

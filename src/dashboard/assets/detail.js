@@ -56,6 +56,7 @@ function groupDetail(stream, group, pending, partitioned, readOnly, partitionOf)
         onclick: () => act(`Delete consumer "${isolated(consumer.name)}" of group "${isolated(group.name)}" on "${isolated(stream.name)}"?`, 'consumers/delete', { stream: stream.name, group: group.name, consumer: consumer.name }),
       }))));
   parts.push(table(['Consumer', 'Pending', 'Idle', 'Inactive', ''], consumers, 'No consumers.'));
+  if (group.consumersOmitted) parts.push(el('p', { className: 'hint', dataset: { omitted: 'consumers' }, text: `${group.consumersOmitted} more consumers not listed (the overview sends 20 a group).` }));
   if (partitioned) {
     parts.push(el('p', { className: 'hint', text: 'Pending entries are listed per partition: select a partition above.' }));
     return parts;

@@ -1,6 +1,7 @@
 // The streams table: one row per stream and group, with rates from the previous refresh.
 import { getJson } from './api.js';
 import { cell, el, nameEl, num } from './dom.js';
+import { overviewParams, renderOverviewPager } from './overview-pages.js';
 import { forget, select } from './refresh.js';
 import { state } from './state.js';
 
@@ -27,8 +28,9 @@ function counters(overview) {
 
 /** Reads the overview of the app's streams and the ones typed into the page, and draws it. */
 export async function loadOverview() {
-  const overview = await getJson('overview', state.named.map((name) => ['stream', name]));
-  state.previous = state.overview ? counters(state.overview) : null;
+  const overview = await getJson('overview', [...state.named.map((name) => ['stream', name]), ...overviewParams()]);
+  // Rates from the same page only: another page's counters are of other streams.
+  state.previous = state.overview && state.overview.offset === overview.offset ? counters(state.overview) : null;
   state.overview = overview;
   renderOverview();
 }
@@ -41,8 +43,8 @@ function renderOverview() {
     for (const partition of stream.partitions || []) rows.push(...streamRows(partition, true));
   }
   if (rows.length === 0) rows.push(el('tr', {}, el('td', { colSpan: 11, className: 'muted', text: 'No streams: no handler of this app reads one yet. Show one by name above.' })));
-  if (state.overview.omitted > 0) rows.push(el('tr', {}, el('td', { colSpan: 11, className: 'warn', text: `${state.overview.omitted} more streams not shown (the maxStreams option).` })));
   body.replaceChildren(...rows);
+  renderOverviewPager();
 }
 
 function streamRows(stream, isPartition) {
@@ -56,6 +58,8 @@ function streamRows(stream, isPartition) {
       if (stream.partitions) extra.push(el('span', { className: 'muted', text: ` (${stream.partitions.length} partitions)` }));
       if (!stream.exists) extra.push(el('span', { className: 'muted', text: ' (no such stream)' }));
       if (stream.error) extra.push(el('span', { className: 'warn', text: ` ${stream.error}` }));
+      if (stream.groupsOmitted) extra.push(el('span', { className: 'muted', dataset: { omitted: 'groups' }, text: ` (${stream.groupsOmitted} more groups not listed)` }));
+      if (stream.partitionsOmitted) extra.push(el('span', { className: 'muted', dataset: { omitted: 'partitions' }, text: ` (${stream.partitionsOmitted} more partitions not listed)` }));
       if (stream.source === 'page') extra.push(el('button', { type: 'button', className: 'link', text: ' ×', title: 'Stop showing', onclick: () => forget(stream.name) }));
       row.append(
         el('td', { dataset: { col: 'name' } }, label, ...extra),

@@ -1,6 +1,7 @@
 // The refresh loop: one refresh at a time, every view drawn in the order it was added, then the
 // next refresh after the session's interval. Navigation (select, forget) refreshes at once.
 import { setStatus } from './dom.js';
+import { rememberFocus, restoreFocus } from './focus-keeper.js';
 import { saveNamed, state } from './state.js';
 
 /** The page's views, drawn in order on each refresh (the overview first: the others read it). */
@@ -26,8 +27,13 @@ export function forget(name) {
 }
 
 async function load() {
+  const started = performance.now();
+  const focus = rememberFocus();
   for (const render of views) await render();
+  restoreFocus(focus);
   document.body.dataset.refreshedAt = String(state.overview.at);
+  // What a refresh took (its reads and drawing), for the browser's performance tools and the scale spec.
+  performance.measure('dashboard refresh', { start: started });
 }
 
 /** One refresh at a time; a refresh asked for during one runs right after it. */
@@ -39,7 +45,8 @@ export function refreshNow() {
     .finally(() => {
       if (state.running === run) {
         state.running = null;
-        state.timer = setTimeout(refreshNow, state.session.refreshInterval);
+        // Paused (refresh-control.js): only navigation refreshes, until resumed.
+        if (!state.paused) state.timer = setTimeout(refreshNow, state.interval ?? state.session.refreshInterval);
       }
     });
   state.running = run;

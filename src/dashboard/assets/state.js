@@ -15,6 +15,12 @@ export const state = {
   cursors: new Map(),
   timer: null,
   running: null,
+  /** The overview page shown (where it starts among the streams), and the filter on their names. */
+  overviewOffset: 0,
+  match: '',
+  /** The refresh control (refresh-control.js): paused, and the tab's interval (null: the app's). */
+  paused: false,
+  interval: null,
 };
 
 // ---- streams typed into the page -----------------------------------------------------------

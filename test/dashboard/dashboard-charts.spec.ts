@@ -1,0 +1,219 @@
+import { once } from 'node:events';
+import { existsSync, mkdirSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { HISTORY_POINTS, StreamHistory, type SeriesView } from '../../src/dashboard/stream-history.js';
+import { OVERVIEW_GROUPS } from '../../src/dashboard/overview-bounds.js';
+import { resolveDashboardOptions } from '../../src/dashboard/dashboard.options.js';
+import { deadLetterKey } from '../../src/redis/keys.js';
+import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** The charts' samples: kept by the module on its own timer, bounded, equal to what Redis had, and no Redis command per tab. */
+const CHROMIUM = '/usr/bin/chromium';
+const STREAM = 'charted';
+const DOM_TIMEOUT = { timeout: 20_000 };
+
+declare const document: { querySelector(selector: string): { dataset: Record<string, string | undefined> } | null };
+
+async function series(app: DashboardApp, stream = STREAM): Promise<SeriesView | null> {
+  const response = await fetch(`${app.page}/api/series?stream=${encodeURIComponent(stream)}`, { signal: AbortSignal.timeout(5_000) });
+  if (response.status === 404) return null;
+  expect(response.status).toBe(200);
+  return (await response.json()) as SeriesView;
+}
+
+/** Waits for `count` more samples than `after` (counted by the sample times the route sends). */
+async function samplesAfter(app: DashboardApp, after: number, count = 1): Promise<SeriesView> {
+  let last: SeriesView | null = null;
+  await waitFor(async () => {
+    last = await series(app);
+    return last !== null && last.at.length >= after + count;
+  }, `${after + count} samples`, { timeout: 20_000 });
+  return last!;
+}
+
+/** Σ rate × seconds between samples: what a rate series says was added (or read) in all. */
+function integrate(view: SeriesView, rates: (number | null)[]): number {
+  let total = 0;
+  rates.forEach((rate, index) => {
+    if (rate !== null) total += (rate * (view.at[index]! - view.at[index - 1]!)) / 1000;
+  });
+  return total;
+}
+
+/** MONITOR on a plain socket (each command Redis runs, as its quoted arguments, to `seen`). */
+async function monitorRedis(port: number, seen: (args: string[]) => void): Promise<Socket> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let buffered = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    buffered += chunk;
+    const lines = buffered.split('\r\n');
+    buffered = lines.pop()!;
+    for (const line of lines) {
+      // +1700000000.000000 [0 127.0.0.1:5000] "XINFO" "STREAM" "charted"
+      if (!line.startsWith('+') || line === '+OK') continue;
+      seen([...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((match) => match[1]!));
+    }
+  });
+  socket.write('MONITOR\r\n');
+  await waitFor(() => buffered.startsWith('+OK') || buffered === '', 'MONITOR to start');
+  return socket;
+}
+
+describe('dashboard charts: the samples the module keeps (Express and Fastify)', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+  let browser: Browser | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('samples in/s, out/s, lag, pending and dead letters as Redis has them', async () => {
+    for (const adapter of ['express', 'fastify'] as const) {
+      await seedStream(redis.client, STREAM, { entries: 10, pending: 3, deadLetters: 2 });
+      app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500 }, adapter);
+      const first = await samplesAfter(app, 0, 2);
+      const groups = (await redis.client.xinfo('GROUPS', STREAM)) as unknown[][];
+      const audit = Object.fromEntries(Array.from({ length: groups[0]!.length / 2 }, (_, n) => [groups[0]![2 * n], groups[0]![2 * n + 1]])) as Record<string, number>;
+      const group = first.groups.find((one) => one.name === AUDIT_GROUP)!;
+      expect(first.deadLetters.at(-1)).toBe(await redis.client.xlen(deadLetterKey(STREAM)));
+      expect(first.deadLetters.at(-1)).toBe(2);
+      expect(group.pending.at(-1)).toBe(Number(audit.pending));
+      expect(group.pending.at(-1)).toBe(3);
+      // Counters of Redis 7.0+ (entries-added, entries-read, lag): none before, so no rates and no lag.
+      const counters = audit['entries-read'] !== undefined;
+      // 10 entries, 5 read into the group: lag 5.
+      expect(group.lag.at(-1)).toBe(counters ? 5 : null);
+      expect(Number(audit.lag ?? 5)).toBe(5);
+      expect(first.inRate.at(-1)).toBe(counters ? 0 : null);
+
+      // 7 added and 4 read between samples: the rates, over their intervals, add up to exactly that.
+      const before = first.at.length;
+      const pipeline = redis.client.multi();
+      for (let n = 0; n < 7; n++) pipeline.xadd(STREAM, '*', 'n', String(n));
+      await pipeline.exec();
+      await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-2', 'COUNT', 4, 'STREAMS', STREAM, '>');
+      const later = await samplesAfter(app, before, 2);
+      const laterGroup = later.groups.find((one) => one.name === AUDIT_GROUP)!;
+      expect(integrate(later, later.inRate)).toBeCloseTo(counters ? 7 : 0, 6);
+      expect(integrate(later, laterGroup.outRate)).toBeCloseTo(counters ? 4 : 0, 6);
+      expect(laterGroup.pending.at(-1)).toBe(7);
+      expect(laterGroup.lag.at(-1)).toBe(counters ? 17 - 9 : null);
+      expect(later.intervalMs).toBe(500);
+      await app.close();
+      app = undefined;
+      await redis.client.flushall();
+    }
+  }, 60_000);
+
+  it(`keeps at most ${HISTORY_POINTS} samples a series and ${OVERVIEW_GROUPS} groups a stream, counted`, async () => {
+    const pipeline = redis.client.pipeline();
+    pipeline.xadd(STREAM, '*', 'n', '1');
+    for (let group = 0; group < OVERVIEW_GROUPS + 5; group++) pipeline.xgroup('CREATE', STREAM, `g${String(group).padStart(2, '0')}`, '0');
+    await pipeline.exec();
+    for (const bad of [100, -1, 1.5, '10000']) expect(() => resolveDashboardOptions({ sampleInterval: bad as number })).toThrow(/sampleInterval/);
+    expect(resolveDashboardOptions({ sampleInterval: 0 }).sampleInterval).toBe(0);
+    // An hour between timer ticks: only the samples taken below.
+    app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 3_600_000 });
+    const history = app.app.get(StreamHistory);
+    for (let n = 0; n < HISTORY_POINTS + 40; n++) await history.sample();
+    const kept = (await series(app))!;
+    expect(kept.at).toHaveLength(HISTORY_POINTS);
+    expect(kept.inRate).toHaveLength(HISTORY_POINTS);
+    expect(kept.groups).toHaveLength(OVERVIEW_GROUPS);
+    for (const group of kept.groups) expect(group.pending).toHaveLength(HISTORY_POINTS);
+    // The test app's handler stream (dash-orders, group billing) and this one: 2 + 3 a group each.
+    expect(history.seriesCount()).toBe(2 + 3 * 1 + 2 + 3 * OVERVIEW_GROUPS);
+    // Oldest first, one sample apart.
+    expect(kept.at.every((at, index) => index === 0 || at >= kept.at[index - 1]!)).toBe(true);
+  }, 60_000);
+
+  it('costs Redis the same with two tabs reading the charts as with none: one sampling a tick (counted with MONITOR)', async () => {
+    await seedStream(redis.client, STREAM, { entries: 3, pending: 1, deadLetters: 0 });
+    // 1.5 s between samples: room for the test to read the counts between two of them.
+    app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 1_500 });
+    const commands: string[] = [];
+    const monitor = await monitorRedis(redis.server.port, (args) => {
+      if (args.includes(STREAM) || args.includes(deadLetterKey(STREAM))) commands.push(args.slice(0, 2).join(' ').toLowerCase());
+    });
+    try {
+      /** Commands on the stream over `ticks` samples, from right after one sample to right after another. */
+      const window = async (ticks: number, during: () => Promise<void>) => {
+        const start = (await samplesAfter(app!, (await samplesAfter(app!, 0)).at.length)).at.length;
+        const from = commands.length;
+        await during();
+        const end = (await samplesAfter(app!, start, ticks)).at.length;
+        // A sample's commands are in MONITOR's feed before its answers reach the app.
+        return { commands: commands.slice(from, commands.length), ticks: end - start };
+      };
+      const idle = await window(3, async () => {});
+      let requests = 0;
+      let polling = true;
+      const tab = async () => {
+        while (polling) {
+          expect(await series(app!)).not.toBeNull();
+          requests++;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      };
+      const tabs = [tab(), tab()];
+      const busy = await window(3, async () => {});
+      polling = false;
+      await Promise.all(tabs);
+      const perTick = ['xinfo stream', 'xinfo groups', `xlen ${deadLetterKey(STREAM)}`.toLowerCase()];
+      // Three commands a sample, with or without tabs reading the charts: the route reads memory only.
+      expect(idle.commands.length).toBe(idle.ticks * perTick.length);
+      expect(busy.commands.length).toBe(busy.ticks * perTick.length);
+      expect(new Set(busy.commands)).toEqual(new Set(perTick));
+      expect(requests).toBeGreaterThan(20);
+    } finally {
+      monitor.destroy();
+    }
+  }, 60_000);
+
+  it.skipIf(!existsSync(CHROMIUM))("draws the stream's and each group's charts in its details, from the samples", async () => {
+    browser ??= await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--headless=new'], timeout: 30_000 });
+    for (const adapter of ['express', 'fastify'] as const) {
+      await seedStream(redis.client, STREAM, { entries: 12, pending: 4, deadLetters: 2 });
+      app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500, refreshInterval: 500 }, adapter);
+      await samplesAfter(app, 0, 3);
+      const page: Page = await browser.newPage();
+      try {
+        await page.setViewport({ width: 1000, height: 900 });
+        await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+        await page.locator(`#streams tr[data-stream="${STREAM}"] [data-col="name"] button`).click();
+        await page.waitForSelector(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"] polyline`, DOM_TIMEOUT);
+        const latest = (selector: string) => page.$eval(selector, (node) => (node as unknown as { dataset: Record<string, string> }).dataset.latest);
+        expect(await latest('[data-charts="stream"] [data-series="dead-letters"]')).toBe('2');
+        expect(await latest(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"]`)).toBe('4');
+        expect(await page.$$eval('[data-view="charts"] svg', (nodes) => nodes.length)).toBe(2 + 3);
+        if (process.env.DASHBOARD_SCREENSHOT !== undefined && adapter === 'express') {
+          for (let n = 0; n < 8; n++) {
+            await redis.client.xadd(STREAM, '*', 'n', String(n));
+            await new Promise((resolve) => setTimeout(resolve, 300 + 200 * (n % 3)));
+          }
+          await page.waitForFunction(() => Number(document.querySelector('[data-charts="stream"] [data-series="in-rate"]')?.dataset.points) >= 8, DOM_TIMEOUT);
+          const charts = await page.$('[data-view="charts"]');
+          mkdirSync('docs/images', { recursive: true });
+          await charts!.screenshot({ path: 'docs/images/dashboard-charts.png' });
+        }
+      } finally {
+        await page.close();
+      }
+      await app.close();
+      app = undefined;
+      await redis.client.flushall();
+    }
+  }, 90_000);
+});
