@@ -58,6 +58,16 @@ export const TARGETS: readonly Target[] = [
   { id: 'flow-pause', text: 'pause by another process: last handler start ≤ blockMs + one handler, p99', scenario: 'flow-pause', metric: 'p99Ms', op: '<=', bound: 1010, ours: 'other' },
   // docs/flow-control.md: typically within one pause poll (half blockMs) + one handler; a round trip and a late timer may add to one cycle, so the median is judged.
   { id: 'flow-pause-poll', text: 'pause by another process: last handler start ≤ one pause poll (half blockMs) + one handler, p50', scenario: 'flow-pause', metric: 'p50Ms', op: '<=', bound: 510, ours: 'other' },
+  // Issue 38 item 5: the entry lifecycle costs nothing unused (the lifecycle worker using none of it against the plain worker), and states its cost when used.
+  { id: 'consume-lifecycle-off', text: 'consume, the lifecycle worker using none of it, against the plain worker', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams', ours: 'streams-lifecycle-off' },
+  { id: 'consume-keep-results', text: 'consume with extras.keepResults, against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-keep-results' },
+  { id: 'consume-progress', text: 'consume with one ctx.progress() per entry, against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-progress' },
+  { id: 'consume-progress-100', text: 'consume with 100 ctx.progress() per entry (coalesced), against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-progress-100' },
+  { id: 'consume-timeout', text: 'consume with extras.timeout (never reached), against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-timeout' },
+  { id: 'consume-signal', text: 'consume with ctx.signal read per entry, against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-signal' },
+  { id: 'e2e-keep-results', text: 'end to end with extras.keepResults, against none of the lifecycle', scenario: 'e2e', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-keep-results' },
+  { id: 'e2e-progress', text: 'end to end with one ctx.progress() per entry, against none of the lifecycle', scenario: 'e2e', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-progress' },
+  { id: 'e2e-timeout', text: 'end to end with extras.timeout (never reached), against none of the lifecycle', scenario: 'e2e', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-timeout' },
   { id: 'backlog-rss-raw', text: '1M-backlog worker peak RSS ≤ 1.3× the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw', factor: 1.3 },
 ];
 
