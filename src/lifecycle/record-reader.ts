@@ -6,6 +6,7 @@ import { describe, isStreamId } from '../validation.js';
 import { entryIdOption, type EntryStreams } from './entry-status.js';
 import { lifecycleNoticesKey, progressKey, resultKey } from './lifecycle-keys.js';
 import { decodeRecord, type EntryProgressRecord, type EntryResultRecord } from './lifecycle-records.js';
+import { followPromotedHold } from './promoted-hold.js';
 import { lifecycleScripts } from './scripts/loader.js';
 
 /**
@@ -33,8 +34,8 @@ const RETRY_AFTER_ERROR_MS = 250;
 const WATCH_BLOCK_MS = 5_000;
 
 /** The latest progress of `id` among the pattern's keys, `null` when none is kept. */
-export async function readProgress(client: RedisClient, streams: EntryStreams, id: unknown): Promise<EntryProgressRecord | null> {
-  const entryId = entryIdOption(id);
+export async function readProgress(client: RedisClient, asked: EntryStreams, id: unknown): Promise<EntryProgressRecord | null> {
+  const { streams, id: entryId } = await followPromotedHold(client, asked, entryIdOption(id));
   const values = await Promise.all(streams.keys.map((key) => client.getBuffer(progressKey(key, entryId))));
   const found = values.find((value) => value !== null);
   return found === undefined || found === null ? null : decodeRecord<EntryProgressRecord>(found);
@@ -43,17 +44,18 @@ export async function readProgress(client: RedisClient, streams: EntryStreams, i
 /** The kept result of `id` (`consume`: deleted as it is read), waiting up to `wait` for it. */
 export async function readResult(
   client: RedisClient,
-  streams: EntryStreams,
+  asked: EntryStreams,
   id: unknown,
   options: ResultOptions,
   openBlocking: () => BlockingConnection,
 ): Promise<EntryResultRecord | null> {
-  const entryId = entryIdOption(id);
+  const askedId = entryIdOption(id);
   const waitMs = options.wait === undefined ? 0 : durationMillisOption('wait', options.wait);
   if (options.consume !== undefined && typeof options.consume !== 'boolean') {
     throw new RedisStreamsOptionError('consume', `must be true or false, got ${describe(options.consume)}`);
   }
   const consume = options.consume === true ? '1' : '0';
+  const { streams, id: entryId } = await followPromotedHold(client, asked, askedId);
   const key = await keyOfEntry(client, streams, entryId);
   const read = async (): Promise<{ record: EntryResultRecord | null; last: string }> => {
     const [record, last] = await lifecycleScripts(client).nrsReadRecordBuffer(resultKey(key, entryId), lifecycleNoticesKey(key), consume);
@@ -85,12 +87,13 @@ export async function readResult(
  * entry's delivery settles (its result or settlement notice). Survives a Redis restart: a failed
  * read is tried again, and the kept progress re-read, while someone subscribes.
  */
-export function watchProgress(client: RedisClient, streams: EntryStreams, id: unknown, openBlocking: () => BlockingConnection): Observable<EntryProgressRecord> {
-  const entryId = entryIdOption(id);
+export function watchProgress(client: RedisClient, asked: EntryStreams, id: unknown, openBlocking: () => BlockingConnection): Observable<EntryProgressRecord> {
+  const askedId = entryIdOption(id);
   return new Observable<EntryProgressRecord>((subscriber) => {
     let stopped = false;
     let blocking: BlockingConnection | undefined;
     const run = async (): Promise<void> => {
+      const { streams, id: entryId } = await followPromotedHold(client, asked, askedId);
       const key = await keyOfEntry(client, streams, entryId);
       const notices = lifecycleNoticesKey(key);
       let last: EntryProgressRecord | null | undefined;
