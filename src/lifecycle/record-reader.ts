@@ -104,7 +104,7 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
       let queue = Promise.resolve();
       const emitLatest = (): Promise<void> =>
         (queue = queue.then(async () => {
-          const record = await client.getBuffer(progressKey(key, entryId));
+          const record = await readWhileWatched(() => client.getBuffer(progressKey(key, entryId)), () => stopped);
           if (record === null || stopped) return;
           const progress = decodeRecord<EntryProgressRecord>(record);
           if (last !== undefined && last.at === progress.at && last.delivery === progress.delivery) return;
@@ -138,6 +138,22 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
       unlisten?.();
     };
   });
+}
+
+/** After a failed read (Redis restarting), a watch reads again after this long. */
+const RETRY_AFTER_ERROR_MS = 250;
+
+/** `read`, tried again until it answers while the watch lasts (a Redis restart is waited out); `null` once it ended. */
+async function readWhileWatched<T>(read: () => Promise<T | null>, ended: () => boolean): Promise<T | null> {
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      if (ended()) return null;
+      if (error instanceof RedisStreamsOptionError) throw error;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_AFTER_ERROR_MS));
+    }
+  }
 }
 
 /** The stream key of a pattern that the entry is (or was) in: the only one, else the one whose stream or records have it. */
