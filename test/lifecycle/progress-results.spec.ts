@@ -162,6 +162,23 @@ describe('ctx.progress, kept results, client.result and client.watch (real redis
     }
   });
 
+  it('without keepResults, a delivery\'s last report carries its settlement notice (one write, not two); its watch ends with that report', async () => {
+    await start('noted', async (data, ctx) => {
+      const { n } = data as { n: number };
+      await gate(n);
+      void ctx.progress({ done: n });
+    }, {});
+    const id = await emit('noted', 1);
+    await waitFor(() => gates.has(1), 'entry 1 to start');
+    const watched = firstValueFrom(client.watch('noted', id).pipe(toArray()));
+    // Its listener blocks on the notices once the watch is registered.
+    await waitFor(async () => /name=nestjs-redis-streams:client-wait .*cmd=xread /.test(String(await redis.client.call('CLIENT', 'LIST'))), 'the watch to block');
+    await open(1);
+    expect((await watched).map((progress) => progress.value)).toEqual([{ done: 1 }]);
+    const notices = await redis.client.xrange('{noted}:lifecycle', '-', '+');
+    expect(notices.map(([, fields]) => fields)).toEqual([['id', id, 'kind', 'settled']]);
+  });
+
   it('consume: two callers at once, exactly one gets the result', async () => {
     await start('consumed', async (data) => {
       await gate((data as { n: number }).n);

@@ -24,7 +24,7 @@ export type DeadLetterRow = [id: string, group: string, consumer: string, delive
 export interface LifecycleScriptCommands {
   nrsEntryStatus(stream: string, schedule: string, promoted: string, id: string, isStreamId: '1' | '0', group: string): Promise<[number, number, number, string, ...GroupRow[]]>;
   nrsFindDeadLetter(deadLetters: string, source: string, id: string, limit: number): Promise<[number, ...DeadLetterRow[]]>;
-  nrsWriteRecord(record: string, notices: string, value: string | Buffer, ttlMs: number, id: string, kind: 'progress' | 'result', maxLen: number): Promise<string>;
+  nrsWriteRecord(record: string, notices: string, value: string | Buffer, ttlMs: number, id: string, kind: 'progress' | 'result' | 'settled', maxLen: number): Promise<string>;
   nrsCancel(
     stream: string, dead: string, schedule: string, bodies: string, recurring: string, marker: string,
     id: string, reason: string, isStreamId: '1' | '0', markerTtlMs: number,
