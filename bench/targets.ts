@@ -68,6 +68,16 @@ export const TARGETS: readonly Target[] = [
   { id: 'consume-batch-fast', text: 'consume with batches (size 100) ≥ 1.1× raw read/ack loop', scenario: 'consume', metric: 'msgsPerSec', op: '>=', against: 'raw', factor: 1.1, ours: 'streams-batch' },
   { id: 'backlog-rss-nest', text: '1M-backlog worker peak RSS ≤ 1.1× the Nest handler on the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw-nest-handler', factor: 1.1 },
   { id: 'backlog-rss-nest-leases-off', text: 'the same, recovery.leases: false (without the lease thread)', scenario: 'backlog', metric: 'peakRssMb', op: 'info', against: 'raw-nest-handler', ours: 'streams-leases-off' },
+  // Issue 38 item 5: the entry lifecycle costs nothing unused (the lifecycle worker using none of it against the plain worker), and states its cost when used.
+  { id: 'consume-lifecycle-off', text: 'consume, the lifecycle worker using none of it, against the plain worker', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams', ours: 'streams-lifecycle-off' },
+  { id: 'consume-keep-results', text: 'consume with extras.keepResults, against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-keep-results' },
+  { id: 'consume-progress', text: 'consume with one ctx.progress() per entry, against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-progress' },
+  { id: 'consume-progress-100', text: 'consume with 100 ctx.progress() per entry (coalesced), against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-progress-100' },
+  { id: 'consume-timeout', text: 'consume with extras.timeout (never reached), against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-timeout' },
+  { id: 'consume-signal', text: 'consume with ctx.signal read per entry, against none of the lifecycle', scenario: 'consume', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-signal' },
+  { id: 'e2e-keep-results', text: 'end to end with extras.keepResults, against none of the lifecycle', scenario: 'e2e', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-keep-results' },
+  { id: 'e2e-progress', text: 'end to end with one ctx.progress() per entry, against none of the lifecycle', scenario: 'e2e', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-progress' },
+  { id: 'e2e-timeout', text: 'end to end with extras.timeout (never reached), against none of the lifecycle', scenario: 'e2e', metric: 'msgsPerSec', op: 'info', against: 'streams-lifecycle-off', ours: 'streams-timeout' },
   { id: 'backlog-rss-raw', text: '1M-backlog worker peak RSS ≤ 1.3× the raw loop', scenario: 'backlog', metric: 'peakRssMb', op: '<=', against: 'raw', factor: 1.3 },
 ];
 

@@ -2,6 +2,7 @@ import { fillStream, waitAcked } from '../producers.js';
 import type { BenchContext, Contender, RunResult, Scenario } from '../measure.js';
 import { streamsPieces } from '../streams.js';
 import { WorkerProcess } from '../worker-process.js';
+import { deleteLifecycleKeys, lifecycleContenders } from './lifecycle.js';
 
 /**
  * Consume only: the stream is filled first (not timed); a fresh worker process then starts and
@@ -29,6 +30,8 @@ export const consumeScenario: Scenario = {
     workerContender(ctx, 'streams-otel-sampled', 'RedisStreamsServer, OpenTelemetry SDK, traces sampled at 1 % (parent-based) + metrics', 'streams-otel-worker', undefined, { otel: 'sampled' }),
     workerContender(ctx, 'streams-otel-metrics', 'RedisStreamsServer, OpenTelemetry SDK, metrics only', 'streams-otel-worker', undefined, { otel: 'metrics' }),
     workerContender(ctx, 'streams-batch-otel', 'RedisStreamsServer, batch handler (size 100), OpenTelemetry SDK (traces + metrics)', 'streams-otel-worker', undefined, { batch: true }),
+    // The entry lifecycle's cost (docs/lifecycle.md): each against the same handler using none of it.
+    ...lifecycleContenders(ctx, workerContender),
   ],
 };
 
@@ -101,6 +104,7 @@ export function workerContender(
       } finally {
         await worker.stop();
         await ctx.admin.del(key);
+        await deleteLifecycleKeys(ctx.admin, key);
       }
     },
   };

@@ -7,6 +7,7 @@ import { bullmqAddBulk, bullmqQueue, nestEmit, nestRedisClient } from '../peers.
 import { rawXadd, sendInFlight, waitAcked } from '../producers.js';
 import { streamsEmitter, streamsPieces } from '../streams.js';
 import { WorkerProcess } from '../worker-process.js';
+import { deleteLifecycleKeys, lifecycleContenders } from './lifecycle.js';
 
 /**
  * End to end: this process produces (256 in flight) while one worker process consumes; the rate
@@ -30,6 +31,8 @@ export const endToEndScenario: Scenario = {
     producerProcessContender(ctx, 'raw-otel-both', 'raw XADD + XREADGROUP/XACK loop, the same SDK work per entry in producer and worker', 'raw-otel-worker', { client: 'raw', otel: 'traces' }),
     nestRedisContender(ctx),
     bullmqContender(ctx),
+    // The entry lifecycle's cost with a producer running (docs/lifecycle.md): the writes per entry share Redis with the XADDs.
+    ...lifecycleContenders(ctx, (ctx, impl, label, script, _variant, options) => streamsContender(ctx, impl, label, script, options), ['streams-lifecycle-off', 'streams-keep-results', 'streams-progress', 'streams-timeout']),
   ],
 };
 
@@ -108,7 +111,7 @@ function rawContender(ctx: BenchContext, impl = 'raw', label = 'raw XADD + XREAD
 }
 
 /** `streams-otel`: the same, with an OpenTelemetry SDK registered in the worker (traces + metrics on). */
-function streamsContender(ctx: BenchContext, impl = 'streams', label = 'RedisStreamsClient → RedisStreamsServer', script = 'streams-worker'): Contender {
+function streamsContender(ctx: BenchContext, impl = 'streams', label = 'RedisStreamsClient → RedisStreamsServer', script = 'streams-worker', workerOptions?: Record<string, string>): Contender {
   const emitter = streamsEmitter(ctx.server.url);
   const unavailable = emitter.unavailable ?? (streamsPieces.server ? undefined : 'RedisStreamsServer has not landed yet');
   return {
@@ -121,12 +124,13 @@ function streamsContender(ctx: BenchContext, impl = 'streams', label = 'RedisStr
       const total = ctx.config.endToEndMessages;
       try {
         return await e2eRun({
-          ctx, script, key, total,
+          ctx, script, key, total, ...(workerOptions ? { workerOptions } : {}),
           produce: () => sendInFlight(total, ctx.config.inFlight, () => emitter.emit(key)),
           acked: { key, group: 'bench' },
         });
       } finally {
         await ctx.admin.del(key);
+        await deleteLifecycleKeys(ctx.admin, key);
       }
     },
     teardown: () => emitter.close(),

@@ -9,7 +9,8 @@ import { priorityStreamKeys } from '../priorities/priority-lanes.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import { closeConnection, openConnection, type RedisClient } from '../redis/connection.js';
 import type { EntryProgressRecord, EntryResultRecord } from '../lifecycle/lifecycle-records.js';
-import { readProgress, readResult, watchProgress, type BlockingConnection, type ResultOptions } from '../lifecycle/record-reader.js';
+import { NoticeListeners } from '../lifecycle/notice-listeners.js';
+import { readProgress, readResult, watchProgress, type ResultOptions } from '../lifecycle/record-reader.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { RedactingLogger } from '../redacting-logger.js';
 import { Redactor } from '../redaction.js';
@@ -55,6 +56,8 @@ export class RedisStreamsClient
   private readonly events: EventWriter;
   private readonly requests: RequestSender;
   private closing: Promise<void> | undefined;
+  /** The shared waits of `result({ wait })` and `watch` (made on the first), closed by `close()`. */
+  private noticeListeners: NoticeListeners | undefined;
 
   constructor(options: RedisStreamsClientOptions = {}) {
     super();
@@ -140,12 +143,13 @@ export class RedisStreamsClient
   /**
    * The kept result of entry `entryId` of `pattern` (handlers with `keepResults`): `{ state: 'done',
    * value }` or `{ state: 'failed', error }`, `null` when none is kept. `wait`: wait that long for it
-   * (a blocking read on its own connection, no polling); `consume`: delete it as it is read, so
+   * (a blocking read, no polling, on one connection per stream shared by all of this client's
+   * waits); `consume`: delete it as it is read, so
    * exactly one caller gets it (docs/lifecycle.md).
    */
   async result(pattern: string, entryId: string, options: ResultOptions = {}): Promise<EntryResultRecord | null> {
     const client = await this.connect();
-    return readResult(client, this.entryStreamsOf(pattern), entryId, options, () => this.blockingConnection());
+    return readResult(client, this.entryStreamsOf(pattern), entryId, options, this.noticeListenersOf(client));
   }
 
   /** Progress updates of entry `entryId` of `pattern` as they are written (the kept one first), completing when its delivery settles (docs/lifecycle.md). */
@@ -155,7 +159,7 @@ export class RedisStreamsClient
       let closed = false;
       this.connect().then(
         (client) => {
-          if (!closed) inner = watchProgress(client, this.entryStreamsOf(pattern), entryId, () => this.blockingConnection()).subscribe(subscriber);
+          if (!closed) inner = watchProgress(client, this.entryStreamsOf(pattern), entryId, this.noticeListenersOf(client)).subscribe(subscriber);
         },
         (error: unknown) => subscriber.error(error),
       );
@@ -182,12 +186,19 @@ export class RedisStreamsClient
     return { stream: streamKeyFor(this.normalizePattern(pattern), this.config.streamPrefix), keys: this.streamKeysOf(pattern) };
   }
 
-  /** A connection of its own for one blocking wait (a wait must not hold up the producer's commands). */
-  private blockingConnection(): BlockingConnection {
-    const opened = openConnection(this.config.connection, 'client-wait', {}, true);
-    // Its failures reach the waiting read (a watch reads again); reported once more here, they would only be noise.
-    opened.client.on('error', noop);
-    return { client: opened.client, close: () => closeConnection(opened) };
+  /**
+   * The listeners of the lifecycle notices that `result({ wait })` and `watch` share: one blocking
+   * connection per stream waited on (a wait must not hold up the producer's commands), not one per wait.
+   */
+  private noticeListenersOf(client: RedisClient): NoticeListeners {
+    this.noticeListeners ??= new NoticeListeners(client, () => {
+      const opened = openConnection(this.config.connection, 'client-wait', {}, true);
+      // Its failures reach the waiting read (it reads again); reported once more here, they would only be noise.
+      opened.client.on('error', noop);
+      // Nothing to hand over on a connection blocked in XREAD: closed at once, not after a QUIT waits out the block.
+      return { client: opened.client, close: async () => opened.client.disconnect(false) };
+    });
+    return this.noticeListeners;
   }
 
   /** The key of this instance's reply stream. */
@@ -214,6 +225,9 @@ export class RedisStreamsClient
   }
 
   private async closeConnections(): Promise<void> {
+    const listeners = this.noticeListeners;
+    this.noticeListeners = undefined;
+    await listeners?.close();
     const producer = this.producer.detach();
     const replies = this.requests.detachReplies();
     this.requests.failPending(new ConnectionClosedError());

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../redis/connection.js';
 import { CRON_OCCURRENCES, CRON_REFILL_BELOW, occurrencesAfter, type CronRule } from './cron-rule.js';
-import { delayedKeys } from './delayed-keys.js';
+import { delayedKeys, PROMOTED_KEEP_MS } from './delayed-keys.js';
 import { delayedScripts } from './scripts/loader.js';
 
 /** Most due entries one promotion call moves: a script blocks Redis while it runs. */
@@ -31,8 +31,8 @@ export interface PromotionResult {
  * are left.
  */
 export async function promoteDue(client: RedisClient, stream: string, limit = DEFAULT_PROMOTION_BATCH, { listIds = true }: { listIds?: boolean } = {}): Promise<PromotionResult> {
-  const { schedule, bodies } = delayedKeys(stream);
-  const reply = await delayedScripts(client).nrsDelayedPromote(stream, schedule, bodies, limit, CRON_REFILL_BELOW, listIds ? '1' : '0');
+  const { schedule, bodies, promoted: promotedIds, promotedAt } = delayedKeys(stream);
+  const reply = await delayedScripts(client).nrsDelayedPromote(stream, schedule, bodies, promotedIds, promotedAt, limit, CRON_REFILL_BELOW, listIds ? '1' : '0', PROMOTED_KEEP_MS);
   const nowMs = Number(reply[0]);
   const next = Number(reply[1]);
   const added = Number(reply[2]);

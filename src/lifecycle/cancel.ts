@@ -6,12 +6,16 @@ import { deadLetterKey, hashSlotOf } from '../redis/keys.js';
 import { describe, isStreamId } from '../validation.js';
 import { entryIdOption, type EntryStreams } from './entry-status.js';
 import { cancelMarkerKey } from './lifecycle-keys.js';
+import { followPromotedHold } from './promoted-hold.js';
 import { lifecycleScripts } from './scripts/loader.js';
 
 /** What a cancel found and did (docs/lifecycle.md). */
 export interface CancelOutcome {
   readonly stream: string;
+  /** The id asked about (a stream id, or a hold id). */
   readonly id: string;
+  /** Asked by the hold id of a one-off delayed entry already promoted: the stream id of the entry it became, which was cancelled; else `null`. */
+  readonly promotedTo: string | null;
   /** Whether the entry was taken out (and dead-lettered with reason `cancelled`). */
   readonly cancelled: boolean;
   /**
@@ -39,13 +43,16 @@ const MAX_REASON_LENGTH = 4096;
  * with reason `cancelled` and taken out, in one step), trying the pattern's keys in turn until one
  * had it. Never loses it: the dead letter keeps its fields (redrive brings it back).
  */
-export async function cancelEntry(client: RedisClient, streams: EntryStreams, id: unknown, reason: unknown = 'cancelled by an operator', options: CancelOptions = {}): Promise<CancelOutcome> {
-  const entryId = entryIdOption(id);
+export async function cancelEntry(client: RedisClient, asked: EntryStreams, id: unknown, reason: unknown = 'cancelled by an operator', options: CancelOptions = {}): Promise<CancelOutcome> {
+  const askedId = entryIdOption(id);
   if (typeof reason !== 'string' || reason === '' || reason.length > MAX_REASON_LENGTH) {
     throw new RedisStreamsOptionError('reason', `must be a non-empty string of at most ${MAX_REASON_LENGTH} characters, got ${describe(reason)}`);
   }
   const deadOf = deadLetterKeyOption('deadLetterKey', options.deadLetterKey) ?? deadLetterKey;
-  let last: CancelOutcome = { stream: streams.stream, id: entryId, cancelled: false, previous: 'gone', key: null, deadLetter: null };
+  // A promoted hold is cancelled as the entry it became (a hold still held, by its hold id).
+  const { streams, id: entryId } = await followPromotedHold(client, asked, askedId);
+  const promotedTo = entryId === askedId ? null : entryId;
+  let last: CancelOutcome = { stream: streams.stream, id: askedId, promotedTo, cancelled: false, previous: 'gone', key: null, deadLetter: null };
   for (const key of streams.keys) {
     const dead = deadOf(key);
     if (hashSlotOf(dead) !== hashSlotOf(key)) {
@@ -57,7 +64,7 @@ export async function cancelEntry(client: RedisClient, streams: EntryStreams, id
     );
     const outcome = String(previous) as CancelOutcome['previous'];
     if (outcome === 'gone') continue;
-    last = { stream: streams.stream, id: entryId, cancelled: outcome !== 'done', previous: outcome, key, deadLetter: outcome === 'done' ? null : { key: dead, id: String(letter) } };
+    last = { stream: streams.stream, id: askedId, promotedTo, cancelled: outcome !== 'done', previous: outcome, key, deadLetter: outcome === 'done' ? null : { key: dead, id: String(letter) } };
     if (last.cancelled) return last;
   }
   return last;

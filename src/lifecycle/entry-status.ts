@@ -46,7 +46,10 @@ export interface GroupEntryStatus {
 export interface EntryStatus {
   /** The stream (or pattern's stream) asked about. */
   readonly stream: string;
+  /** The id asked about (a stream id, or a hold id). */
   readonly id: string;
+  /** Asked by the hold id of a one-off delayed entry already promoted: the stream id of the entry it became (the rest is that entry's); else `null`. */
+  readonly promotedTo: string | null;
   /**
    * One state for the entry: `held` or `gone` when no stream has it; with one group that
    * group's; with several the least advanced one (waiting, pending, running before settled; of
@@ -111,6 +114,8 @@ interface ResolvedOptions {
 interface KeyReading {
   readonly key: string;
   readonly dueMs: number;
+  /** The entry id a promoted hold became ('' when the id is no such hold). */
+  readonly promotedTo: string;
   readonly inStream: boolean;
   readonly groups: readonly GroupRow[];
 }
@@ -126,8 +131,19 @@ export async function entryStatus(client: RedisClient, streams: EntryStreams, id
   const readings = await Promise.all(streams.keys.map((key) => readKey(client, key, entryId, resolved.group)));
   const held = readings.find((reading) => reading.dueMs >= 0);
   if (held !== undefined) {
-    return { stream: streams.stream, id: entryId, state: 'held', key: held.key, dueAt: new Date(held.dueMs).toISOString(), groups: [], deadLettersSearched: true, progress: null, result: null };
+    return { stream: streams.stream, id: entryId, promotedTo: null, state: 'held', key: held.key, dueAt: new Date(held.dueMs).toISOString(), groups: [], deadLettersSearched: true, progress: null, result: null };
   }
+  // A promoted hold: its key's reading is its entry's (entry-status.lua followed it).
+  const promoted = readings.find((reading) => reading.promotedTo !== '');
+  if (promoted !== undefined) {
+    const status = await statusOfEntry(client, { stream: streams.stream, keys: [promoted.key] }, promoted.promotedTo, [promoted], resolved);
+    return { ...status, id: entryId, promotedTo: promoted.promotedTo };
+  }
+  return statusOfEntry(client, streams, entryId, readings, resolved);
+}
+
+/** The status of an entry that is not held, from its keys' readings. */
+async function statusOfEntry(client: RedisClient, streams: EntryStreams, entryId: string, readings: readonly KeyReading[], resolved: ResolvedOptions): Promise<EntryStatus> {
   // Ids are per stream: on a pattern of several keys, the one that has it (or still has it pending).
   const reading = readings.find((one) => one.inStream || one.groups.some(isPendingRow));
   if (reading === undefined) return findGone(client, streams, entryId, resolved);
@@ -141,6 +157,7 @@ export async function entryStatus(client: RedisClient, streams: EntryStreams, id
     ...records,
     stream: streams.stream,
     id: entryId,
+    promotedTo: null,
     state: summaryState(groups, reading.inStream),
     key: reading.key,
     dueAt: null,
@@ -151,19 +168,20 @@ export async function entryStatus(client: RedisClient, streams: EntryStreams, id
 
 /** No key has it in its stream or pending: a dead letter (moved and deleted), else gone. */
 async function findGone(client: RedisClient, streams: EntryStreams, id: string, options: ResolvedOptions): Promise<EntryStatus> {
-  if (!isStreamId(id)) return { stream: streams.stream, id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true, progress: null, result: null };
+  if (!isStreamId(id)) return { stream: streams.stream, id, promotedTo: null, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true, progress: null, result: null };
   const searches = await Promise.all(streams.keys.map(async (key) => ({ key, ...(await findDeadLetters(client, key, id, options)) })));
   const found = searches.find((search) => search.letters.length > 0);
   const complete = searches.every((search) => search.complete);
-  if (found === undefined) return { stream: streams.stream, id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: complete, progress: null, result: null };
+  if (found === undefined) return { stream: streams.stream, id, promotedTo: null, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: complete, progress: null, result: null };
   const groups = found.letters.filter((letter) => options.group === '' || letter.group === options.group).map((letter) => deadLetteredGroup(letter.group, letter.deadLetter));
   const state = groups.length > 0 ? 'dead-lettered' : 'gone';
-  return { stream: streams.stream, id, state, key: found.key, dueAt: null, groups: sortedByGroup(groups), deadLettersSearched: complete, ...(await readRecords(client, found.key, id)) };
+  return { stream: streams.stream, id, promotedTo: null, state, key: found.key, dueAt: null, groups: sortedByGroup(groups), deadLettersSearched: complete, ...(await readRecords(client, found.key, id)) };
 }
 
 async function readKey(client: RedisClient, key: string, id: string, group: string): Promise<KeyReading> {
-  const [dueMs, inStream, , ...groups] = await lifecycleScripts(client).nrsEntryStatus(key, delayedKeys(key).schedule, id, isStreamId(id) ? '1' : '0', group);
-  return { key, dueMs: Number(dueMs), inStream: Number(inStream) === 1, groups: groups.map(groupRowOf) };
+  const { schedule, promoted } = delayedKeys(key);
+  const [dueMs, inStream, , promotedTo, ...groups] = await lifecycleScripts(client).nrsEntryStatus(key, schedule, promoted, id, isStreamId(id) ? '1' : '0', group);
+  return { key, dueMs: Number(dueMs), promotedTo: String(promotedTo), inStream: Number(inStream) === 1, groups: groups.map(groupRowOf) };
 }
 
 interface GroupDeadLetter {

@@ -33,10 +33,21 @@ export class LifecycleWriter {
     return new EntryProgress(this, entry);
   }
 
-  /** Keeps the delivery's outcome (`extras.keepResults`): its return value, or its error. */
-  keepResult(entry: RecordedEntry, outcome: { value: unknown } | { error: unknown }): Promise<void> {
-    const ttl = entry.binding.keepResults;
-    if (ttl === undefined) return this.settledNotice(entry);
+  /**
+   * The delivery settled: its last progress report (not left behind its timer), then its kept
+   * result (`extras.keepResults`) with its notice. Without `keepResults` the last report carries
+   * the settlement notice for its watchers (one call, not two); with no report left to write, the
+   * notice is written alone.
+   */
+  settled(entry: RecordedEntry, progress: EntryProgress | undefined, outcome: { value: unknown } | { error: unknown }): Promise<void> {
+    if (entry.binding.keepResults === undefined) {
+      return (progress?.flush('settled') ?? Promise.resolve(false)).then((carried) => (carried ? undefined : this.settledNotice(entry)));
+    }
+    return (progress?.flush('progress') ?? Promise.resolve(false)).then(() => this.keepResult(entry, entry.binding.keepResults as number, outcome));
+  }
+
+  /** Keeps the delivery's outcome: its return value, or its error, for `ttl` ms. */
+  private keepResult(entry: RecordedEntry, ttl: number, outcome: { value: unknown } | { error: unknown }): Promise<void> {
     const at = new Date().toISOString();
     let text: string;
     try {
@@ -60,13 +71,13 @@ export class LifecycleWriter {
   }
 
   /** @internal */
-  write(entry: RecordedEntry, key: string, text: string, ttlMs: number, kind: 'progress' | 'result'): Promise<void> {
+  write(entry: RecordedEntry, key: string, text: string, ttlMs: number, kind: 'progress' | 'result' | 'settled'): Promise<void> {
     const { stream, group } = entry.binding;
     return lifecycleScripts(this.commands)
       .nrsWriteRecord(key, lifecycleNoticesKey(stream), text, ttlMs, entry.id, kind, NOTICES_MAX_LEN)
       .then(
         () => undefined,
-        (error: unknown) => this.logger.warn(`${kind} of entry ${entry.id} of "${stream}" (group "${group}") could not be written: ${errorMessage(error)}`),
+        (error: unknown) => this.logger.warn(`${kind === 'result' ? 'result' : 'progress'} of entry ${entry.id} of "${stream}" (group "${group}") could not be written: ${errorMessage(error)}`),
       );
   }
 }
@@ -88,23 +99,28 @@ export class EntryProgress {
     this.latest = progressRecordText(value, this.entry.deliveryCount);
     if (this.timer === undefined) {
       this.written = new Promise((resolve) => (this.resolveWritten = resolve));
-      this.timer = setTimeout(() => void this.flush(), PROGRESS_WINDOW_MS);
+      this.timer = setTimeout(() => void this.flush('progress'), PROGRESS_WINDOW_MS);
     }
     return this.written as Promise<void>;
   }
 
-  /** Writes the last value now (the delivery settled: its last report is not left behind a timer). */
-  async flush(): Promise<void> {
+  /**
+   * Writes the last value now (the delivery settled: its last report is not left behind a timer),
+   * its notice of kind `kind` (`settled`: the settlement notice rides along); `false` when no
+   * report was left to write.
+   */
+  async flush(kind: 'progress' | 'settled' = 'progress'): Promise<boolean> {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     const text = this.latest;
     const resolve = this.resolveWritten;
     this.latest = undefined;
     this.resolveWritten = undefined;
-    if (text === undefined) return;
+    if (text === undefined) return false;
     const { entry } = this;
-    await this.writer.write(entry, progressKey(entry.binding.stream, entry.id), text, entry.binding.keepResults ?? DEFAULT_PROGRESS_TTL_MS, 'progress');
+    await this.writer.write(entry, progressKey(entry.binding.stream, entry.id), text, entry.binding.keepResults ?? DEFAULT_PROGRESS_TTL_MS, kind);
     resolve?.();
+    return true;
   }
 }
 

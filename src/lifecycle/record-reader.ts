@@ -6,12 +6,15 @@ import { describe, isStreamId } from '../validation.js';
 import { entryIdOption, type EntryStreams } from './entry-status.js';
 import { lifecycleNoticesKey, progressKey, resultKey } from './lifecycle-keys.js';
 import { decodeRecord, type EntryProgressRecord, type EntryResultRecord } from './lifecycle-records.js';
+import type { NoticeListeners } from './notice-listeners.js';
+import { followPromotedHold } from './promoted-hold.js';
 import { lifecycleScripts } from './scripts/loader.js';
 
 /**
  * The reading side of progress and kept results (client, CLI, dashboard). Waiting is never a poll:
- * the record and the newest notice id are read in one step, then a blocking XREAD on the stream's
- * notices (`{orders}:lifecycle`) wakes the waiter when the record is written.
+ * a waiter registers with its client's listener of the stream's notices (`{orders}:lifecycle`,
+ * one blocking connection per stream, notice-listeners.ts), then reads its record; a notice of its
+ * entry wakes it to read again.
  */
 
 export interface ResultOptions {
@@ -21,116 +24,110 @@ export interface ResultOptions {
   consume?: boolean;
 }
 
-/** A connection that may block (its own socket), and how to let it go. */
-export interface BlockingConnection {
-  readonly client: RedisClient;
-  close(): Promise<void>;
-}
-
-/** After a failed read (Redis restarting), a watch reads again after this long. */
-const RETRY_AFTER_ERROR_MS = 250;
-/** Longest single block of a watch: it re-reads its notices at least this often (a restart that lost them is found). */
-const WATCH_BLOCK_MS = 5_000;
-
 /** The latest progress of `id` among the pattern's keys, `null` when none is kept. */
-export async function readProgress(client: RedisClient, streams: EntryStreams, id: unknown): Promise<EntryProgressRecord | null> {
-  const entryId = entryIdOption(id);
+export async function readProgress(client: RedisClient, asked: EntryStreams, id: unknown): Promise<EntryProgressRecord | null> {
+  const { streams, id: entryId } = await followPromotedHold(client, asked, entryIdOption(id));
   const values = await Promise.all(streams.keys.map((key) => client.getBuffer(progressKey(key, entryId))));
   const found = values.find((value) => value !== null);
   return found === undefined || found === null ? null : decodeRecord<EntryProgressRecord>(found);
 }
 
 /** The kept result of `id` (`consume`: deleted as it is read), waiting up to `wait` for it. */
-export async function readResult(
-  client: RedisClient,
-  streams: EntryStreams,
-  id: unknown,
-  options: ResultOptions,
-  openBlocking: () => BlockingConnection,
-): Promise<EntryResultRecord | null> {
-  const entryId = entryIdOption(id);
+export async function readResult(client: RedisClient, asked: EntryStreams, id: unknown, options: ResultOptions, listeners: NoticeListeners): Promise<EntryResultRecord | null> {
+  const askedId = entryIdOption(id);
   const waitMs = options.wait === undefined ? 0 : durationMillisOption('wait', options.wait);
   if (options.consume !== undefined && typeof options.consume !== 'boolean') {
     throw new RedisStreamsOptionError('consume', `must be true or false, got ${describe(options.consume)}`);
   }
   const consume = options.consume === true ? '1' : '0';
+  const { streams, id: entryId } = await followPromotedHold(client, asked, askedId);
   const key = await keyOfEntry(client, streams, entryId);
-  const read = async (): Promise<{ record: EntryResultRecord | null; last: string }> => {
-    const [record, last] = await lifecycleScripts(client).nrsReadRecordBuffer(resultKey(key, entryId), lifecycleNoticesKey(key), consume);
-    return { record: record === null ? null : decodeRecord<EntryResultRecord>(record), last: String(last) };
+  const read = async (): Promise<EntryResultRecord | null> => {
+    const [record] = await lifecycleScripts(client).nrsReadRecordBuffer(resultKey(key, entryId), lifecycleNoticesKey(key), consume);
+    return record === null ? null : decodeRecord<EntryResultRecord>(record);
   };
-  const first = await read();
-  if (first.record !== null || waitMs === 0) return first.record;
+  if (waitMs === 0) return read();
   const deadline = Date.now() + waitMs;
-  const blocking = openBlocking();
+  // Woken by a notice of its result, or notices lost (`false`: read again), or the client closed (`true`: over).
+  let wake: ((over: boolean) => void) | undefined;
+  let woken: boolean | undefined;
+  const signal = (over: boolean): void => {
+    if (wake !== undefined) wake(over);
+    else woken = (woken ?? false) || over;
+  };
+  const unlisten = await listeners.listen(lifecycleNoticesKey(key), {
+    id: entryId,
+    notice: (kind) => (kind === 'result' ? signal(false) : undefined),
+    resync: () => signal(false),
+    ended: () => signal(true),
+  });
+  let timer: NodeJS.Timeout | undefined;
   try {
-    let from = first.last;
-    for (let left = waitMs; left > 0; left = deadline - Date.now()) {
-      const notices = await readNotices(blocking.client, lifecycleNoticesKey(key), from, left);
-      if (notices === null) break;
-      from = notices.last;
-      if (!notices.ids.some((notice) => notice.id === entryId && notice.kind === 'result')) continue;
+    for (;;) {
+      const record = await read();
+      if (record !== null) return record;
+      const left = deadline - Date.now();
+      if (left <= 0) return null;
       // Another caller may have consumed it first: then wait on, for nothing or a later delivery's.
-      const now = await read();
-      if (now.record !== null) return now.record;
+      const over =
+        woken ??
+        (await new Promise<boolean>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(() => resolve(true), left);
+        }));
+      clearTimeout(timer);
+      wake = undefined;
+      woken = undefined;
+      if (over) return null;
     }
-    return null;
   } finally {
-    await blocking.close();
+    clearTimeout(timer);
+    unlisten();
   }
 }
 
 /**
  * Progress updates of `id` as they are written (the latest kept one first); completes when the
- * entry's delivery settles (its result or settlement notice). Survives a Redis restart: a failed
- * read is tried again, and the kept progress re-read, while someone subscribes.
+ * entry's delivery settles (its result or settlement notice), or when the client closes. Survives
+ * a Redis restart: its listener reads on, and the kept progress is read again.
  */
-export function watchProgress(client: RedisClient, streams: EntryStreams, id: unknown, openBlocking: () => BlockingConnection): Observable<EntryProgressRecord> {
-  const entryId = entryIdOption(id);
+export function watchProgress(client: RedisClient, asked: EntryStreams, id: unknown, listeners: NoticeListeners): Observable<EntryProgressRecord> {
+  const askedId = entryIdOption(id);
   return new Observable<EntryProgressRecord>((subscriber) => {
     let stopped = false;
-    let blocking: BlockingConnection | undefined;
+    let unlisten: (() => void) | undefined;
     const run = async (): Promise<void> => {
+      const { streams, id: entryId } = await followPromotedHold(client, asked, askedId);
       const key = await keyOfEntry(client, streams, entryId);
-      const notices = lifecycleNoticesKey(key);
-      let last: EntryProgressRecord | null | undefined;
-      let from: string | undefined;
-      const emitLatest = async (): Promise<void> => {
-        const [record, newest] = await lifecycleScripts(client).nrsReadRecordBuffer(progressKey(key, entryId), notices, '0');
-        from ??= String(newest);
-        if (record === null) return;
-        const progress = decodeRecord<EntryProgressRecord>(record);
-        if (last !== undefined && last !== null && last.at === progress.at && last.delivery === progress.delivery) return;
-        last = progress;
-        subscriber.next(progress);
+      let last: EntryProgressRecord | undefined;
+      // One read at a time, in order: a later report is never emitted before an earlier one.
+      let queue = Promise.resolve();
+      const emitLatest = (): Promise<void> =>
+        (queue = queue.then(async () => {
+          const record = await readWhileWatched(() => client.getBuffer(progressKey(key, entryId)), () => stopped);
+          if (record === null || stopped) return;
+          const progress = decodeRecord<EntryProgressRecord>(record);
+          if (last !== undefined && last.at === progress.at && last.delivery === progress.delivery) return;
+          last = progress;
+          subscriber.next(progress);
+        }));
+      const report = (): void => void emitLatest().catch(() => undefined);
+      const settle = (): void => {
+        emitLatest().then(
+          () => subscriber.complete(),
+          (error: unknown) => subscriber.error(error),
+        );
       };
-      blocking = openBlocking();
+      unlisten = await listeners.listen(lifecycleNoticesKey(key), {
+        id: entryId,
+        notice: (kind) => (kind === 'progress' ? report() : kind === 'result' || kind === 'settled' ? settle() : undefined),
+        resync: report,
+        ended: () => subscriber.complete(),
+      });
+      if (stopped) return unlisten();
       await emitLatest();
       // Settled before the watch began: its last progress, and done.
-      if ((await client.exists(resultKey(key, entryId))) === 1) {
-        subscriber.complete();
-        return;
-      }
-      while (!stopped) {
-        try {
-          if (from === undefined) await emitLatest();
-          const read = await readNotices(blocking.client, notices, from as string, WATCH_BLOCK_MS);
-          if (read === null) continue;
-          from = read.last;
-          const mine = read.ids.filter((notice) => notice.id === entryId);
-          if (mine.some((notice) => notice.kind === 'progress')) await emitLatest();
-          if (mine.some((notice) => notice.kind === 'result' || notice.kind === 'settled')) {
-            subscriber.complete();
-            return;
-          }
-        } catch (error) {
-          if (stopped) return;
-          if (error instanceof RedisStreamsOptionError) throw error;
-          await new Promise((resolve) => setTimeout(resolve, RETRY_AFTER_ERROR_MS));
-          // Notices may be gone with a restart (no persistence): read the kept progress again.
-          if (!(await stillThere(client, notices, from))) from = undefined;
-        }
-      }
+      if ((await client.exists(resultKey(key, entryId))) === 1) subscriber.complete();
     };
     run().then(
       () => undefined,
@@ -138,18 +135,24 @@ export function watchProgress(client: RedisClient, streams: EntryStreams, id: un
     );
     return () => {
       stopped = true;
-      void blocking?.close();
+      unlisten?.();
     };
   });
 }
 
-/** Whether the notice `from` still exists (a restart without persistence lost the notices). */
-async function stillThere(client: RedisClient, notices: string, from: string | undefined): Promise<boolean> {
-  if (from === undefined || from === '0-0') return false;
-  try {
-    return (await client.xrange(notices, from, from)).length === 1;
-  } catch {
-    return false;
+/** After a failed read (Redis restarting), a watch reads again after this long. */
+const RETRY_AFTER_ERROR_MS = 250;
+
+/** `read`, tried again until it answers while the watch lasts (a Redis restart is waited out); `null` once it ended. */
+async function readWhileWatched<T>(read: () => Promise<T | null>, ended: () => boolean): Promise<T | null> {
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      if (ended()) return null;
+      if (error instanceof RedisStreamsOptionError) throw error;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_AFTER_ERROR_MS));
+    }
   }
 }
 
@@ -170,24 +173,4 @@ async function keyOfEntry(client: RedisClient, streams: EntryStreams, id: string
     throw new RedisStreamsOptionError('entryId', `entry ${id} is in none of the streams of "${streams.stream}" (${streams.keys.join(', ')}), and no record of it is kept`);
   }
   return streams.keys[index] as string;
-}
-
-interface NoticeRead {
-  readonly last: string;
-  readonly ids: { id: string; kind: string }[];
-}
-
-/** One blocking read of the notices after `from`; `null` when none came within `blockMs`. */
-async function readNotices(client: RedisClient, notices: string, from: string, blockMs: number): Promise<NoticeRead | null> {
-  const reply = (await client.xread('BLOCK', Math.max(1, Math.ceil(blockMs)), 'STREAMS', notices, from)) as [string, [string, string[]][]][] | null;
-  if (reply === null || reply.length === 0) return null;
-  const rows = (reply[0] as [string, [string, string[]][]])[1];
-  if (rows.length === 0) return null;
-  const ids = rows.map(([, fields]) => ({ id: fieldOf(fields, 'id'), kind: fieldOf(fields, 'kind') }));
-  return { last: (rows[rows.length - 1] as [string, string[]])[0], ids };
-}
-
-function fieldOf(fields: readonly string[], name: string): string {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1] as string;
-  return '';
 }

@@ -458,10 +458,9 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     this.finish(entry, true);
   }
 
-  /** The delivery's last progress report, then its kept result (each written once, failures logged). */
+  /** The delivery's last progress report, then its kept result or settlement notice (each written once, failures logged). */
   private recordOutcome(entry: InFlightEntry, outcome: { value: unknown } | { error: unknown }): void {
-    const progress = entry.progress?.flush() ?? Promise.resolve();
-    void progress.then(() => this.lifecycle.keepResult(entry, outcome));
+    void this.lifecycle.settled(entry, entry.progress, outcome);
   }
 
   /** A failed delivery (the handler's error, or its time limit): reported, then released for its retry or left pending. */

@@ -66,7 +66,7 @@ describe('delayed emits (RedisStreamsRecord delay / deliverAt)', () => {
     expect(hold).toMatch(UUID);
     expect(await redis.client.exists('held')).toBe(0);
     const keys = delayedKeys('held');
-    expect(keys).toEqual({ schedule: '{held}:delayed', bodies: '{held}:delayed-bodies', recurring: '{held}:delayed-recurring' });
+    expect(keys).toEqual({ schedule: '{held}:delayed', bodies: '{held}:delayed-bodies', recurring: '{held}:delayed-recurring', promoted: '{held}:delayed-promoted', promotedAt: '{held}:delayed-promoted-at' });
     const due = Number(await redis.client.zscore(keys.schedule, hold as string));
     expect(due).toBeGreaterThanOrEqual(before + 60_000);
     expect(due).toBeLessThanOrEqual(after + 60_000);

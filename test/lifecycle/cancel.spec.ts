@@ -26,7 +26,7 @@ describe('cancel at every state (real redis-server)', { timeout: 120_000 }, () =
   it('held: the hold is removed (never promoted), its fields kept in the dead letter', async () => {
     const hold = await emit('c-held', { n: 1 }, { delay: 'PT1H' });
     const outcome = await client.cancel('c-held', hold, 'not needed any more');
-    expect(outcome).toEqual({ stream: 'c-held', id: hold, cancelled: true, previous: 'held', key: 'c-held', deadLetter: { key: '{c-held}:dead', id: expect.any(String) } });
+    expect(outcome).toEqual({ stream: 'c-held', id: hold, promotedTo: null, cancelled: true, previous: 'held', key: 'c-held', deadLetter: { key: '{c-held}:dead', id: expect.any(String) } });
     expect(await redis.client.zcard('{c-held}:delayed')).toBe(0);
     expect(await redis.client.hlen('{c-held}:delayed-bodies')).toBe(0);
     const [letter] = await deadLetters('c-held');
@@ -103,8 +103,8 @@ describe('cancel at every state (real redis-server)', { timeout: 120_000 }, () =
     const id = await emit('c-done', { n: 1 });
     await redis.client.xreadgroup('GROUP', 'g', 'w', 'COUNT', 1, 'STREAMS', 'c-done', '>');
     await redis.client.xack('c-done', 'g', id);
-    expect(await client.cancel('c-done', id)).toEqual({ stream: 'c-done', id, cancelled: false, previous: 'done', key: 'c-done', deadLetter: null });
-    expect(await client.cancel('c-done', '1-1')).toEqual({ stream: 'c-done', id: '1-1', cancelled: false, previous: 'gone', key: null, deadLetter: null });
+    expect(await client.cancel('c-done', id)).toEqual({ stream: 'c-done', id, promotedTo: null, cancelled: false, previous: 'done', key: 'c-done', deadLetter: null });
+    expect(await client.cancel('c-done', '1-1')).toEqual({ stream: 'c-done', id: '1-1', promotedTo: null, cancelled: false, previous: 'gone', key: null, deadLetter: null });
     expect(await redis.client.xlen('c-done')).toBe(1);
     await expect(client.cancel('c-done', id, '')).rejects.toThrow('"reason"');
     await expect(client.cancel('c-done', '')).rejects.toThrow('"entryId"');
@@ -117,6 +117,6 @@ describe('cancel at every state (real redis-server)', { timeout: 120_000 }, () =
     const run = await runCli(['cancel', 'c-cli', hold, '--reason', 'typo', '--url', redis.server.url], {}, { timeoutMs: 30_000 });
     expect([run.code, run.stderr]).toEqual([0, '']);
     const [letter] = await deadLetters('c-cli');
-    expect(JSON.parse(run.stdout)).toEqual({ stream: 'c-cli', id: hold, cancelled: true, previous: 'held', key: 'c-cli', deadLetter: { key: '{c-cli}:dead', id: letter!.deadLetterId } });
+    expect(JSON.parse(run.stdout)).toEqual({ stream: 'c-cli', id: hold, promotedTo: null, cancelled: true, previous: 'held', key: 'c-cli', deadLetter: { key: '{c-cli}:dead', id: letter!.deadLetterId } });
   });
 });

@@ -4,6 +4,11 @@ import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entryStatusView } from '../../src/cli/views/entry.view.js';
 import { RedisStreamsClient, RedisStreamsOptionError, RedisStreamsRecord, type EntryStatus } from '../../src/index.js';
+import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { promoteDue } from '../../src/delayed/promote.js';
+import { delayedScripts } from '../../src/delayed/scripts/loader.js';
+import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
+import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { moveToDeadLetter } from '../../src/recovery/dead-letter-move.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { ensureCompiled } from '../helpers/compiled.js';
@@ -43,6 +48,7 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
     expect(await client.entryStatus('held', hold)).toEqual({
       stream: 'held',
       id: hold,
+      promotedTo: null,
       state: 'held',
       key: 'held',
       dueAt: new Date(4_000_000_000_000).toISOString(),
@@ -92,6 +98,7 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
     expect(done).toEqual({
       stream: 'orders',
       id,
+      promotedTo: null,
       state: 'done',
       key: 'orders',
       dueAt: null,
@@ -123,6 +130,7 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
       expect(status).toEqual({
         stream: 'failing',
         id,
+        promotedTo: null,
         state: 'dead-lettered',
         key: 'failing',
         dueAt: null,
@@ -150,7 +158,7 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
     await redis.client.xack('trimmed', 'g', id);
     await emit('trimmed', { n: 2 });
     await redis.client.xtrim('trimmed', 'MAXLEN', 1);
-    expect(await client.entryStatus('trimmed', id)).toEqual({ stream: 'trimmed', id, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true, progress: null, result: null });
+    expect(await client.entryStatus('trimmed', id)).toEqual({ stream: 'trimmed', id, promotedTo: null, state: 'gone', key: null, dueAt: null, groups: [], deadLettersSearched: true, progress: null, result: null });
     expect((await client.entryStatus('trimmed', '1-0')).state).toBe('gone');
     expect((await client.entryStatus('trimmed', 'no-such-hold')).state).toBe('gone');
     for (let n = 0; n < 3; n++) await redis.client.xadd('{trimmed}:dead', '*', 'other', String(n));
@@ -168,6 +176,50 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
     expect((await client.entryStatus('custom', id)).state).toBe('done');
     const status = await client.entryStatus('custom', id, { deadLetterKey: '{%s}:dlq' });
     expect([status.state, status.groups[0]!.deadLetter?.key]).toEqual(['dead-lettered', '{custom}:dlq']);
+  });
+
+  it('a promoted hold: its hold id answers for the entry it became (status, progress, result, cancel), recurring holds stay held', async () => {
+    await redis.client.xgroup('CREATE', 'promoted', 'g', '$', 'MKSTREAM');
+    const hold = await emit('promoted', { n: 1 }, { delay: 300 });
+    expect((await client.entryStatus('promoted', hold)).state).toBe('held');
+    let entryId = '';
+    await waitFor(async () => {
+      const promotion = await promoteDue(redis.client, 'promoted');
+      entryId = promotion.promoted[0]?.id ?? '';
+      return entryId !== '';
+    }, 'the hold promoted');
+    expect(await client.entryStatus('promoted', hold)).toEqual({ ...(await client.entryStatus('promoted', entryId)), id: hold, promotedTo: entryId });
+    expect(await client.entryStatus('promoted', hold)).toMatchObject({ state: 'waiting', key: 'promoted', promotedTo: entryId });
+
+    await readOne('promoted', 'g', 'worker-1');
+    expect(await client.entryStatus('promoted', hold)).toMatchObject({ state: 'running', groups: [{ group: 'g', consumer: 'worker-1', deliveries: 1 }] });
+    const record = { state: 'done', value: { ok: true }, delivery: 1, at: new Date().toISOString() };
+    await redis.client.set(resultKey('promoted', entryId), encodeRecord(record));
+    await redis.client.set(progressKey('promoted', entryId), encodeRecord({ value: 7, delivery: 1, at: record.at }));
+    expect(await client.result('promoted', hold)).toEqual(record);
+    expect(await client.progress('promoted', hold)).toMatchObject({ value: 7 });
+
+    const cancelled = await client.cancel('promoted', hold, 'withdrawn');
+    expect(cancelled).toMatchObject({ id: hold, promotedTo: entryId, cancelled: true, previous: 'pending', key: 'promoted' });
+    expect(await redis.client.xpending('promoted', 'g')).toEqual([0, null, null, null]);
+    expect(await client.entryStatus('promoted', hold)).toMatchObject({ state: 'dead-lettered', id: hold, promotedTo: entryId, groups: [{ group: 'g', deadLetter: { reason: 'cancelled', error: 'withdrawn' } }] });
+
+    // A recurring hold keeps its hold id, scheduled again: held, never followed.
+    const recurring = await emit('promoted', { n: 2 }, { repeat: { every: 300, key: 'every-300' } });
+    await waitFor(async () => (await promoteDue(redis.client, 'promoted')).added > 0, 'the recurring hold promoted once');
+    expect(await client.entryStatus('promoted', recurring)).toMatchObject({ state: 'held', promotedTo: null });
+  });
+
+  it('promoted holds are remembered for their keep time only: older ones are dropped by a later promotion', async () => {
+    const { schedule, bodies, promoted, promotedAt } = delayedKeys('forgotten');
+    const first = await emit('forgotten', { n: 1 }, { deliverAt: 1_000 });
+    await delayedScripts(redis.client).nrsDelayedPromote('forgotten', schedule, bodies, promoted, promotedAt, 100, 0, '1', 50);
+    expect(await redis.client.hkeys(promoted)).toEqual([first]);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const second = await emit('forgotten', { n: 2 }, { deliverAt: 1_000 });
+    await delayedScripts(redis.client).nrsDelayedPromote('forgotten', schedule, bodies, promoted, promotedAt, 100, 0, '1', 50);
+    expect([await redis.client.hkeys(promoted), await redis.client.zrange(promotedAt, 0, -1)]).toEqual([[second], [second]]);
+    expect((await client.entryStatus('forgotten', first)).state).toBe('gone');
   });
 
   it('partitions and priority lanes resolve by the pattern', async () => {
@@ -220,6 +272,7 @@ describe('entry status (real redis-server)', { timeout: 120_000 }, () => {
     expect({ ...status, groups: [{ ...status.groups[0], idleMs: 0 }] }).toEqual({
       stream: 'cli',
       id,
+      promotedTo: null,
       state: 'pending',
       key: 'cli',
       dueAt: null,

@@ -119,6 +119,66 @@ describe('ctx.progress, kept results, client.result and client.watch (real redis
     expect((await watched).map((progress) => progress.value)).toEqual([{ step: 1 }, { step: 2 }]);
   });
 
+  it('many waits share one connection per stream (CLIENT LIST): 300 result waits and 3 watches of one stream, 5 waits of another: 2 connections; all get their outcome; close() leaves none', async () => {
+    const waiting = new RedisStreamsClient({ connection: redis.server.url });
+    const waitConnections = async (): Promise<number> =>
+      String(await redis.client.call('CLIENT', 'LIST')).split('\n').filter((line) => line.includes('name=nestjs-redis-streams:client-wait ')).length;
+    // EVALSHA, or EVAL when the script was not loaded yet.
+    const scriptCalls = async (): Promise<number> => {
+      const stats = await redis.client.info('commandstats');
+      return [/cmdstat_evalsha:calls=(\d+)/, /cmdstat_eval:calls=(\d+)/].reduce((sum, pattern) => sum + Number(pattern.exec(stats)?.[1] ?? 0), 0);
+    };
+    try {
+      const ids = [];
+      for (let n = 1; n <= 300; n++) ids.push(await emit('many', n));
+      const others = [];
+      for (let n = 1; n <= 5; n++) others.push(await emit('many-b', n));
+      const readsBefore = await scriptCalls();
+      const results = [...ids, ...others].map((id, index) => waiting.result(index < ids.length ? 'many' : 'many-b', id, { wait: 40_000 }));
+      const watches = ids.slice(0, 3).map((id) => firstValueFrom(waiting.watch('many', id).pipe(toArray())));
+      // Every wait has read its record once (and registered before): what each would have opened is open now.
+      await waitFor(async () => (await scriptCalls()) - readsBefore >= results.length, 'every wait to read its record');
+      await waitFor(async () => (await waitConnections()) >= 2, 'the waits to block');
+      expect(await waitConnections()).toBe(2);
+
+      await start('many', async (data, ctx) => {
+        await ctx.progress({ at: (data as { n: number }).n });
+        return (data as { n: number }).n;
+      }, { keepResults: { ttl: 60_000 } });
+      await start('many-b', (data) => (data as { n: number }).n, { keepResults: { ttl: 60_000 } });
+      const outcomes = await Promise.all(results);
+      expect(outcomes.map((outcome) => (outcome as { value: number } | null)?.value)).toEqual([...ids.map((_, i) => i + 1), 1, 2, 3, 4, 5]);
+      expect((await Promise.all(watches)).map((records) => records.map((record) => record.value))).toEqual([[{ at: 1 }], [{ at: 2 }], [{ at: 3 }]]);
+      expect(await waitConnections()).toBeLessThanOrEqual(2);
+
+      // A wait still out when the client closes ends (null), and its connection with it.
+      const late = waiting.result('many', '1-1', { wait: 40_000 });
+      await waitFor(async () => (await waitConnections()) === 1, 'the late wait to block');
+      await waiting.close();
+      expect(await late).toBeNull();
+      await waitFor(async () => (await waitConnections()) === 0, 'no wait connection left after close()');
+    } finally {
+      await waiting.close();
+    }
+  });
+
+  it('without keepResults, a delivery\'s last report carries its settlement notice (one write, not two); its watch ends with that report', async () => {
+    await start('noted', async (data, ctx) => {
+      const { n } = data as { n: number };
+      await gate(n);
+      void ctx.progress({ done: n });
+    }, {});
+    const id = await emit('noted', 1);
+    await waitFor(() => gates.has(1), 'entry 1 to start');
+    const watched = firstValueFrom(client.watch('noted', id).pipe(toArray()));
+    // Its listener blocks on the notices once the watch is registered.
+    await waitFor(async () => /name=nestjs-redis-streams:client-wait .*cmd=xread /.test(String(await redis.client.call('CLIENT', 'LIST'))), 'the watch to block');
+    await open(1);
+    expect((await watched).map((progress) => progress.value)).toEqual([{ done: 1 }]);
+    const notices = await redis.client.xrange('{noted}:lifecycle', '-', '+');
+    expect(notices.map(([, fields]) => fields)).toEqual([['id', id, 'kind', 'settled']]);
+  });
+
   it('consume: two callers at once, exactly one gets the result', async () => {
     await start('consumed', async (data) => {
       await gate((data as { n: number }).n);

@@ -5,6 +5,7 @@ import { formatTable } from '../table.js';
 /** `entry` at a terminal: the entry's state and where it is, then one row per consumer group. */
 export function entryStatusView(status: EntryStatus): string {
   let text = `entry ${status.id} of ${status.stream}: ${status.state}`;
+  if (status.promotedTo !== null) text += ` (promoted hold: entry ${status.promotedTo})`;
   if (status.key !== null && status.key !== status.stream) text += ` (in ${status.key})`;
   if (status.dueAt !== null) text += `, due at ${status.dueAt}`;
   text += '\n';

@@ -12,7 +12,7 @@ export type BufferWords = (Buffer | (Buffer | number)[])[];
 
 const SCRIPTS = {
   nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 3 },
-  nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 3 },
+  nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 5 },
   nrsDelayedList: { file: 'list.lua', numberOfKeys: 2 },
   nrsDelayedRefill: { file: 'refill.lua', numberOfKeys: 2 },
   nrsDelayedListRecurring: { file: 'list-recurring.lua', numberOfKeys: 3 },
@@ -22,7 +22,7 @@ const SCRIPTS = {
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
 export interface DelayedScriptCommands {
   nrsDelayedHold(schedule: string, bodies: string, recurring: string, wakeChannel: string, ...args: (string | Buffer)[]): Promise<Reply>;
-  nrsDelayedPromote(stream: string, schedule: string, bodies: string, limit: number, refillBelow: number, listIds: string): Promise<(string | number | Buffer | Reply)[]>;
+  nrsDelayedPromote(stream: string, schedule: string, bodies: string, promoted: string, promotedAt: string, limit: number, refillBelow: number, listIds: string, keepIdsMs: number): Promise<(string | number | Buffer | Reply)[]>;
   nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, ...occurrences: number[]): Promise<[listed: number, dueMs: number]>;
   nrsDelayedListRecurring(schedule: string, bodies: string, recurring: string): Promise<(number | [string, number, (string | number[])[] | null])[]>;
   nrsDelayedList(schedule: string, bodies: string, offset: number, count: number): Promise<(number | [string, number, string[] | null])[]>;

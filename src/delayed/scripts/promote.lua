@@ -8,11 +8,16 @@
 -- the entries added before it are still removed, since Redis keeps a script's earlier writes.
 -- The bodies are read with one HMGET (HGET each when the ACL refuses HMGET: rules from before it).
 --
--- KEYS[1] stream; KEYS[2] schedule (sorted set: hold id -> due ms); KEYS[3] bodies (hash)
+-- KEYS[1] stream; KEYS[2] schedule (sorted set: hold id -> due ms); KEYS[3] bodies (hash);
+-- KEYS[4] promoted (hash: hold id -> entry id); KEYS[5] promoted-at (sorted set: hold id -> ms)
 -- ARGV[1] limit: most entries moved by this call
 -- ARGV[2] a cron entry with fewer occurrences left than this asks its worker for more
 -- ARGV[3] '1': list each added entry's hold and id in the reply; '0': count them only (a worker
 --         needs no ids, and a page's reply shrinks to its skipped holds)
+-- ARGV[4] how long (ms) a one-off hold's entry id is kept in KEYS[4] for status by hold id, 0:
+--         not kept. The ids older than that are dropped here (as many as this call promotes, and
+--         more), so the map holds about one such period of promotions. Its writes are pcalls:
+--         notes for callers, they never stop a promotion (an ACL refusal leaves them out)
 --
 -- A recurring entry (every > 0) keeps its body and is scheduled again, in the same step, at its
 -- first occurrence after now: occurrences missed while no worker promoted are not caught up,
@@ -28,13 +33,14 @@
 -- zone, its last occurrence ms or 0 } (after its own outcome when it also added an entry)
 
 if redis.replicate_commands then redis.replicate_commands() end
-local stream, schedule, bodies = KEYS[1], KEYS[2], KEYS[3]
+local stream, schedule, bodies, promotedIds, promotedAt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local limit = tonumber(ARGV[1])
 if limit == nil or limit < 1 then
   return redis.error_reply('ERR delayed promote script: limit must be a positive number')
 end
 local refillBelow = tonumber(ARGV[2]) or 0
 local listIds = ARGV[3] ~= '0'
+local keepIdsMs = tonumber(ARGV[4]) or 0
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
@@ -59,6 +65,8 @@ for i = 1, #due, 2 do
   dueAt[#holds] = tonumber(due[i + 1])
 end
 local unscheduled, removedBodies = {}, {}
+-- One-off holds promoted by this call: hold, entry id, hold, entry id, ...
+local oneOffs = {}
 local failure
 if #holds > 0 then
   local found = redis.pcall('HMGET', bodies, unpack(holds))
@@ -125,6 +133,10 @@ if #holds > 0 then
           else
             unscheduled[#unscheduled + 1] = hold
             removedBodies[#removedBodies + 1] = hold
+            if id then
+              oneOffs[#oneOffs + 1] = hold
+              oneOffs[#oneOffs + 1] = id
+            end
           end
           reportAdded(hold, id)
         end
@@ -134,6 +146,22 @@ if #holds > 0 then
 end
 if #unscheduled > 0 then redis.call('ZREM', schedule, unpack(unscheduled)) end
 if #removedBodies > 0 then redis.call('HDEL', bodies, unpack(removedBodies)) end
+if keepIdsMs > 0 then
+  local expired = redis.pcall('ZRANGEBYSCORE', promotedAt, '-inf', now - keepIdsMs, 'LIMIT', 0, limit + 100)
+  if type(expired) == 'table' and not expired.err and #expired > 0 then
+    redis.pcall('HDEL', promotedIds, unpack(expired))
+    redis.pcall('ZREM', promotedAt, unpack(expired))
+  end
+  if #oneOffs > 0 then
+    local at = {}
+    for i = 1, #oneOffs, 2 do
+      at[#at + 1] = now
+      at[#at + 1] = oneOffs[i]
+    end
+    redis.pcall('HSET', promotedIds, unpack(oneOffs))
+    redis.pcall('ZADD', promotedAt, unpack(at))
+  end
+end
 if failure then return failure end
 local nextDue = redis.call('ZRANGE', schedule, 0, 0, 'WITHSCORES')
 if #nextDue == 2 then out[2] = tonumber(nextDue[2]) end

@@ -3,19 +3,30 @@
 -- group the group's last-delivered id and the entry's pending record. Classifying that into a
 -- state is done by the caller (entry-status.ts), in one place.
 --
--- KEYS[1] stream; KEYS[2] the stream's delayed schedule (sorted set: hold id -> due ms)
+-- A hold id no longer held whose promotion is still remembered (KEYS[3], promote.lua) is followed
+-- to its entry, in the same step: the rest is read for that entry id.
+--
+-- KEYS[1] stream; KEYS[2] the stream's delayed schedule (sorted set: hold id -> due ms);
+-- KEYS[3] its promoted holds (hash: hold id -> entry id)
 -- ARGV[1] the id asked about (a stream id, or a hold id)
--- ARGV[2] '1' when ARGV[1] is a stream id (else only the schedule is read)
+-- ARGV[2] '1' when ARGV[1] is a stream id (else only the schedule and promoted holds are read)
 -- ARGV[3] a group name to read only that group, or '' for every group
 --
--- Returns { due ms or -1, in stream 1|0, stream exists 1|0,
+-- Returns { due ms or -1, in stream 1|0, stream exists 1|0, the entry id a promoted hold became or '',
 --           { group, last-delivered id, consumer or '', idle ms or -1, deliveries or -1 }, ... }
 
 if redis.replicate_commands then redis.replicate_commands() end
-local stream, schedule = KEYS[1], KEYS[2]
+local stream, schedule, promoted = KEYS[1], KEYS[2], KEYS[3]
 local id, isStreamId, onlyGroup = ARGV[1], ARGV[2] == '1', ARGV[3]
 local due = redis.call('ZSCORE', schedule, id)
-local reply = { due and tonumber(due) or -1, 0, 0 }
+local reply = { due and tonumber(due) or -1, 0, 0, '' }
+if not due and not isStreamId then
+  -- A pcall: rules from before promoted holds were remembered answer as before (gone).
+  local entry = redis.pcall('HGET', promoted, id)
+  if type(entry) == 'string' then
+    id, isStreamId, reply[4] = entry, true, entry
+  end
+end
 if redis.call('EXISTS', stream) == 0 then return reply end
 reply[3] = 1
 if not isStreamId then return reply end

@@ -7,7 +7,7 @@ import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
  */
 
 const SCRIPTS = {
-  nrsEntryStatus: { file: 'entry-status.lua', numberOfKeys: 2 },
+  nrsEntryStatus: { file: 'entry-status.lua', numberOfKeys: 3 },
   nrsFindDeadLetter: { file: 'find-dead-letter.lua', numberOfKeys: 1 },
   nrsWriteRecord: { file: 'write-record.lua', numberOfKeys: 2 },
   nrsReadRecord: { file: 'read-record.lua', numberOfKeys: 2 },
@@ -22,9 +22,9 @@ export type DeadLetterRow = [id: string, group: string, consumer: string, delive
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
 export interface LifecycleScriptCommands {
-  nrsEntryStatus(stream: string, schedule: string, id: string, isStreamId: '1' | '0', group: string): Promise<[number, number, number, ...GroupRow[]]>;
+  nrsEntryStatus(stream: string, schedule: string, promoted: string, id: string, isStreamId: '1' | '0', group: string): Promise<[number, number, number, string, ...GroupRow[]]>;
   nrsFindDeadLetter(deadLetters: string, source: string, id: string, limit: number): Promise<[number, ...DeadLetterRow[]]>;
-  nrsWriteRecord(record: string, notices: string, value: string | Buffer, ttlMs: number, id: string, kind: 'progress' | 'result', maxLen: number): Promise<string>;
+  nrsWriteRecord(record: string, notices: string, value: string | Buffer, ttlMs: number, id: string, kind: 'progress' | 'result' | 'settled', maxLen: number): Promise<string>;
   nrsCancel(
     stream: string, dead: string, schedule: string, bodies: string, recurring: string, marker: string,
     id: string, reason: string, isStreamId: '1' | '0', markerTtlMs: number,

@@ -3,7 +3,8 @@
 -- the record.
 --
 -- KEYS[1] record key; KEYS[2] notices stream
--- ARGV[1] record (text or bytes); ARGV[2] TTL in ms; ARGV[3] entry id; ARGV[4] kind ('progress' | 'result');
+-- ARGV[1] record (text or bytes); ARGV[2] TTL in ms; ARGV[3] entry id; ARGV[4] kind ('progress' | 'result' |
+-- 'settled': a delivery's last progress, which tells its watchers it settled);
 -- ARGV[5] approximate MAXLEN of the notices
 --
 -- Returns the notice's id
