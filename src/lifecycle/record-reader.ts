@@ -3,7 +3,7 @@ import { RedisStreamsOptionError } from '../errors.js';
 import type { RedisClient } from '../redis/connection.js';
 import { durationMillisOption } from '../duration.js';
 import { describe, isStreamId } from '../validation.js';
-import { entryIdOption, type EntryStreams } from './entry-status.js';
+import { entryIdOption, entryStatus, type EntryState, type EntryStreams } from './entry-status.js';
 import { lifecycleNoticesKey, progressKey, resultKey } from './lifecycle-keys.js';
 import { decodeRecord, type EntryProgressRecord, type EntryResultRecord } from './lifecycle-records.js';
 import type { NoticeListeners } from './notice-listeners.js';
@@ -126,8 +126,8 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
       });
       if (stopped) return unlisten();
       await emitLatest();
-      // Settled before the watch began: its last progress, and done.
-      if ((await client.exists(resultKey(key, entryId))) === 1) subscriber.complete();
+      // Settled before the watch began (its notice came before the listener): its last progress, and done.
+      if (!stopped && (await settledAlready(client, streams.stream, key, entryId))) subscriber.complete();
     };
     run().then(
       () => undefined,
@@ -138,6 +138,15 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
       unlisten?.();
     };
   });
+}
+
+/** States after which no notice comes any more: every group is done with the entry, it is a dead letter, or no stream has it. */
+const FINAL_STATES: ReadonlySet<EntryState> = new Set(['done', 'dead-lettered', 'gone']);
+
+/** Whether the entry settled already: its kept result says so, else its status (kept results are optional). */
+async function settledAlready(client: RedisClient, stream: string, key: string, id: string): Promise<boolean> {
+  if ((await client.exists(resultKey(key, id))) === 1) return true;
+  return FINAL_STATES.has((await entryStatus(client, { stream, keys: [key] }, id)).state);
 }
 
 /** After a failed read (Redis restarting), a watch reads again after this long. */

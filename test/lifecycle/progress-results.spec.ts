@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { firstValueFrom, toArray } from 'rxjs';
+import { firstValueFrom, throwError, timeout, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, RedisStreamsProgressError, RedisStreamsServer, type EntryProgressRecord, type RedisStreamsServerOptions } from '../../src/index.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
@@ -177,6 +177,22 @@ describe('ctx.progress, kept results, client.result and client.watch (real redis
     expect((await watched).map((progress) => progress.value)).toEqual([{ done: 1 }]);
     const notices = await redis.client.xrange('{noted}:lifecycle', '-', '+');
     expect(notices.map(([, fields]) => fields)).toEqual([['id', id, 'kind', 'settled']]);
+  });
+
+  it('a watch of an entry settled before it began completes at once with its last progress, without keepResults; also a dead-lettered (cancelled) or unknown one', async () => {
+    await start('settled', async (data, ctx) => {
+      void ctx.progress({ done: (data as { n: number }).n });
+    }, {});
+    const done = await emit('settled', 1);
+    await waitFor(async () => (await client.entryStatus('settled', done)).state === 'done', 'done');
+    // Nobody reads this stream: the cancel dead-letters the waiting entry.
+    const waiting = await emit('settled-cancelled', 2);
+    await client.cancel('settled-cancelled', waiting, 'not wanted');
+    expect((await client.entryStatus('settled-cancelled', waiting)).state).toBe('dead-lettered');
+    const watched = (pattern: string, id: string) => firstValueFrom(client.watch(pattern, id).pipe(toArray(), timeout({ first: 5_000, with: () => throwError(() => new Error(`the watch of ${id} did not complete`)) })));
+    expect((await watched('settled', done)).map((progress) => progress.value)).toEqual([{ done: 1 }]);
+    expect(await watched('settled-cancelled', waiting)).toEqual([]);
+    expect(await watched('settled', '1-1')).toEqual([]);
   });
 
   it('consume: two callers at once, exactly one gets the result', async () => {
