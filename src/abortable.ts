@@ -12,7 +12,11 @@ export class Abortable {
   private readonly rejecters = new Set<(reason: Error) => void>();
 
   wrap<T>(promise: Promise<T>): Promise<T> {
-    if (this.reason !== undefined) return Promise.reject(this.reason);
+    if (this.reason !== undefined) {
+      // Refused, the promise is abandoned: its own failure later ("Connection is closed") is expected, not unhandled.
+      promise.catch(ignoreAbandoned);
+      return Promise.reject(this.reason);
+    }
     return new Promise<T>((resolve, reject) => {
       this.rejecters.add(reject);
       promise.then(
@@ -34,4 +38,8 @@ export class Abortable {
     for (const reject of this.rejecters) reject(reason);
     this.rejecters.clear();
   }
+}
+
+function ignoreAbandoned(): void {
+  // nobody awaits an abandoned promise any more
 }

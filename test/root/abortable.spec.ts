@@ -17,3 +17,46 @@ describe('Abortable', () => {
     await expect(inFlight.wrap(Promise.resolve(1))).rejects.toThrow('stopped');
   });
 });
+
+describe('Abortable: a promise it cuts short or refuses', () => {
+  /** Unhandled rejections seen while `run` goes on and for a few turns after it. */
+  async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
+    const seen: unknown[] = [];
+    const note = (reason: unknown): void => void seen.push(reason);
+    process.on('unhandledRejection', note);
+    try {
+      await run();
+      // Node reports an unhandled rejection after the microtasks of the turn it happened in.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('unhandledRejection', note);
+    }
+    return seen;
+  }
+
+  it('a command wrapped after abort() that later fails (ioredis: "Connection is closed") is no unhandled rejection', async () => {
+    const seen = await unhandledDuring(async () => {
+      const inFlight = new Abortable();
+      inFlight.abort(new Error('reader stopped'));
+      let fail: (error: Error) => void = () => undefined;
+      const command = new Promise<never>((_, reject) => (fail = reject));
+      await expect(inFlight.wrap(command)).rejects.toThrow('reader stopped');
+      fail(new Error('Connection is closed.'));
+    });
+    expect(seen).toEqual([]);
+  });
+
+  it('a command cut short by abort() that later fails is no unhandled rejection either', async () => {
+    const seen = await unhandledDuring(async () => {
+      const inFlight = new Abortable();
+      let fail: (error: Error) => void = () => undefined;
+      const command = new Promise<never>((_, reject) => (fail = reject));
+      const wrapped = inFlight.wrap(command);
+      inFlight.abort(new Error('reader stopped'));
+      await expect(wrapped).rejects.toThrow('reader stopped');
+      fail(new Error('Connection is closed.'));
+    });
+    expect(seen).toEqual([]);
+  });
+});
