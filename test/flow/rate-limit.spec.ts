@@ -117,8 +117,10 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
         expect(j - i + 1).toBeLessThanOrEqual(MAX + Math.floor((MAX * (span + STAMP_SLACK_MS)) / PER_MS));
       }
     }
-    // 60 entries, 10 at once then 10 per 500 ms: at least 2.5 s from first to last.
-    expect((times[times.length - 1] as number) - (times[0] as number)).toBeGreaterThanOrEqual(((published - MAX) / MAX) * PER_MS - 100);
+    // 60 entries, 10 at once then 10 per 500 ms: at least 2.5 s from the first grant to the last.
+    // The stamps lag their grants by up to the same slack (the first may lag more than the last);
+    // a limit per worker instead of shared would take ~0.8 s, none ~0.
+    expect((times[times.length - 1] as number) - (times[0] as number)).toBeGreaterThanOrEqual(((published - MAX) / MAX) * PER_MS - STAMP_SLACK_MS);
     // Shared, not per worker: more than one worker took part.
     expect(new Set(starts.map((s) => s.consumer)).size).toBeGreaterThan(1);
   });
