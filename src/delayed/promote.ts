@@ -56,12 +56,14 @@ export async function promoteDue(client: RedisClient, stream: string, limit = DE
 }
 
 /**
- * Appends the occurrences of `rule` after `afterMs` to the cron entry `hold` (refill.lua: only
- * while it still has that rule); resolves with its due time then, `undefined` when it was left alone.
+ * Appends the occurrences of `rule` after `afterMs` (the asking promotion's time on Redis' clock,
+ * or the last occurrence it listed) to the cron entry `hold` (refill.lua: only while it still has
+ * that rule; one that came due since is kept); resolves with its due time then, `undefined` when
+ * it was left alone.
  */
 export async function refillOccurrences(client: RedisClient, stream: string, hold: string, rule: CronRule, afterMs: number): Promise<number | undefined> {
   const { schedule, bodies } = delayedKeys(stream);
   const occurrences = occurrencesAfter(rule, afterMs, CRON_OCCURRENCES);
-  const [, dueMs] = await delayedScripts(client).nrsDelayedRefill(schedule, bodies, hold, rule.expression, rule.timezone, CRON_OCCURRENCES, ...occurrences);
+  const [, dueMs] = await delayedScripts(client).nrsDelayedRefill(schedule, bodies, hold, rule.expression, rule.timezone, CRON_OCCURRENCES, afterMs, ...occurrences);
   return Number(dueMs) < 0 ? undefined : Number(dueMs);
 }

@@ -6,7 +6,7 @@ import { CRON_OCCURRENCES, occurrencesAfter } from '../../src/delayed/cron-rule.
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
 import { listRecurring, removeDelayed } from '../../src/delayed/delayed-inspection.js';
 import { holdEntry, holdHead } from '../../src/delayed/hold.js';
-import { promoteDue } from '../../src/delayed/promote.js';
+import { promoteDue, refillOccurrences } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { redisNow } from '../../src/redis/server-time.js';
 import { raceToPromote } from '../helpers/racing-promoters.js';
@@ -91,6 +91,23 @@ describe('recurring emits by cron expression (repeat: { cron, timezone, key })',
     const [next] = occurrencesAfter(rule, result.nowMs, 1);
     expect(Number(await redis.client.zscore(delayedKeys('cron-unparked').schedule, 'repeat:q'))).toBe(next);
     expect(result.nextDueMs).toBe(next);
+  });
+
+  it('a top-up that lands after an occurrence it was asked for came due keeps that occurrence (one entry for it next round), not the one after', async () => {
+    const rule = { expression: '* * * * * *', timezone: 'UTC' };
+    const args = holdHead('repeat:late', { mode: 'at', ms: 0 }, { noMkStream: false, trim: 'none', operator: '~', amount: 0, onlyAcked: false }, { cron: rule, occurrences: [] });
+    await holdEntry(redis.client, 'cron-late', [...args, 'pattern', 'cron-late', 'data', '1']);
+    await redis.client.zadd(delayedKeys('cron-late').schedule, 'XX', 0, 'repeat:late');
+    // The promotion that parked it asked at `askedAt`; its worker's top-up arrives 1.5 s later (a busy or stalled worker).
+    const askedAt = (await serverMs()) - 1_500;
+    const dueMs = await refillOccurrences(redis.client, 'cron-late', 'repeat:late', rule, askedAt);
+    const [missed] = occurrencesAfter(rule, askedAt, 1);
+    expect(dueMs).toBe(missed);
+    expect(Number(await redis.client.zscore(delayedKeys('cron-late').schedule, 'repeat:late'))).toBe(missed);
+    // Due already: the next round adds one entry for the occurrences up to now, as for any missed ones.
+    const result = await promoteDue(redis.client, 'cron-late');
+    expect(result.added).toBe(1);
+    expect(await redis.client.xlen('cron-late')).toBe(1);
   });
 
   it('50 connections promoting a per-second cron entry for 2.5 s: at most one entry per occurrence', async () => {

@@ -23,7 +23,7 @@ const SCRIPTS = {
 export interface DelayedScriptCommands {
   nrsDelayedHold(schedule: string, bodies: string, recurring: string, wakeChannel: string, ...args: (string | Buffer)[]): Promise<Reply>;
   nrsDelayedPromote(stream: string, schedule: string, bodies: string, promoted: string, promotedAt: string, limit: number, refillBelow: number, listIds: string, keepIdsMs: number): Promise<(string | number | Buffer | Reply)[]>;
-  nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, ...occurrences: number[]): Promise<[listed: number, dueMs: number]>;
+  nrsDelayedRefill(schedule: string, bodies: string, hold: string, expression: string, timezone: string, keep: number, afterMs: number, ...occurrences: number[]): Promise<[listed: number, dueMs: number]>;
   nrsDelayedListRecurring(schedule: string, bodies: string, recurring: string): Promise<(number | [string, number, (string | number[])[] | null])[]>;
   nrsDelayedList(schedule: string, bodies: string, offset: number, count: number): Promise<(number | [string, number, string[] | null])[]>;
   /** The Buffer variants (every bulk string a Buffer): field values byte for byte. */
