@@ -205,6 +205,25 @@ describe('partitioned streams (real redis-server)', () => {
     expect(missing.stderr).toBe('error: stream "nothing" does not exist\n');
   });
 
+  it('CLI info of a partitioned stream some partitions of which have no key yet (producers ahead of the workers): those show empty and missing', async () => {
+    await redis.client.set(partitionsMetadataKey('early'), '3');
+    const [first, , third] = partitionStreamKeys('early', 3);
+    await redis.client.xadd(first as string, '*', 'n', '1');
+    await redis.client.xadd(first as string, '*', 'n', '2');
+    await redis.client.xadd(third as string, '*', 'n', '3');
+    const run = await runCli(['info', 'early', '--url', redis.server.url]);
+    expect([run.code, run.stderr]).toEqual([0, '']);
+    const info = JSON.parse(run.stdout) as PartitionedInfoOutput;
+    expect(info.partitions.map((partition) => [partition.key, partition.missing, partition.stream.length, partition.groups])).toEqual([
+      ['early:p0', undefined, 2, []],
+      ['early:p1', true, 0, []],
+      ['early:p2', undefined, 1, []],
+    ]);
+    expect(info.total).toMatchObject({ length: 3, groups: [] });
+    const lines = partitionedInfoView(info).split('\n');
+    expect(lines.filter((line) => line.startsWith('early:p1')).map((line) => line.split(/\s{2,}/).slice(0, 2))).toEqual([['early:p1 (no key yet)', '0']]);
+  });
+
   it('a client with another count than the workers fails its emit with RedisStreamsPartitionMismatchError and writes nothing', async () => {
     await startServer([OrdersController]);
     const producer = client({ partitions: { orders: 2 } });

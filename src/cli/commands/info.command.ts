@@ -91,10 +91,29 @@ async function partitionedInfoOf(
   const partitionCount = await recordedPartitionCount(redis, key);
   if (partitionCount === 1) return undefined;
   const [partitions, paused] = await Promise.all([
-    Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => infoOf(redis, inspection, partition, group, false))),
+    Promise.all(partitionStreamKeys(key, partitionCount).map((partition) => partitionInfoOf(redis, inspection, partition, group))),
     pausedOf(redis, key),
   ]);
   const output: PartitionedInfoOutput = { key, partitionCount, partitions, total: partitionTotals(partitions, group) };
   if (paused !== undefined) output.paused = paused;
+  return output;
+}
+
+/**
+ * One partition's `info`. A partition no entry reached yet (producers ahead of the workers, which
+ * create every partition with their groups) has no key: shown empty and `missing`, with the
+ * delayed entries it may already hold, rather than failing the whole command.
+ */
+async function partitionInfoOf(redis: RedisClient, inspection: StreamInspector, key: string, group: string | undefined): Promise<InfoOutput> {
+  try {
+    return await infoOf(redis, inspection, key, group, false);
+  } catch (error) {
+    const { RedisStreamsClaimError } = await import('../../claim/claim.errors.js');
+    if (!(error instanceof RedisStreamsClaimError) || error.reason !== 'missing-stream') throw error;
+  }
+  const stream = { key, length: 0, firstEntryId: null, lastEntryId: null, lastGeneratedId: null, groups: 0, entriesAdded: 0, maxDeletedEntryId: null, recordedFirstEntryId: null };
+  const output: InfoOutput = group === undefined ? { key, missing: true, stream, groups: [] } : { key, missing: true, stream, groups: [], group, consumers: [] };
+  const delayed = await delayedOf(redis, key);
+  if (delayed !== undefined) output.delayed = delayed;
   return output;
 }

@@ -5,6 +5,8 @@ import { PAUSED } from './top.view.js';
 
 export interface InfoOutput {
   key: string;
+  /** A partition of a partitioned stream that has no key yet (no entry reached it): shown empty. */
+  missing?: true;
   stream: StreamInfo;
   groups: GroupInfo[];
   group?: string;

@@ -24,7 +24,7 @@ export function partitionedInfoView(output: PartitionedInfoOutput): string {
   text += formatTable(
     [{ header: 'PARTITION' }, { header: 'ENTRIES', align: 'right' }, { header: 'FIRST' }, { header: 'LAST' }, ...delayedColumns],
     [
-      ...output.partitions.map(({ key, stream, delayed }) => [key, stream.length, stream.firstEntryId, stream.lastEntryId, ...delayedCells(delayed)]),
+      ...output.partitions.map(({ key, missing, stream, delayed }) => [missing ? `${key} (no key yet)` : key, stream.length, stream.firstEntryId, stream.lastEntryId, ...delayedCells(delayed)]),
       ['total', total.length, '', '', ...delayedCells(total.delayed)],
     ],
   );
