@@ -72,9 +72,14 @@ export function streamIdOption(option: string, value: unknown, fallback: string,
   throw new RedisStreamsOptionError(option, `must be ${allowed}; got ${describe(value)}`);
 }
 
+/** A value as an error message shows what it got: the value itself when short and plain, else its kind. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (value === null || value === undefined) return String(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return typeof value;
+  if (typeof value === 'bigint') return `${value}n`;
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (value instanceof Date) return 'a Date';
+  if (typeof value === 'function') return 'a function';
+  return typeof value === 'object' ? 'an object' : typeof value;
 }

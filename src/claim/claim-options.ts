@@ -37,7 +37,7 @@ export interface ResolvedClaimOptions {
 
 /** Validates every option (naming the first bad one) before any command is sent. */
 export function resolveClaimOptions(options: ClaimOptions<FetchType, FieldsFormat>): ResolvedClaimOptions {
-  if (typeof options !== 'object' || options === null) {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
   }
   const key = nonEmptyStringOption('key', options.key);

@@ -166,7 +166,7 @@ export function defaultConsumerName(): string {
 
 /** Validates every server option and fills defaults; throws `RedisStreamsOptionError` naming the first bad one. */
 export function resolveServerOptions(options: RedisStreamsServerOptions): ResolvedServerOptions {
-  if (options === null || typeof options !== 'object') {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new RedisStreamsOptionError('options', `must be an object, got ${describe(options)}`);
   }
   // A misspelt option (`concurency`) would otherwise fall back to its default without a word.
@@ -209,7 +209,7 @@ export function resolveServerOptions(options: RedisStreamsServerOptions): Resolv
   const replyTtl = integerOption('replyTtl', options.replyTtl, DEFAULT_REPLY_TTL, 1);
   const replyMaxLen = integerOption('replyMaxLen', options.replyMaxLen, DEFAULT_REPLY_MAXLEN, 1);
   const delay = options.reconnectDelay ?? {};
-  if (delay === null || typeof delay !== 'object') {
+  if (delay === null || typeof delay !== 'object' || Array.isArray(delay)) {
     throw new RedisStreamsOptionError('reconnectDelay', `must be an object, got ${describe(delay)}`);
   }
   const reconnectInitialMs = timerMillisOption('reconnectDelay.initialMs', delay.initialMs, 100, 1);

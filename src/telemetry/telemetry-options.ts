@@ -25,7 +25,7 @@ export interface ResolvedTelemetryOptions {
 export function resolveTelemetryOptions(value: boolean | TelemetryOptions | undefined): ResolvedTelemetryOptions {
   if (value === undefined || value === true) return { tracing: true, metrics: true, gaugeInterval: 15_000 };
   if (value === false) return { tracing: false, metrics: false, gaugeInterval: 15_000 };
-  if (value === null || typeof value !== 'object') {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new RedisStreamsOptionError('telemetry', `must be a boolean or { tracing?, metrics?, gaugeInterval? }, got ${describe(value)}`);
   }
   for (const key of Object.keys(value)) {

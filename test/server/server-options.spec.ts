@@ -44,6 +44,14 @@ describe('RedisStreamsServer options are validated in the constructor', () => {
     expect(error.option).toBe('concurency');
   });
 
+  it('the error says what it got: an array, a function or an object, not "object" for all of them', () => {
+    const got = (value: unknown) => optionError(() => new RedisStreamsServer({ ...base, reconnectDelay: value } as unknown as RedisStreamsServerOptions)).message;
+    expect(got([100, 200])).toContain('must be an object, got an array of 2');
+    expect(got(() => 100)).toContain('must be an object, got a function');
+    expect(got(10n)).toContain('must be an object, got 10n');
+    expect(got('100')).toContain('must be an object, got "100"');
+  });
+
   it('accepts `$` and explicit stream ids as startId; prefetch defaults to max(2 × concurrency, 4 × readBatch)', () => {
     expect(() => new RedisStreamsServer({ ...base, startId: '$' })).not.toThrow();
     expect(() => new RedisStreamsServer({ ...base, startId: '1700000000000-0' })).not.toThrow();
