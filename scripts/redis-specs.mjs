@@ -10,12 +10,18 @@
 // imports the helper for freePort() still runs; one that starts a server cannot be left out,
 // whatever helper it goes through, unless it spawns redis-server without the helper (nothing does).
 //
-// `node scripts/redis-specs.mjs` prints both lists.
+// The browser specs (those that use test/helpers/dashboard-browser.ts, headless Chromium) start a
+// server, but what they test is the page: its HTTP routes, whose answers carry what differs between
+// Redis versions, are covered by the dashboard's HTTP specs on every build. The matrix leaves them
+// to the PATH's run, where they cost Chromium once instead of five times.
+//
+// `node scripts/redis-specs.mjs` prints the lists.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const SERVER_HELPER = 'test/helpers/redis-server.ts';
+const BROWSER_HELPER = 'test/helpers/dashboard-browser.ts';
 
 /** Relative imports (`from './x.js'`, `import('../x.js')`) and `'test/fixtures/…'` paths in one file. */
 function referencesOf(root, file) {
@@ -32,13 +38,13 @@ function referencesOf(root, file) {
     .filter((path) => path !== undefined);
 }
 
-/** True when the import closure of `spec` reaches test/helpers/redis-server.ts. */
-function startsAServer(root, spec) {
+/** True when the import closure of `spec` reaches `helper`. */
+function reaches(root, spec, helper) {
   const seen = new Set([spec]);
   const queue = [spec];
   while (queue.length > 0) {
     const file = queue.pop();
-    if (file === SERVER_HELPER) return true;
+    if (file === helper) return true;
     for (const next of referencesOf(root, file)) {
       if (!seen.has(next)) {
         seen.add(next);
@@ -49,22 +55,29 @@ function startsAServer(root, spec) {
   return false;
 }
 
-/** `{ redis, pure }`: the spec files (relative to root, sorted) that start a Redis server, and the rest. */
+/**
+ * `{ redis, pure, browser }`: the spec files (relative to root, sorted) that start a Redis server,
+ * the rest, and of the first the ones that drive the dashboard's page in Chromium.
+ */
 export function classifySpecs(root) {
-  // Without the helper every spec would look server-free and the builds would run nothing.
-  if (!existsSync(join(root, SERVER_HELPER))) throw new Error(`${SERVER_HELPER} is missing: cannot tell which specs start a Redis server`);
+  // Without the helpers every spec would look server-free (or none a browser spec) and the builds would run the wrong set.
+  for (const helper of [SERVER_HELPER, BROWSER_HELPER]) {
+    if (!existsSync(join(root, helper))) throw new Error(`${helper} is missing: cannot tell which specs start a Redis server or a browser`);
+  }
   const specs = readdirSync(join(root, 'test'), { recursive: true, encoding: 'utf8' })
     .filter((path) => path.endsWith('.spec.ts'))
     .map((path) => join('test', path))
     .sort();
   const redis = [];
   const pure = [];
-  for (const spec of specs) (startsAServer(root, spec) ? redis : pure).push(spec);
-  return { redis, pure };
+  for (const spec of specs) (reaches(root, spec, SERVER_HELPER) ? redis : pure).push(spec);
+  const browser = redis.filter((spec) => reaches(root, spec, BROWSER_HELPER));
+  return { redis, pure, browser };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { redis, pure } = classifySpecs(resolve(import.meta.dirname, '..'));
+  const { redis, pure, browser } = classifySpecs(resolve(import.meta.dirname, '..'));
   console.log(`${redis.length} spec files start a Redis server:\n  ${redis.join('\n  ')}`);
   console.log(`${pure.length} spec files start none:\n  ${pure.join('\n  ')}`);
+  console.log(`${browser.length} of those that start one drive the page in Chromium:\n  ${browser.join('\n  ')}`);
 }

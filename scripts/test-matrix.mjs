@@ -5,6 +5,8 @@
 // one line per server and closes with "N passed, N failed" over all of them; exits 1 if any failed.
 // The builds run only the spec files that start a Redis server (scripts/redis-specs.mjs says which):
 // the others pass the same way against any server, and the PATH's run (or `npm test`) ran them.
+// Nor do the builds run the dashboard's browser specs (headless Chromium): they test the page, whose
+// HTTP routes the HTTP specs test on every build, and Chromium is the slowest part of the suite.
 // MATRIX_ALL_SPECS=1 runs every spec against every server. Extra arguments go to vitest (e.g. a spec file).
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -72,11 +74,14 @@ function versionOf(bin) {
 const PATH_SERVER = 'redis-server (PATH)';
 const allSpecs = process.env.MATRIX_ALL_SPECS === '1';
 const filters = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
-const { redis: redisSpecs, pure: pureSpecs } = classifySpecs(root);
+const { redis: redisSpecs, pure: pureSpecs, browser: browserSpecs } = classifySpecs(root);
+/** What the builds leave to the PATH's run: specs that start no server, and the page's specs in Chromium. */
+const onceSpecs = [...pureSpecs, ...browserSpecs];
 if (!allSpecs) {
   console.log(
-    `note: the builds run the ${redisSpecs.length} spec files that start a Redis server; the ${pureSpecs.length} that start none ` +
-      `run once, against the PATH's server (MATRIX_ALL_SPECS=1: against every server): ${pureSpecs.join(' ')}`,
+    `note: the builds run the ${redisSpecs.length - browserSpecs.length} spec files that start a Redis server and no browser; ` +
+      `the ${pureSpecs.length} that start none and the ${browserSpecs.length} in Chromium (the page; its routes are tested on every build) ` +
+      `run once, against the PATH's server (MATRIX_ALL_SPECS=1: against every server): ${onceSpecs.join(' ')}`,
   );
 }
 
@@ -95,8 +100,8 @@ for (const { name, bin } of servers()) {
   }
   const version = versionOf(bin);
   // --exclude adds to the config's exclude; a spec an extra argument names is not left out.
-  const excluded = allSpecs || name === PATH_SERVER ? [] : pureSpecs.filter((spec) => !filters.some((filter) => spec.includes(filter)));
-  const scope = excluded.length > 0 ? ` (without the ${excluded.length} spec files that start no server)` : '';
+  const excluded = allSpecs || name === PATH_SERVER ? [] : onceSpecs.filter((spec) => !filters.some((filter) => spec.includes(filter)));
+  const scope = excluded.length > 0 ? ` (without the ${excluded.length} spec files that start no server or a browser)` : '';
   console.log(`\n=== ${name}: ${version}${scope} ===`);
   const report = join(root, 'build', `vitest-report-${name.replace(/[^\w.-]+/g, '_')}.json`);
   rmSync(report, { force: true });

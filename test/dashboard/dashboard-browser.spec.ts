@@ -1,10 +1,8 @@
-import { Injectable, type CanActivate } from '@nestjs/common';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
 import { lastValueFrom } from 'rxjs';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
@@ -13,16 +11,14 @@ import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
+import { DOM_TIMEOUT, HAS_CHROMIUM, SCREENSHOTS, untilOverviewCell, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { RoundRobinProxy } from '../helpers/round-robin-proxy.js';
+import { AllowOperators } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
-/** Debian's chromium (.ci/run installs it); puppeteer-core downloads no browser. */
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = 'build/dashboard-screenshots';
 /** A name that runs script if anything renders it as markup. */
 const HOSTILE = '<img src=x onerror=alert(1)>';
-const DOM_TIMEOUT = { timeout: 15_000 };
 
 /** The page's DOM as the callbacks below use it: they run in Chromium, and the tests compile without lib "dom". */
 interface PageElement {
@@ -35,61 +31,17 @@ declare const document: {
   querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
 };
 
-function screenshotName(test: string): string {
-  return test.replace(/[^\w-]+/g, '-').slice(0, 80);
-}
-
-if (!existsSync(CHROMIUM)) console.warn(`dashboard-browser.spec: ${CHROMIUM} is missing (apt-get install chromium): the browser tests are skipped`);
-
-/** The operators' guard of the test app: everyone (the HTTP spec tests a refusing guard). */
-@Injectable()
-class AllowOperators implements CanActivate {
-  canActivate(): boolean {
-    return true;
-  }
-}
-
-describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
+describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
   const redis = useRedisServer();
-  let browser: Browser | undefined;
   let app: DashboardApp | undefined;
-  let page: Page;
-  /** Every dialog the page opened (confirm() of an action, or alert() of an injected script). */
-  let dialogs: { type: string; message: string }[];
-  let acceptDialogs = false;
 
-  beforeAll(async () => {
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--headless=new'], timeout: 30_000 });
-  }, 40_000);
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  beforeEach(async () => {
-    dialogs = [];
-    acceptDialogs = false;
-    page = await browser!.newPage();
-    page.setDefaultTimeout(15_000);
-    await page.setViewport({ width: 1200, height: 800 });
-    page.on('dialog', (dialog: Dialog) => {
-      dialogs.push({ type: dialog.type(), message: dialog.message() });
-      void (acceptDialogs ? dialog.accept() : dialog.dismiss());
-    });
-  });
-
-  afterEach(async (context) => {
-    // On failure the page as it was goes to build/dashboard-screenshots/<test>.png.
-    if (context.task.result?.state === 'fail') {
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      const shot = page.screenshot({ path: `${SCREENSHOTS}/${screenshotName(context.task.name)}.png`, fullPage: true }).catch(() => undefined);
-      await Promise.race([shot, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
-    }
-    await page.close();
+  afterEach(async () => {
     await app?.close();
     app = undefined;
     await redis.client.flushall();
   });
+
+  const browser = useDashboardBrowser();
 
   /** Moves the pending entry `id` of `stream` (group audit) to its dead letters; returns the dead letter's id. */
   async function seedDeadLetter(stream: string, id: string): Promise<string[]> {
@@ -99,7 +51,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
 
   /** The text of the overview cell `col` in the row of `stream` (and `group`), or null. */
   function overviewCell(stream: string, col: string, group?: string): Promise<string | null> {
-    return page.evaluate(
+    return browser.page.evaluate(
       (stream, col, group) => {
         const rows = [...document.querySelectorAll('#streams tbody tr')];
         const row = rows.find((one) => one.dataset.stream === stream && (group === undefined || one.dataset.group === group));
@@ -111,25 +63,12 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     );
   }
 
-  async function untilCell(stream: string, col: string, expected: string, group?: string): Promise<void> {
-    await page.waitForFunction(
-      (stream, col, expected, group) => {
-        const rows = [...document.querySelectorAll('#streams tbody tr')];
-        const row = rows.find((one) => one.dataset.stream === stream && (group === undefined || one.dataset.group === group));
-        return row?.querySelector(`[data-col="${col}"]`)?.textContent === expected;
-      },
-      DOM_TIMEOUT,
-      stream,
-      col,
-      expected,
-      group,
-    );
-  }
+  const untilCell = (stream: string, col: string, expected: string, group?: string) => untilOverviewCell(browser.page, stream, col, expected, group);
 
   it("loads and shows the handlers' stream with the length, pending and dead-letter counts Redis reports", async () => {
     await seedStream(redis.client, HANDLED_STREAM, { entries: 7, pending: 3, deadLetters: 2 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
-    const response = await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    const response = await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
 
     const pending = Number((await redis.client.xpending(HANDLED_STREAM, AUDIT_GROUP) as [number])[0]);
@@ -139,7 +78,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await untilCell(HANDLED_STREAM, 'pending', String(pending), AUDIT_GROUP);
     expect(await overviewCell(HANDLED_STREAM, 'length')).toBe('7');
     expect(await overviewCell(HANDLED_STREAM, 'dead-letters')).toBe('2');
-    expect(await page.$eval('#mode', (node) => node.textContent)).toBe('actions enabled');
+    expect(await browser.page.$eval('#mode', (node) => node.textContent)).toBe('actions enabled');
 
     // Delayed entries held for a minute: the page shows the count Redis holds, none due.
     const client = new RedisStreamsClient({ connection: redis.server.url });
@@ -154,7 +93,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
 
     // Live: a new entry shows without a reload, and (where Redis counts entries added) as an in-rate.
     const rates = (await capabilitiesOf(redis.client)).lagTracking;
-    const rateSeen = page.waitForFunction(
+    const rateSeen = browser.page.waitForFunction(
       (stream) => {
         const row = [...document.querySelectorAll('#streams tbody tr')].find((one) => one.dataset.stream === stream);
         return Number(row?.querySelector('[data-col="in-rate"]')?.textContent) > 0;
@@ -169,34 +108,34 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
       rateSeen.catch(() => undefined);
       expect(await overviewCell(HANDLED_STREAM, 'in-rate')).toBe('—');
     }
-    expect(dialogs).toEqual([]);
+    expect(browser.dialogs).toEqual([]);
   }, 40_000);
 
   it('redrives a dead letter from the page after the confirmation, and the page updates', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '1');
 
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
     const redrive = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
-    await page.waitForSelector(redrive, DOM_TIMEOUT);
+    await browser.page.waitForSelector(redrive, DOM_TIMEOUT);
     // A dismissed confirmation changes nothing.
-    await page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
-    await waitFor(() => dialogs.length === 1, 'the confirmation');
-    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "\u2068${HANDLED_STREAM}\u2069"?` });
+    await browser.page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
+    await waitFor(() => browser.dialogs.length === 1, 'the confirmation');
+    expect(browser.dialogs[0]).toEqual({ type: 'confirm', message: `Redrive dead letter ${deadLetterId} back to "\u2068${HANDLED_STREAM}\u2069"?` });
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
 
-    acceptDialogs = true;
-    await page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
+    browser.answer = true;
+    await browser.page.$$eval(redrive, (buttons) => buttons.find((button) => button.textContent === 'Redrive')?.click());
     await untilCell(HANDLED_STREAM, 'dead-letters', '0');
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
     // Back in the stream as a new entry, with the dead letter's history.
     const [newest] = await redis.client.xrevrange(HANDLED_STREAM, '+', '-', 'COUNT', 1);
     expect(newest![1]).toContain('dlq:redriven-from');
     await untilCell(HANDLED_STREAM, 'length', '4');
-    await page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
-    expect(await page.$eval('#status', (node) => node.textContent)).toMatch(/^(1 redriven, 0 skipped|Updated )/);
+    await browser.page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
+    expect(await browser.page.$eval('#status', (node) => node.textContent)).toMatch(/^(1 redriven, 0 skipped|Updated )/);
     expect(app.logger.lines).toContain(`redrive dead letters: stream "${HANDLED_STREAM}", ids ["${deadLetterId}"]: 1 redriven, 0 skipped`);
   }, 40_000);
 
@@ -205,14 +144,14 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await redis.client.xgroup('CREATE', HOSTILE, HOSTILE, '0');
     await redis.client.xreadgroup('GROUP', HOSTILE, HOSTILE, 'COUNT', 1, 'STREAMS', HOSTILE, '>');
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [HOSTILE], refreshInterval: 500 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HOSTILE, 'pending', '1', HOSTILE);
-    expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
-    await page.$$eval('#streams [data-col="name"] button', (buttons, name) => buttons.find((button) => button.textContent === name)?.click(), HOSTILE);
-    await page.waitForSelector('#detail tr[data-dead-letter] pre', DOM_TIMEOUT);
-    await page.waitForSelector('#detail tr[data-consumer]', DOM_TIMEOUT);
+    expect(await browser.page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
+    await browser.page.$$eval('#streams [data-col="name"] button', (buttons, name) => buttons.find((button) => button.textContent === name)?.click(), HOSTILE);
+    await browser.page.waitForSelector('#detail tr[data-dead-letter] pre', DOM_TIMEOUT);
+    await browser.page.waitForSelector('#detail tr[data-consumer]', DOM_TIMEOUT);
 
-    const rendered = await page.evaluate(() => ({
+    const rendered = await browser.page.evaluate(() => ({
       images: document.querySelectorAll('img').length,
       overview: document.querySelector('#streams')!.textContent,
       detail: document.querySelector('#detail')!.textContent,
@@ -226,11 +165,11 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     expect(rendered.consumer).toBe(HOSTILE);
     expect(rendered.fields).toContain(`${HOSTILE} = ${HOSTILE}-0`);
     // Named in the box too: still text.
-    await page.type('#stream-name', `${HOSTILE}-2`);
-    await page.keyboard.press('Enter');
-    await page.waitForFunction((name) => [...document.querySelectorAll('#streams tr')].some((row) => row.dataset.stream === name), DOM_TIMEOUT, `${HOSTILE}-2`);
-    expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
-    expect(dialogs).toEqual([]);
+    await browser.page.type('#stream-name', `${HOSTILE}-2`);
+    await browser.page.keyboard.press('Enter');
+    await browser.page.waitForFunction((name) => [...document.querySelectorAll('#streams tr')].some((row) => row.dataset.stream === name), DOM_TIMEOUT, `${HOSTILE}-2`);
+    expect(await browser.page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
+    expect(browser.dialogs).toEqual([]);
   }, 40_000);
 
   /**
@@ -238,7 +177,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
    * out), as Chromium lays them out; with `text`, of that text in a probe element added to the page.
    */
   function charLefts(selector: string, from: number, text?: string): Promise<number[]> {
-    return page.evaluate<[], () => number[]>(`(() => {
+    return browser.page.evaluate<[], () => number[]>(`(() => {
       let node = document.querySelector(${JSON.stringify(selector)});
       ${text === undefined ? '' : `node = document.createElement('div'); node.textContent = ${JSON.stringify(text)}; document.body.append(node);`}
       const textNode = [...node.childNodes].find((child) => child.nodeType === 3);
@@ -265,19 +204,19 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await redis.client.xgroup('CREATE', stream, group, '0');
     await pauseGroup(redis.client, stream, group);
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [stream], refreshInterval: 500 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     const badge = `#streams tr[data-group="${group}"] [data-col="group"] .paused`;
-    await page.waitForSelector(badge, DOM_TIMEOUT);
+    await browser.page.waitForSelector(badge, DOM_TIMEOUT);
     // " paused" after the group's name, in its cell.
     expect(leftToRight(await charLefts(badge, 0))).toBe(true);
     expect(await overviewCell(stream, 'group', group)).toBe(`${group} paused`);
 
-    await page.locator(`#streams tr[data-stream="${stream}"] [data-col="name"] button`).click();
-    await page.waitForSelector('#detail button[data-action="resume"]', DOM_TIMEOUT);
+    await browser.page.locator(`#streams tr[data-stream="${stream}"] [data-col="name"] button`).click();
+    await browser.page.waitForSelector('#detail button[data-action="resume"]', DOM_TIMEOUT);
     expect(leftToRight(await charLefts('#detail h3 .paused', 0))).toBe(true);
-    await page.locator('#detail button[data-action="resume"]').click();
-    await waitFor(() => dialogs.length === 1, 'the confirmation');
-    const question = dialogs[0]!.message;
+    await browser.page.locator('#detail button[data-action="resume"]').click();
+    await waitFor(() => browser.dialogs.length === 1, 'the confirmation');
+    const question = browser.dialogs[0]!.message;
     expect(question).toBe(`Resume group "\u2068${group}\u2069" on "\u2068${stream}\u2069"? Every worker reads it again within a second.`);
     // The question after the stream's name, as a dialog lays it out.
     expect(leftToRight(await charLefts('body', question.lastIndexOf('\u2069') + 1, question))).toBe(true);
@@ -293,18 +232,18 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     const [[, [[id]]]] = (await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', 'raw', '>')) as [string, [string, string[]][]][];
     const [deadLetterId] = (await seedDeadLetter('raw', id!)) as [string];
     app = await startDashboardApp(redis.server.url, { streams: ['raw'], refreshInterval: 500 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell('raw', 'dead-letters', '1');
-    await page.locator('#streams tr[data-stream="raw"] [data-col="name"] button').click();
+    await browser.page.locator('#streams tr[data-stream="raw"] [data-col="name"] button').click();
     const fields = `#detail tr[data-dead-letter="${deadLetterId}"] pre`;
-    await page.waitForSelector(fields, DOM_TIMEOUT);
-    const shown = await page.$eval(fields, (node) => node.textContent);
+    await browser.page.waitForSelector(fields, DOM_TIMEOUT);
+    const shown = await browser.page.$eval(fields, (node) => node.textContent);
     expect(shown).toBe(`pattern = raw\nbig = ${'x'.repeat(1024)} … (1.0 MiB in all)\nbytes = base64:Yf/+AA==`);
     expect(shown).not.toContain('\ufffd');
 
-    await page.locator(`#detail tr[data-dead-letter="${deadLetterId}"] button[data-action="whole"]`).click();
-    await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
-    const whole = await page.$$eval('#entry tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
+    await browser.page.locator(`#detail tr[data-dead-letter="${deadLetterId}"] button[data-action="whole"]`).click();
+    await browser.page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
+    const whole = await browser.page.$$eval('#entry tbody tr', (rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
     expect(whole).toEqual([['pattern', 'raw'], ['big', big], ['bytes', 'base64:Yf/+AA==']]);
   }, 40_000);
 
@@ -320,9 +259,9 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
       });
       await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
       try {
-        await page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`, { waitUntil: 'domcontentloaded' });
-        await page.waitForFunction(() => (document as unknown as { title: string }).title !== '', DOM_TIMEOUT);
-        const title = await page.title();
+        await browser.page.goto(`http://localhost:${(evil.address() as AddressInfo).port}/`, { waitUntil: 'domcontentloaded' });
+        await browser.page.waitForFunction(() => (document as unknown as { title: string }).title !== '', DOM_TIMEOUT);
+        const title = await browser.page.title();
         expect(title, adapter).toMatch(/^403 /);
         expect(title).not.toContain('card-4242');
       } finally {
@@ -330,7 +269,7 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
         await new Promise((resolve) => evil.close(resolve));
       }
       // The operator's own page reads them.
-      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'dead-letters', '1');
       await app.close();
       app = undefined;
@@ -340,22 +279,22 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
   it('pages the dead letters: the oldest 50, the next page from there (kept through refreshes), and back to the first', async () => {
     const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 60, pending: 0, deadLetters: 60 });
     app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '60');
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
-    const shownIds = () => page.$$eval('#detail tr[data-dead-letter]', (rows) => rows.map((row) => row.dataset.deadLetter));
-    await page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="next"]', DOM_TIMEOUT);
+    await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    const shownIds = () => browser.page.$$eval('#detail tr[data-dead-letter]', (rows) => rows.map((row) => row.dataset.deadLetter));
+    await browser.page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="next"]', DOM_TIMEOUT);
     expect(await shownIds()).toEqual(ids.slice(0, 50));
-    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Dead letters (60 in all)');
-    await page.locator('#detail p[data-list="dead-letters"] button[data-page="next"]').click();
-    await page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="first"]', DOM_TIMEOUT);
+    expect(await browser.page.$eval('#detail', (node) => node.textContent)).toContain('Dead letters (60 in all)');
+    await browser.page.locator('#detail p[data-list="dead-letters"] button[data-page="next"]').click();
+    await browser.page.waitForSelector('#detail p[data-list="dead-letters"] button[data-page="first"]', DOM_TIMEOUT);
     expect(await shownIds()).toEqual(ids.slice(50));
     // A refresh later, still the second page.
-    const refreshed = await page.$eval('body', (node) => node.dataset.refreshedAt);
-    await page.waitForFunction((before) => (document.querySelector('body') as unknown as { dataset: Record<string, string> }).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
-    await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 10, DOM_TIMEOUT);
-    await page.locator('#detail p[data-list="dead-letters"] button[data-page="first"]').click();
-    await page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 50, DOM_TIMEOUT);
+    const refreshed = await browser.page.$eval('body', (node) => node.dataset.refreshedAt);
+    await browser.page.waitForFunction((before) => (document.querySelector('body') as unknown as { dataset: Record<string, string> }).dataset.refreshedAt !== before, DOM_TIMEOUT, refreshed);
+    await browser.page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 10, DOM_TIMEOUT);
+    await browser.page.locator('#detail p[data-list="dead-letters"] button[data-page="first"]').click();
+    await browser.page.waitForFunction(() => document.querySelectorAll('#detail tr[data-dead-letter]').length === 50, DOM_TIMEOUT);
     expect(await shownIds()).toEqual(ids.slice(0, 50));
   }, 40_000);
 
@@ -372,25 +311,25 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     const dueAt = new Date(Number(await redis.client.zscore('{later}:delayed', hold))).toISOString();
     // No handler of the app reads "later": nothing promotes it but the page.
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['later'] });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell('later', 'delayed', '2');
-    await page.locator('#streams tr[data-stream="later"] [data-col="name"] button').click();
+    await browser.page.locator('#streams tr[data-stream="later"] [data-col="name"] button').click();
     const row = `#detail tr[data-hold="${hold}"]`;
-    await page.waitForSelector(row, DOM_TIMEOUT);
-    await page.waitForSelector('#detail tr[data-schedule="repeat:hourly"]', DOM_TIMEOUT);
-    const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
+    await browser.page.waitForSelector(row, DOM_TIMEOUT);
+    await browser.page.waitForSelector('#detail tr[data-schedule="repeat:hourly"]', DOM_TIMEOUT);
+    const cells = await browser.page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
     expect(cells.slice(0, 4)).toEqual([hold, dueAt, 'once', 'pattern = later\ndata = {"invoice":42}']);
-    expect(await page.$eval('#detail tr[data-schedule="repeat:hourly"]', (node) => node.textContent)).toContain('every 1.0 h');
-    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Delayed entries (2 held)');
+    expect(await browser.page.$eval('#detail tr[data-schedule="repeat:hourly"]', (node) => node.textContent)).toContain('every 1.0 h');
+    expect(await browser.page.$eval('#detail', (node) => node.textContent)).toContain('Delayed entries (2 held)');
     mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.screenshot({ path: `${SCREENSHOTS}/delayed.png`, fullPage: true });
+    await browser.page.screenshot({ path: `${SCREENSHOTS}/delayed.png`, fullPage: true });
 
-    acceptDialogs = true;
-    await page.locator(`${row} button[data-action="promote"]`).click();
-    await waitFor(() => dialogs.length === 1, 'the confirmation');
-    expect(dialogs[0]).toEqual({ type: 'confirm', message: `Promote delayed entry \u2068${hold}\u2069 of "\u2068later\u2069" now? It is added to the stream at once, with the entries already due.` });
+    browser.answer = true;
+    await browser.page.locator(`${row} button[data-action="promote"]`).click();
+    await waitFor(() => browser.dialogs.length === 1, 'the confirmation');
+    expect(browser.dialogs[0]).toEqual({ type: 'confirm', message: `Promote delayed entry \u2068${hold}\u2069 of "\u2068later\u2069" now? It is added to the stream at once, with the entries already due.` });
     await untilCell('later', 'length', '1');
-    await page.waitForFunction((selector) => !document.querySelector(selector), DOM_TIMEOUT, row);
+    await browser.page.waitForFunction((selector) => !document.querySelector(selector), DOM_TIMEOUT, row);
     const [[, fields]] = (await redis.client.xrange('later', '-', '+')) as [[string, string[]]];
     expect(fields).toEqual(['pattern', 'later', 'data', '{"invoice":42}']);
     expect(await redis.client.zrange('{later}:delayed', 0, -1)).toEqual(['repeat:hourly']);
@@ -400,19 +339,19 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
-    const response = await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    const response = await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     expect(response?.headers()['content-security-policy']).toContain("default-src 'none'");
     await untilCell(HANDLED_STREAM, 'length', '4');
     await untilCell(HANDLED_STREAM, 'pending', '1', AUDIT_GROUP);
     await untilCell(HANDLED_STREAM, 'dead-letters', '1');
 
-    acceptDialogs = true;
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    browser.answer = true;
+    await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
     const buttons = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
-    await page.waitForSelector(buttons, DOM_TIMEOUT);
-    await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
+    await browser.page.waitForSelector(buttons, DOM_TIMEOUT);
+    await browser.page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
     await untilCell(HANDLED_STREAM, 'dead-letters', '0');
-    expect(dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "\u2068${HANDLED_STREAM}\u2069" for good?` }]);
+    expect(browser.dialogs).toEqual([{ type: 'confirm', message: `Delete dead letter ${deadLetterId} of "\u2068${HANDLED_STREAM}\u2069" for good?` }]);
     expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
     expect(await redis.client.xlen(HANDLED_STREAM)).toBe(4);
   }, 40_000);
@@ -420,19 +359,19 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
   it('read-only: no action buttons on the page', async () => {
     await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 1, deadLetters: 1 });
     app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '1');
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
-    await page.waitForSelector('#detail tr[data-dead-letter]', DOM_TIMEOUT);
-    await page.waitForSelector('#detail tr[data-id]', DOM_TIMEOUT);
-    expect(await page.$eval('#mode', (node) => node.textContent)).toBe('read-only');
-    const labels = await page.$$eval('#detail button', (buttons) => buttons.map((button) => button.textContent));
+    await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await browser.page.waitForSelector('#detail tr[data-dead-letter]', DOM_TIMEOUT);
+    await browser.page.waitForSelector('#detail tr[data-id]', DOM_TIMEOUT);
+    expect(await browser.page.$eval('#mode', (node) => node.textContent)).toBe('read-only');
+    const labels = await browser.page.$$eval('#detail button', (buttons) => buttons.map((button) => button.textContent));
     expect(labels.filter((label) => /Redrive|Purge|Ack|Claim|Delete/.test(label ?? ''))).toEqual([]);
 
     // Inspecting an entry is a read: its fields show as text.
-    await page.locator('#detail tr[data-id] button').click();
-    await page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
-    expect(await page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{\n  "n": 1\n}');
+    await browser.page.locator('#detail tr[data-id] button').click();
+    await browser.page.waitForSelector('#entry:not([hidden]) pre', DOM_TIMEOUT);
+    expect(await browser.page.$$eval('#entry pre', (nodes) => nodes.map((node) => node.textContent))).toContain('{\n  "n": 1\n}');
   }, 40_000);
 
   /** Two replicas of the app on one Redis (no csrfSecret given), the page through a round-robin proxy. */
@@ -451,24 +390,24 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
 
   async function purgeFromPage(deadLetterId: string): Promise<void> {
     const buttons = `#detail tr[data-dead-letter="${deadLetterId}"] button`;
-    await page.waitForSelector(buttons, DOM_TIMEOUT);
-    await page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
-    await page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
+    await browser.page.waitForSelector(buttons, DOM_TIMEOUT);
+    await browser.page.$$eval(buttons, (all) => all.find((button) => button.textContent === 'Purge')?.click());
+    await browser.page.waitForFunction((id) => !document.querySelector(`#detail tr[data-dead-letter="${id}"]`), DOM_TIMEOUT, deadLetterId);
   }
 
   it('acts through two replicas behind a load balancer without sticky sessions: the token of one is taken by the other', async () => {
     const deadLetterIds = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 2 });
     const options = { readOnly: false, guard: AllowOperators, refreshInterval: 500 };
     await behindProxy([options, options], async (proxy) => {
-      acceptDialogs = true;
-      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      browser.answer = true;
+      await browser.page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'dead-letters', '2');
-      await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+      await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
       for (const id of deadLetterIds) await purgeFromPage(id);
       expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(0);
       // One purge each: one of them reached the replica that did not hand out the page's token.
       expect(proxy.seen.map((requests) => requests.filter((one) => one.startsWith('POST')))).toEqual([['POST /streams/api/dead-letters/purge'], ['POST /streams/api/dead-letters/purge']]);
-      expect(await page.$eval('#status', (node) => node.textContent)).not.toMatch(/CSRF|refused/);
+      expect(await browser.page.$eval('#status', (node) => node.textContent)).not.toMatch(/CSRF|refused/);
     });
   }, 40_000);
 
@@ -476,12 +415,12 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 1 });
     const withSecret = (csrfSecret: string) => ({ readOnly: false, guard: AllowOperators, refreshInterval: 500, csrfSecret });
     await behindProxy([withSecret('a'.repeat(32)), withSecret('b'.repeat(32))], async (proxy, [first, second]) => {
-      acceptDialogs = true;
+      browser.answer = true;
       proxy.upstreams = [first!.origin];
-      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      await browser.page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'dead-letters', '1');
-      await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
-      await page.waitForSelector(`#detail tr[data-dead-letter="${deadLetterId}"]`, DOM_TIMEOUT);
+      await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+      await browser.page.waitForSelector(`#detail tr[data-dead-letter="${deadLetterId}"]`, DOM_TIMEOUT);
       // The app is redeployed with another secret: the page's token is not taken any more.
       proxy.upstreams = [second!.origin];
       await purgeFromPage(deadLetterId!);
@@ -498,12 +437,12 @@ describe.skipIf(!existsSync(CHROMIUM))('dashboard in headless Chromium', () => {
     await seedStream(redis.client, 'payments:p0', { entries: 12, pending: 1, deadLetters: 1 });
     await seedStream(redis.client, 'payments:p1', { entries: 9, pending: 0, deadLetters: 0 });
     app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: ['payments'], refreshInterval: 500 });
-    await page.setViewport({ width: 1000, height: 720 });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+    await browser.page.setViewport({ width: 1000, height: 720 });
+    await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '2');
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
-    await page.waitForSelector('#detail tr[data-dead-letter]', DOM_TIMEOUT);
+    await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await browser.page.waitForSelector('#detail tr[data-dead-letter]', DOM_TIMEOUT);
     mkdirSync('docs/images', { recursive: true });
-    await page.screenshot({ path: 'docs/images/dashboard.png', fullPage: false });
+    await browser.page.screenshot({ path: 'docs/images/dashboard.png', fullPage: false });
   }, 40_000);
 });

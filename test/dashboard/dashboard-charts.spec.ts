@@ -1,39 +1,17 @@
 import { once } from 'node:events';
-import { existsSync, mkdirSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { HISTORY_POINTS, StreamHistory, type SeriesView } from '../../src/dashboard/stream-history.js';
 import { OVERVIEW_GROUPS } from '../../src/dashboard/overview-bounds.js';
 import { resolveDashboardOptions } from '../../src/dashboard/dashboard.options.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { samplesAfter, seriesOf } from '../helpers/dashboard-series.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
-/** The charts' samples: kept by the module on its own timer, bounded, equal to what Redis had, and no Redis command per tab. */
-const CHROMIUM = '/usr/bin/chromium';
+/** The charts' samples: kept by the module on its own timer, bounded, equal to what Redis had, and no Redis command per tab (the page's charts: dashboard-charts-browser.spec.ts). */
 const STREAM = 'charted';
-const DOM_TIMEOUT = { timeout: 20_000 };
-
-declare const document: { querySelector(selector: string): { dataset: Record<string, string | undefined> } | null };
-
-async function series(app: DashboardApp, stream = STREAM): Promise<SeriesView | null> {
-  const response = await fetch(`${app.page}/api/series?stream=${encodeURIComponent(stream)}`, { signal: AbortSignal.timeout(5_000) });
-  if (response.status === 404) return null;
-  expect(response.status).toBe(200);
-  return (await response.json()) as SeriesView;
-}
-
-/** Waits for `count` more samples than `after` (counted by the sample times the route sends). */
-async function samplesAfter(app: DashboardApp, after: number, count = 1): Promise<SeriesView> {
-  let last: SeriesView | null = null;
-  await waitFor(async () => {
-    last = await series(app);
-    return last !== null && last.at.length >= after + count;
-  }, `${after + count} samples`, { timeout: 20_000 });
-  return last!;
-}
 
 /** Σ rate × seconds between samples: what a rate series says was added (or read) in all. */
 function integrate(view: SeriesView, rates: (number | null)[]): number {
@@ -68,22 +46,18 @@ async function monitorRedis(port: number, seen: (args: string[]) => void): Promi
 describe('dashboard charts: the samples the module keeps (Express and Fastify)', () => {
   const redis = useRedisServer();
   let app: DashboardApp | undefined;
-  let browser: Browser | undefined;
 
   afterEach(async () => {
     await app?.close();
     app = undefined;
     await redis.client.flushall();
   });
-  afterAll(async () => {
-    await browser?.close();
-  });
 
   it('samples in/s, out/s, lag, pending and dead letters as Redis has them', async () => {
     for (const adapter of ['express', 'fastify'] as const) {
       await seedStream(redis.client, STREAM, { entries: 10, pending: 3, deadLetters: 2 });
       app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500 }, adapter);
-      const first = await samplesAfter(app, 0, 2);
+      const first = await samplesAfter(app, STREAM, 0, 2);
       const groups = (await redis.client.xinfo('GROUPS', STREAM)) as unknown[][];
       const audit = Object.fromEntries(Array.from({ length: groups[0]!.length / 2 }, (_, n) => [groups[0]![2 * n], groups[0]![2 * n + 1]])) as Record<string, number>;
       const group = first.groups.find((one) => one.name === AUDIT_GROUP)!;
@@ -104,7 +78,7 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
       for (let n = 0; n < 7; n++) pipeline.xadd(STREAM, '*', 'n', String(n));
       await pipeline.exec();
       await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-2', 'COUNT', 4, 'STREAMS', STREAM, '>');
-      const later = await samplesAfter(app, before, 2);
+      const later = await samplesAfter(app, STREAM, before, 2);
       const laterGroup = later.groups.find((one) => one.name === AUDIT_GROUP)!;
       expect(integrate(later, later.inRate)).toBeCloseTo(counters ? 7 : 0, 6);
       expect(integrate(later, laterGroup.outRate)).toBeCloseTo(counters ? 4 : 0, 6);
@@ -128,7 +102,7 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
     app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 3_600_000 });
     const history = app.app.get(StreamHistory);
     for (let n = 0; n < HISTORY_POINTS + 40; n++) await history.sample();
-    const kept = (await series(app))!;
+    const kept = (await seriesOf(app, STREAM))!;
     expect(kept.at).toHaveLength(HISTORY_POINTS);
     expect(kept.inRate).toHaveLength(HISTORY_POINTS);
     expect(kept.groups).toHaveLength(OVERVIEW_GROUPS);
@@ -150,10 +124,10 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
     try {
       /** Commands on the stream over `ticks` samples, from right after one sample to right after another. */
       const window = async (ticks: number, during: () => Promise<void>) => {
-        const start = (await samplesAfter(app!, (await samplesAfter(app!, 0)).at.length)).at.length;
+        const start = (await samplesAfter(app!, STREAM, (await samplesAfter(app!, STREAM, 0)).at.length)).at.length;
         const from = commands.length;
         await during();
-        const end = (await samplesAfter(app!, start, ticks)).at.length;
+        const end = (await samplesAfter(app!, STREAM, start, ticks)).at.length;
         // A sample's commands are in MONITOR's feed before its answers reach the app.
         return { commands: commands.slice(from, commands.length), ticks: end - start };
       };
@@ -162,7 +136,7 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
       let polling = true;
       const tab = async () => {
         while (polling) {
-          expect(await series(app!)).not.toBeNull();
+          expect(await seriesOf(app!, STREAM)).not.toBeNull();
           requests++;
           await new Promise((resolve) => setTimeout(resolve, 10));
         }
@@ -181,39 +155,4 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
       monitor.destroy();
     }
   }, 60_000);
-
-  it.skipIf(!existsSync(CHROMIUM))("draws the stream's and each group's charts in its details, from the samples", async () => {
-    browser ??= await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--headless=new'], timeout: 30_000 });
-    for (const adapter of ['express', 'fastify'] as const) {
-      await seedStream(redis.client, STREAM, { entries: 12, pending: 4, deadLetters: 2 });
-      app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500, refreshInterval: 500 }, adapter);
-      await samplesAfter(app, 0, 3);
-      const page: Page = await browser.newPage();
-      try {
-        await page.setViewport({ width: 1000, height: 900 });
-        await page.goto(app.page, { waitUntil: 'domcontentloaded' });
-        await page.locator(`#streams tr[data-stream="${STREAM}"] [data-col="name"] button`).click();
-        await page.waitForSelector(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"] polyline`, DOM_TIMEOUT);
-        const latest = (selector: string) => page.$eval(selector, (node) => (node as unknown as { dataset: Record<string, string> }).dataset.latest);
-        expect(await latest('[data-charts="stream"] [data-series="dead-letters"]')).toBe('2');
-        expect(await latest(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"]`)).toBe('4');
-        expect(await page.$$eval('[data-view="charts"] svg', (nodes) => nodes.length)).toBe(2 + 3);
-        if (process.env.DASHBOARD_SCREENSHOT !== undefined && adapter === 'express') {
-          for (let n = 0; n < 8; n++) {
-            await redis.client.xadd(STREAM, '*', 'n', String(n));
-            await new Promise((resolve) => setTimeout(resolve, 300 + 200 * (n % 3)));
-          }
-          await page.waitForFunction(() => Number(document.querySelector('[data-charts="stream"] [data-series="in-rate"]')?.dataset.points) >= 8, DOM_TIMEOUT);
-          const charts = await page.$('[data-view="charts"]');
-          mkdirSync('docs/images', { recursive: true });
-          await charts!.screenshot({ path: 'docs/images/dashboard-charts.png' });
-        }
-      } finally {
-        await page.close();
-      }
-      await app.close();
-      app = undefined;
-      await redis.client.flushall();
-    }
-  }, 90_000);
 });

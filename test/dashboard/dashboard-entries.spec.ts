@@ -1,4 +1,3 @@
-import { Injectable, type CanActivate } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
@@ -8,14 +7,8 @@ import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
 import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AllowOperators } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
-
-@Injectable()
-class AllowOperators implements CanActivate {
-  canActivate(): boolean {
-    return true;
-  }
-}
 
 const ADAPTERS = ['express', 'fastify'] as const;
 /** The first entry's ms: entry n has id `${BASE + n}-0`, added at BASE + n ms. */

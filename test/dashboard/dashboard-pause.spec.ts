@@ -1,7 +1,5 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import { existsSync } from 'node:fs';
-import puppeteer, { type Browser, type Dialog, type Page } from 'puppeteer-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewView } from '../../src/dashboard/dashboard-views.js';
 import { pausedKey } from '../../src/flow/flow-keys.js';
 import { pauseGroup } from '../../src/flow/pause-state.js';
@@ -38,6 +36,7 @@ function pausedFlags(view: OverviewView): [string, string, boolean][] {
   );
 }
 
+/** The page's Pause / Resume buttons: dashboard-pause-browser.spec.ts. */
 describe('dashboard: paused groups and the pause / resume actions (HTTP)', () => {
   const redis = useRedisServer();
   let app: DashboardApp | undefined;
@@ -112,95 +111,3 @@ function pausedOfWorker(app: DashboardApp): boolean {
   const server = (app.app.getMicroservices()[0] as unknown as { serverInstance: { liveness(): { streams: { stream: string; paused: boolean }[] } } }).serverInstance;
   return server.liveness().streams.some((stream) => stream.stream === HANDLED_STREAM && stream.paused);
 }
-
-/** Debian's chromium (.ci/run installs it); puppeteer-core downloads no browser. */
-const CHROMIUM = '/usr/bin/chromium';
-const DOM_TIMEOUT = { timeout: 15_000 };
-
-/** The page's DOM as the callbacks below use it (the tests compile without lib "dom"). */
-interface PageElement {
-  readonly textContent: string | null;
-  readonly dataset: Record<string, string | undefined>;
-  querySelector(selector: string): PageElement | null;
-}
-declare const document: { querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement> };
-
-@Injectable()
-class AllowOperators implements CanActivate {
-  canActivate(): boolean {
-    return true;
-  }
-}
-
-describe.skipIf(!existsSync(CHROMIUM))('dashboard: pause and resume from the page (headless Chromium)', () => {
-  const redis = useRedisServer();
-  let browser: Browser | undefined;
-  let app: DashboardApp | undefined;
-  let page: Page;
-  let dialogs: string[];
-
-  beforeAll(async () => {
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--headless=new'], timeout: 30_000 });
-  }, 40_000);
-  afterAll(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    dialogs = [];
-    page = await browser!.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('dialog', (dialog: Dialog) => {
-      dialogs.push(dialog.message());
-      void dialog.accept();
-    });
-  });
-  afterEach(async () => {
-    await page.close();
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
-
-  /** Waits until the overview's GROUP cell of `stream` reads `text`. */
-  function untilGroupCell(stream: string, text: string): Promise<unknown> {
-    return page.waitForFunction(
-      (stream, text) => [...document.querySelectorAll('#streams tbody tr')].find((row) => row.dataset.stream === stream)?.querySelector('[data-col="group"]')?.textContent === text,
-      DOM_TIMEOUT,
-      stream,
-      text,
-    );
-  }
-
-  it('marks a paused group in the overview, and its Pause / Resume button (confirmed) changes it for every worker', async () => {
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'express', { partitioned: true });
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
-    await untilGroupCell(HANDLED_STREAM, 'billing');
-
-    // Paused elsewhere (the CLI): the page shows it on the next refresh, a partitioned stream's on each partition too.
-    await pauseGroup(redis.client, PARTITIONED_STREAM, 'billing');
-    await untilGroupCell(PARTITIONED_STREAM, 'billing paused');
-    await untilGroupCell(partitionStreamKey(PARTITIONED_STREAM, 1), 'billing paused');
-
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
-    await page.locator('#detail button[data-action="pause"]').click();
-    await untilGroupCell(HANDLED_STREAM, 'billing paused');
-    expect(dialogs).toEqual([`Pause group "\u2068billing\u2069" on "\u2068${HANDLED_STREAM}\u2069" for every worker? They stop reading new entries within a second; handlers already running finish, nothing is lost.`]);
-    expect(await redis.client.hexists(pausedKey(HANDLED_STREAM), 'billing')).toBe(1);
-
-    await page.locator('#detail button[data-action="resume"]').click();
-    await untilGroupCell(HANDLED_STREAM, 'billing');
-    expect(await redis.client.exists(pausedKey(HANDLED_STREAM))).toBe(0);
-    expect(dialogs).toHaveLength(2);
-  }, 60_000);
-
-  it('read-only: the pause state shows, no Pause button', async () => {
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
-    await pauseGroup(redis.client, HANDLED_STREAM, 'billing');
-    await page.goto(app.page, { waitUntil: 'domcontentloaded' });
-    await untilGroupCell(HANDLED_STREAM, 'billing paused');
-    await page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
-    await page.waitForSelector('#detail h3', DOM_TIMEOUT);
-    expect(await page.$$('#detail button[data-action]')).toHaveLength(0);
-    expect(await page.$eval('#detail', (node) => node.textContent)).toContain('Paused for every worker since');
-  }, 60_000);
-});

@@ -1,0 +1,53 @@
+import { mkdirSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
+import { ADAPTERS } from '../helpers/dashboard-http.js';
+import { samplesAfter } from '../helpers/dashboard-series.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+
+/** The page's charts, drawn from the samples dashboard-charts.spec.ts checks against Redis. */
+const STREAM = 'charted';
+/** Longer than the other pages' waits: a chart waits for the module's next samples. */
+const CHART_TIMEOUT = { timeout: 20_000 };
+
+declare const document: { querySelector(selector: string): { dataset: Record<string, string | undefined> } | null };
+
+describe.skipIf(!HAS_CHROMIUM)('dashboard charts in headless Chromium', () => {
+  const redis = useRedisServer();
+  let app: DashboardApp | undefined;
+
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await redis.client.flushall();
+  });
+
+  const browser = useDashboardBrowser({ viewport: { width: 1000, height: 900 } });
+
+  for (const adapter of ADAPTERS) {
+    it(`draws the stream's and each group's charts in its details, from the samples (${adapter})`, async () => {
+      const { page } = browser;
+      await seedStream(redis.client, STREAM, { entries: 12, pending: 4, deadLetters: 2 });
+      app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500, refreshInterval: 500 }, adapter);
+      await samplesAfter(app, STREAM, 0, 3);
+      await page.goto(app.page, { waitUntil: 'domcontentloaded' });
+      await page.locator(`#streams tr[data-stream="${STREAM}"] [data-col="name"] button`).click();
+      await page.waitForSelector(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"] polyline`, CHART_TIMEOUT);
+      const latest = (selector: string) => page.$eval(selector, (node) => (node as unknown as { dataset: Record<string, string> }).dataset.latest);
+      expect(await latest('[data-charts="stream"] [data-series="dead-letters"]')).toBe('2');
+      expect(await latest(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"]`)).toBe('4');
+      expect(await page.$$eval('[data-view="charts"] svg', (nodes) => nodes.length)).toBe(2 + 3);
+      if (process.env.DASHBOARD_SCREENSHOT !== undefined && adapter === 'express') {
+        for (let n = 0; n < 8; n++) {
+          await redis.client.xadd(STREAM, '*', 'n', String(n));
+          await new Promise((resolve) => setTimeout(resolve, 300 + 200 * (n % 3)));
+        }
+        await page.waitForFunction(() => Number(document.querySelector('[data-charts="stream"] [data-series="in-rate"]')?.dataset.points) >= 8, CHART_TIMEOUT);
+        const charts = await page.$('[data-view="charts"]');
+        mkdirSync('docs/images', { recursive: true });
+        await charts!.screenshot({ path: 'docs/images/dashboard-charts.png' });
+      }
+    }, 60_000);
+  }
+});
