@@ -84,14 +84,13 @@ export function workerContender(
           steadyMsgsPerSec: (total - Math.floor(total / 2)) / ((reachedAt - halfAt) / 1e9),
           // Until the group had nothing pending: the acks of the last entries are part of the cost.
           cpuUsPerEntry: ((after.cpuMs - before.cpuMs) * 1000) / total,
+          // The second half of the entries (halfAt to the last): what the start-up (connections, the lease thread's load) leaves.
           steadyCpuUsPerEntry: ((after.lastCpuMs - after.halfCpuMs) * 1000) / (total - Math.floor(total / 2)),
           extra: {
             // The worker's CPU for the run: a shared host slows the clock, not this.
             workerCpuMs: after.cpuMs - before.cpuMs,
             workerUserCpuMs: after.cpuUserMs - before.cpuUserMs,
             workerSystemCpuMs: after.cpuSystemMs - before.cpuSystemMs,
-            // The second half of the entries (halfAt to the last): what the start-up (connections, the lease thread's load) leaves.
-            workerSteadyCpuMs: after.lastCpuMs - after.halfCpuMs,
             workerRssMb: after.rssKb / 1024,
             workerPeakRssMb: after.maxRssKb / 1024,
             ackedMsgsPerSec: total / ((Math.max(ackedAt, reachedAt) - startedAt) / 1e9),

@@ -13,7 +13,7 @@ const PAGES_IN_FLIGHT = 3;
  * Every worker of a stream runs one, so no extra process is needed; the script makes each entry
  * move once however many race. A round calls promote.lua for every stream at once (one socket
  * write), again for a stream while a call moved a full batch (at most `maxPages` calls, three in
- * flight), and the next round comes when the earliest entry seen is due, at the latest after `interval`, at once
+ * flight; one first for a stream whose last round ended with nothing more due), and the next round comes when the earliest entry seen is due, at the latest after `interval`, at once
  * when some stream had more due than the round could move, and sooner when {@link wake} tells of a
  * hold due before it (the wake-up channel, delayed-wake-listener.ts). The timer is unref'd;
  * `stop()` clears it.
@@ -28,6 +28,8 @@ export class DelayedPromoter {
   private stopped = false;
   /** The last failure's text: one log line per outage, not one per round. */
   private lastFailure: string | undefined;
+  /** Streams whose last call moved a full batch: their next round starts with three calls in flight, the others with one. */
+  private readonly behind = new Set<string>();
   /** Streams whose promotion the ACL refuses: warned once, until a round succeeds again. */
   private readonly refused = new Set<string>();
 
@@ -119,24 +121,33 @@ export class DelayedPromoter {
    * Calls the script while it moves full batches, up to `maxPages` times, {@link PAGES_IN_FLIGHT}
    * calls at a time (Redis runs them one after the other, each taking the next due page; the
    * overlap hides the round trip); returns the last call's result and when it was sent
-   * (`undefined` once stopped).
+   * (`undefined` once stopped). A stream whose last round ended with nothing more due (the usual
+   * round: nothing or a few entries due) gets one call first, the others only if it moved a full
+   * batch: three calls for an empty schedule would be two wasted script runs per round.
    */
   private async promoteStream(stream: string): Promise<{ result: PromotionResult; sentAt: number } | undefined> {
+    const { maxPages, batch } = this.options;
     let started = 0;
     let last: { result: PromotionResult; sentAt: number } | undefined;
     let more = true;
-    const pages = async (): Promise<void> => {
-      while (more && started < this.options.maxPages && !this.stopped) {
-        started++;
-        batchThisTick(this.client);
-        const sentAt = performance.now();
-        const result = await promoteDue(this.client, stream, this.options.batch, { listIds: false });
-        this.warnSkipped(stream, result);
-        last = { result, sentAt };
-        if (!result.full) more = false;
-      }
+    const call = async (): Promise<void> => {
+      started++;
+      batchThisTick(this.client);
+      const sentAt = performance.now();
+      const result = await promoteDue(this.client, stream, batch, { listIds: false });
+      this.warnSkipped(stream, result);
+      last = { result, sentAt };
+      if (!result.full) more = false;
     };
-    await Promise.all(Array.from({ length: Math.min(PAGES_IN_FLIGHT, this.options.maxPages) }, pages));
+    const pages = async (): Promise<void> => {
+      while (more && started < maxPages && !this.stopped) await call();
+    };
+    const inFlight = (): number => Math.min(PAGES_IN_FLIGHT, maxPages - started);
+    // One call first unless the stream was behind; more only once a call moved a full batch.
+    if (!this.behind.has(stream) && !this.stopped) await call();
+    if (more && started < maxPages) await Promise.all(Array.from({ length: inFlight() }, pages));
+    if (last?.result.full === true) this.behind.add(stream);
+    else this.behind.delete(stream);
     return last;
   }
 

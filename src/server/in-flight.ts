@@ -54,6 +54,17 @@ let admissions = 0;
 /** What an `extras.raw` handler gets: the map (`true`), text pairs (`'pairs'`) or byte pairs (`'buffers'`). */
 export type RawFields = StreamFields | [name: string, value: string][] | [name: Buffer, value: Buffer][];
 
+/** The fields of an `InFlightEntry` that few entries ever set (see `InFlightEntry.rare`). */
+class RareState {
+  rateKey: string | undefined = undefined;
+  redelivery: IncomingEntry | undefined = undefined;
+  handlerError: unknown = undefined;
+  abort: DeliveryAbort | undefined = undefined;
+  progress: EntryProgress | undefined = undefined;
+  /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */
+  bytes: readonly Buffer[] | undefined = undefined;
+}
+
 /**
  * An entry this consumer fetched and has not yet acked, nacked or handed back. The prefetch slots
  * keep them per stream + group, by id, whatever source (read, own-PEL re-read, claim) fetched them.
@@ -68,31 +79,22 @@ export class InFlightEntry {
   returning = false;
   /** It holds a prefetch slot and its bytes: set by `PrefetchSlots.admit`, cleared by the one release that frees them. */
   held = false;
-  /** Its key under a per-key rate limit (`extras.rateLimit.key`), once it got a token of that key; else undefined. */
-  rateKey: string | undefined = undefined;
   /** It holds one of its binding's `globalConcurrency` permits, given back when its slot is released. */
   permit = false;
   /** Its place in the prefetch slots' index while held (in-flight-index.ts), -1 otherwise. */
   indexSlot = -1;
-  /**
-   * The same id read again while its ack was under way (a group recreated at 0 delivers it anew):
-   * the ack may not cover that delivery, so it is checked once the ack is done (`PrefetchSlots.release`).
-   */
-  redelivery: IncomingEntry | undefined = undefined;
-  /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
-  handlerError: unknown = undefined;
-  /** Its `ctx.signal` and time limit (lifecycle/delivery-abort.ts), made only when its handler reads the signal or has `extras.timeout`. */
-  abort: DeliveryAbort | undefined = undefined;
-  /** Its `ctx.progress` reports (lifecycle/lifecycle-writer.ts), made on the first one. */
-  progress: EntryProgress | undefined = undefined;
   /** Its size as read (see `entryBytes`), counted against the server's `maxPrefetchBytes` until released. */
   readonly size: number;
   /** When it was admitted, in entries admitted before it: a pattern's priority lanes start their entries in this order (handler-lanes.ts). */
   readonly admission = admissions++;
   private map: StreamFields | undefined;
   private readonly flat: readonly string[];
-  /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */
-  private readonly bytes: readonly Buffer[] | undefined;
+  /**
+   * What few entries have (a rate-limit key, a redelivery, a handler error, a signal, progress,
+   * bytes), made on the first one set: every entry is allocated, kept through young-generation GCs
+   * and freed at the rate entries are read, so fields most never use are not part of each one.
+   */
+  private rare: RareState | undefined = undefined;
 
   /** `flat` as read (a fresh read builds entries straight from its reply), or `fields` as handed over. */
   constructor(
@@ -107,10 +109,66 @@ export class InFlightEntry {
     if (read.length === 0 || typeof read[0] === 'string') this.flat = read as readonly string[];
     else {
       // Read as bytes (the reply of a byte read or a recovery claim): text for everyone else.
-      if (binding.raw === 'buffers') this.bytes = read as readonly Buffer[];
+      if (binding.raw === 'buffers') this.rareState(read).bytes = read as readonly Buffer[];
       this.flat = read.map(String);
     }
     this.size = flat !== undefined ? flatBytes(id, flat) : entryBytes({ id, fields, deliveryCount });
+  }
+
+  /** Its key under a per-key rate limit (`extras.rateLimit.key`), once it got a token of that key; else undefined. */
+  get rateKey(): string | undefined {
+    return this.rare?.rateKey;
+  }
+
+  set rateKey(key: string | undefined) {
+    this.rareState(key).rateKey = key;
+  }
+
+  /**
+   * The same id read again while its ack was under way (a group recreated at 0 delivers it anew):
+   * the ack may not cover that delivery, so it is checked once the ack is done (`PrefetchSlots.release`).
+   */
+  get redelivery(): IncomingEntry | undefined {
+    return this.rare?.redelivery;
+  }
+
+  set redelivery(incoming: IncomingEntry | undefined) {
+    this.rareState(incoming).redelivery = incoming;
+  }
+
+  /** What its handler threw, as it left the handler (before Nest's exception filter replaced it). */
+  get handlerError(): unknown {
+    return this.rare?.handlerError;
+  }
+
+  set handlerError(error: unknown) {
+    this.rareState(error).handlerError = error;
+  }
+
+  /** Its `ctx.signal` and time limit (lifecycle/delivery-abort.ts), made only when its handler reads the signal or has `extras.timeout`. */
+  get abort(): DeliveryAbort | undefined {
+    return this.rare?.abort;
+  }
+
+  set abort(abort: DeliveryAbort | undefined) {
+    this.rareState(abort).abort = abort;
+  }
+
+  /** Its `ctx.progress` reports (lifecycle/lifecycle-writer.ts), made on the first one. */
+  get progress(): EntryProgress | undefined {
+    return this.rare?.progress;
+  }
+
+  set progress(progress: EntryProgress | undefined) {
+    this.rareState(progress).progress = progress;
+  }
+
+  /** The rare fields, made when a value other than undefined is first set (setting undefined on none keeps none). */
+  private rareState(value: unknown): RareState {
+    if (this.rare !== undefined) return this.rare;
+    const rare = new RareState();
+    if (value !== undefined) this.rare = rare;
+    return rare;
   }
 
   /** The fields exactly as stored (null-prototype map), built on first use. */
@@ -125,7 +183,7 @@ export class InFlightEntry {
     if (raw !== 'pairs' && raw !== 'buffers') return this.fields;
     // An entry handed over as a map (internal API) has its map's order; a read one, the stream's.
     const flat: readonly (string | Buffer)[] =
-      raw === 'buffers' && this.bytes !== undefined ? this.bytes : this.flat.length > 0 || this.map === undefined ? this.flat : Object.entries(this.map).flat();
+      raw === 'buffers' && this.rare?.bytes !== undefined ? this.rare.bytes : this.flat.length > 0 || this.map === undefined ? this.flat : Object.entries(this.map).flat();
     const pairs: [string | Buffer, string | Buffer][] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       const name = flat[i] as string | Buffer;

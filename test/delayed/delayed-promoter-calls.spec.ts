@@ -1,0 +1,74 @@
+import { Logger } from '@nestjs/common';
+import { lastValueFrom } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
+import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { redisNow } from '../../src/redis/server-time.js';
+import { DelayedPromoter } from '../../src/server/delayed-promoter.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * What one promotion round costs Redis (docs/scheduling.md, "Who promotes"): every worker runs a
+ * round per stream at least every `interval`, nearly always over a schedule with nothing due, so
+ * such a round is one script call; a stream with a backlog still gets three in flight.
+ * The rounds here come at start and then after a minute: only the first one runs in a test.
+ */
+const ONE_ROUND = { intervalMs: 60_000, batch: 100, maxPages: 10 };
+
+describe('delayed promotion: script calls per round', () => {
+  const redis = useRedisServer();
+  const promoters: DelayedPromoter[] = [];
+  let client: RedisStreamsClient | undefined;
+
+  afterEach(async () => {
+    for (const promoter of promoters.splice(0)) promoter.stop();
+    await client?.close();
+    client = undefined;
+  });
+
+  /** Promotion script runs Redis counted since the last CONFIG RESETSTAT (EVAL and EVALSHA, NOSCRIPT refusals left out). */
+  const scriptRuns = async (): Promise<number> => {
+    const info = await redis.client.info('commandstats');
+    let runs = 0;
+    for (const command of ['eval', 'evalsha']) {
+      const line = new RegExp(`^cmdstat_${command}:calls=(\\d+).*?failed_calls=(\\d+)`, 'm').exec(info);
+      if (line !== null) runs += Number(line[1]) - Number(line[2]);
+    }
+    return runs;
+  };
+
+  const startPromoter = (stream: string): void => {
+    const promoter = new DelayedPromoter(redis.client.duplicate(), [stream], ONE_ROUND, new Logger('promoter-spec'), (error) => {
+      throw error;
+    });
+    promoters.push(promoter);
+    promoter.start();
+  };
+
+  it('a round over a stream with nothing held is one script call, not three', async () => {
+    await redis.client.config('RESETSTAT');
+    startPromoter('idle-stream');
+    await waitFor(async () => (await scriptRuns()) > 0, 'the first round');
+    // The calls of a round go out in one socket write: had it sent three, Redis ran all three before answering INFO.
+    expect(await scriptRuns()).toBe(1);
+  });
+
+  it('a backlog of due entries is still moved within one round, three calls in flight once a call moved a full batch', async () => {
+    client = new RedisStreamsClient({ connection: redis.server.url });
+    await client.connect();
+    const due = 350;
+    await Promise.all(Array.from({ length: due }, (_, n) => lastValueFrom(client!.emit('behind', new RedisStreamsRecord({ n }, { delay: 1 })))));
+    const allDue = (await redisNow(redis.client)) + 2;
+    await waitFor(async () => (await redisNow(redis.client)) >= allDue, 'every hold due (1 ms each, on Redis’ clock)');
+    await redis.client.config('RESETSTAT');
+    startPromoter('behind');
+    await waitFor(async () => (await redis.client.xlen('behind')) === due, `all ${due} entries promoted in the first round`);
+    // 100 + 100 + 100 + 50, plus at most the two calls in flight beside the last one.
+    const runs = await scriptRuns();
+    expect(runs).toBeGreaterThanOrEqual(4);
+    expect(runs).toBeLessThanOrEqual(6);
+    expect(await redis.client.zcard(delayedKeys('behind').schedule)).toBe(0);
+  });
+});
