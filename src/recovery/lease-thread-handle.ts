@@ -27,6 +27,16 @@ export interface LeaseThreadEvents {
 /** How long `stop()` lets the thread finish its renewal and close its connection before terminating it. */
 const STOP_GRACE_MS = 3_000;
 
+/**
+ * The thread's V8 heap. It holds its modules, one connection and a page of pending ids (~10 MB
+ * used, through renewals of 20k entries too); V8's defaults grew its young generation to 16 MB
+ * semi-spaces and its old space freely: ~23 MB of RSS where ~15 MB do (docs/benchmarks.md, "Lease
+ * thread"). Semi-spaces of 1 MB (3 MB young generation) and an old space capped at three times
+ * what it uses; running out ends the thread like any other death (one warning, renewals on the
+ * event loop).
+ */
+const THREAD_HEAP = { maxYoungGenerationSizeMb: 3, maxOldGenerationSizeMb: 32 } as const;
+
 let scriptOverride: URL | undefined;
 
 /**
@@ -82,7 +92,7 @@ export class LeaseThread {
     const data: LeaseThreadData = { connection: thread.connection, connectTimeout, consumer, streams, interval, maxBlocked, heartbeat: this.heartbeat };
     let worker: Worker;
     try {
-      worker = new Worker(script, { workerData: data, name: 'nestjs-redis-streams lease thread' });
+      worker = new Worker(script, { workerData: data, name: 'nestjs-redis-streams lease thread', resourceLimits: THREAD_HEAP });
     } catch (error) {
       this.logger.warn(`lease renewal runs on the event loop: the lease thread did not start (${(error as Error).message})`);
       return false;

@@ -1,4 +1,5 @@
-import { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { Cluster } from './ioredis.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { redactUrl } from '../redaction.js';
 

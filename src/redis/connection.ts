@@ -1,4 +1,5 @@
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { RedisOptions } from 'ioredis';
+import { Cluster, Redis } from './ioredis.js';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
 import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';

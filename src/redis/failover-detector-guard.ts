@@ -1,4 +1,4 @@
-import { Redis, type Cluster } from 'ioredis';
+import { Redis, type Cluster } from './ioredis.js';
 
 /**
  * The part of ioredis' SentinelConnector (ioredis 6 internals, not public API) this guard reaches:

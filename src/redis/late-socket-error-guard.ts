@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import { Cluster, type Redis } from 'ioredis';
+import { Cluster, type Redis } from './ioredis.js';
 
 type ConnectFn = (...args: unknown[]) => Promise<unknown>;
 

@@ -1,4 +1,5 @@
-import { Cluster, type Command, type Redis } from 'ioredis';
+import type { Command } from 'ioredis';
+import { Cluster, type Redis } from './ioredis.js';
 import { commandTimeoutRanOut } from './command-timeout.js';
 
 type SendCommand = (command: Command, stream?: unknown, ...rest: unknown[]) => unknown;

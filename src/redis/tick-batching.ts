@@ -1,5 +1,5 @@
 import type { Writable } from 'node:stream';
-import { Redis } from 'ioredis';
+import { Redis } from './ioredis.js';
 import type { RedisClient } from './connection.js';
 
 /** Sockets corked by `batchThisTick`, uncorked on the next `process.nextTick`. */
