@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { permitKeys } from '../../src/flow/flow-keys.js';
 import type { WorkPayload } from '../fixtures/recovery-worker.js';
-import { pendingCount } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';

@@ -6,7 +6,8 @@ import { StreamClaimer } from '../../src/claim/stream-claimer.js';
 import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { makeIdle } from '../helpers/claim-fixtures.js';
-import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/index.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import type { WorkPayload } from '../fixtures/recovery-worker.js';
 import { useWorkerFleets } from '../helpers/use-worker-fleets.js';
 import { waitFor } from '../helpers/wait.js';

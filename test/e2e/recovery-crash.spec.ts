@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseDeadLetter } from '../../src/recovery/dead-letter-format.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import type { WorkPayload } from '../fixtures/recovery-worker.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { useWorkerFleets } from '../helpers/use-worker-fleets.js';

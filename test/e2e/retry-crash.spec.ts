@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { waitFor } from '../helpers/wait.js';
 import { useWorkerFleets } from '../helpers/use-worker-fleets.js';
 

@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
-import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { RedisServerProcess, supportsTls } from '../helpers/redis-server.js';
 import { runCli } from '../helpers/run-cli.js';

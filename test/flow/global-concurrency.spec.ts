@@ -4,7 +4,8 @@ import { queryObjects } from 'node:v8';
 import { afterEach, describe, expect, it } from 'vitest';
 import { permitKeys, rateLimitKey } from '../../src/flow/flow-keys.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 

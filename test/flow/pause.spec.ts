@@ -3,7 +3,8 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pausedGroupsOf, pauseGroup } from '../../src/flow/pause-state.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingCount, pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 

@@ -5,7 +5,8 @@ import { rateLimitKey } from '../../src/flow/flow-keys.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { redisNow as redisNowOf } from '../../src/redis/server-time.js';
-import { pendingCount, pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -67,6 +67,8 @@ export function useDashboardBrowser({ answer = false, viewport = { width: 1200, 
     dialogs = [];
     current = answer;
     page = await browser!.newPage();
+    // The tab in front: a background tab's animation frames, which puppeteer's waits and locators poll on, may not come.
+    await page.bringToFront();
     page.setDefaultTimeout(DOM_TIMEOUT.timeout);
     await page.setViewport(viewport);
     page.on('dialog', (dialog: Dialog) => {

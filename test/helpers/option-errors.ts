@@ -5,7 +5,7 @@ import { expect } from 'vitest';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
-import { ourClients } from '../fixtures/server-app.js';
+import { ourClients } from '../helpers/stream-state.js';
 
 /** Runs `build`, which must throw a `RedisStreamsOptionError`, and returns that error. */
 export function optionError(build: () => unknown): RedisStreamsOptionError {

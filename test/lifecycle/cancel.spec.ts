@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsAbortError, RedisStreamsClient, RedisStreamsRecord, RedisStreamsServer } from '../../src/index.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { parseDeadLetter } from '../../src/recovery/dead-letter-format.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli } from '../helpers/run-cli.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';

@@ -4,7 +4,7 @@ import { RedisStreamsAbortError, RedisStreamsHandlerTimeoutError, RedisStreamsSe
 import type { RedisStreamsBatchContext } from '../../src/server/batch/batch-context.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import type { DeliveryAborts } from '../../src/lifecycle/delivery-abort.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

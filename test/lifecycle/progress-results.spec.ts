@@ -3,7 +3,7 @@ import { firstValueFrom, throwError, timeout, toArray } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, RedisStreamsProgressError, RedisStreamsServer, type EntryProgressRecord, type RedisStreamsServerOptions } from '../../src/index.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -11,7 +11,7 @@ import { RedisStreamsServerFactory } from '../../src/module/redis-streams-server
 import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../../src/tokens.js';
 import type { RedisClient } from '../../src/redis/connection.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
-import { pendingCount } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -18,7 +18,7 @@ import { hashSlotOf } from '../../src/redis/keys.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
-import { pendingCount } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { partitionTotals, type PartitionedInfoOutput } from '../../src/cli/partition-totals.js';
 import { partitionedInfoView } from '../../src/cli/views/partitioned-info.view.js';
 import { ensureCompiled } from '../helpers/compiled.js';

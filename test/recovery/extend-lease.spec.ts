@@ -3,7 +3,8 @@ import { Ctx, EventPattern } from '@nestjs/microservices';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LeaseLostNotice } from '../../src/recovery/recovery-events.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

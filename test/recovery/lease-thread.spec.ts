@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { setLeaseThreadScript } from '../../src/recovery/lease-thread-handle.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
 import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
-import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { RedisServerProcess, supportsTls } from '../helpers/redis-server.js';
 import { RedisClusterProcess } from '../helpers/redis-cluster.js';

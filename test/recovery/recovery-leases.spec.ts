@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RecoveryOptions } from '../../src/recovery/recovery-options.js';
 import { tasks, useRecoveryWorkers } from '../fixtures/recovery-tasks.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { waitFor } from '../helpers/wait.js';
 
 const { handled } = tasks;

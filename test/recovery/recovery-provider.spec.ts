@@ -5,7 +5,7 @@ import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
 import { ServerRecoveryHost } from '../../src/server/server-recovery-host.js';
 import { makeIdle } from '../helpers/claim-fixtures.js';
 import { MIN_IDLE, tasks, useRecoveryWorkers } from '../fixtures/recovery-tasks.js';
-import { pendingRows } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 

@@ -6,7 +6,8 @@ import { RecoveryScheduler } from '../../src/recovery/recovery-scheduler.js';
 import { recoveryScripts } from '../../src/recovery/scripts/loader.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 

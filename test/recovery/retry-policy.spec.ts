@@ -13,7 +13,8 @@ import { claimDueRetries, releaseForRetry } from '../../src/recovery/retry-relea
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { resolveHandlerExtras } from '../../src/server/handler-extras.js';
 import { resolveServerOptions, type RedisStreamsServerOptions } from '../../src/server/options.js';
-import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

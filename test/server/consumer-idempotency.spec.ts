@@ -6,7 +6,8 @@ import { RedisStreamsContext } from '../../src/server/context.js';
 import { idempotencyRecordKey } from '../../src/server/idempotency.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
-import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 

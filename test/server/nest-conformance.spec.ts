@@ -23,7 +23,8 @@ import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
-import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

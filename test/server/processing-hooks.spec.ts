@@ -7,7 +7,8 @@ import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsBatchContext } from '../../src/server/batch/batch-context.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import { REDIS_STREAMS_TRANSPORT } from '../../src/server/redis-streams.server.js';
-import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -2,7 +2,8 @@ import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern } from '@nestjs/microservices';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { claimIdleEntries } from '../../src/recovery/idle-claim.js';
 import type { LeaseLostNotice } from '../../src/recovery/recovery-events.js';
 import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
-import { pendingRows, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

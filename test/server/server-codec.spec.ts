@@ -5,7 +5,8 @@ import { decodeReply } from '../../src/codec/reply.js';
 import type { StreamDeserializer, StreamEntryOrigin } from '../../src/codec/stream-deserializer.js';
 import { fieldsFromArray, type StreamFields } from '../../src/codec/wire-format.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -3,7 +3,8 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 

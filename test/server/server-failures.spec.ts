@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisStreamsDecodeError } from '../../src/errors.js';
 import { parseDeadLetter } from '../../src/recovery/dead-letter-format.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

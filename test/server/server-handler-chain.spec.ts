@@ -3,7 +3,8 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { describe, expect, it } from 'vitest';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingCount, startServer, xaddEvent } from '../fixtures/server-app.js';
+import { startServer } from '../fixtures/server-app.js';
+import { pendingCount, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

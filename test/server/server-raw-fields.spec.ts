@@ -3,7 +3,8 @@ import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { makeIdle } from '../helpers/claim-fixtures.js';
-import { pendingCount, startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

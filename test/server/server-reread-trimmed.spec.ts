@@ -2,7 +2,8 @@ import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { describe, expect, it } from 'vitest';
 import type { EntriesLostNotice } from '../../src/recovery/recovery-events.js';
-import { pendingCount, startServer, xaddEvent } from '../fixtures/server-app.js';
+import { startServer } from '../fixtures/server-app.js';
+import { pendingCount, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 

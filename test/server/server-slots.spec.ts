@@ -2,7 +2,8 @@ import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsContext } from '../../src/server/context.js';
-import { pendingCount, pendingRows, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { pendingCount, pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
