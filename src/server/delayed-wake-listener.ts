@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { Cluster } from 'ioredis';
+import { Cluster } from '../redis/ioredis.js';
 import { delayedWakeChannel, wakeDelayMs } from '../delayed/wake-channel.js';
 import { errorMessage } from '../error-message.js';
 import { isNoPermission } from '../partitions/partition-metadata.js';
