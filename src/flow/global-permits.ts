@@ -8,10 +8,11 @@ import { flowScripts } from './scripts/loader.js';
  * One worker's share of a handler's `extras.globalConcurrency` (permits.lua): permits taken before
  * a read, one per entry read, given back as the entries settle (summed per event-loop turn, one
  * call for all). While it holds any, the worker renews its lease every third of it, and the
- * renewal states how many it holds: a count that drifted in Redis (a release lost with the
- * connection, an acquire resent after a reconnect, a failover to a replica that missed writes)
- * is set right within a third of the lease. A worker that dies stops renewing and its permits
- * come back to the group when the lease runs out.
+ * renewal states how many it holds; giving back its last, it states it holds none. So a count that
+ * drifted in Redis (a release lost with the connection, an acquire resent after a reconnect, a
+ * failover to a replica that missed writes) is set right within a third of the lease, or once the
+ * worker holds none. A worker that dies stops renewing and its permits come back to the group
+ * when the lease runs out.
  */
 export class GlobalPermits {
   private readonly keys: PermitKeys;
@@ -111,7 +112,15 @@ export class GlobalPermits {
     if (this.held === 0) this.stopRenewing();
     try {
       const { holders, leases } = this.keys;
-      await flowScripts(this.redis).nrsPermits(holders, leases, 'release', this.worker, count, this.limit.max, this.limit.leaseMs);
+      // Holding none with every acquire answered, it states 0 rather than subtracting: permits Redis
+      // counts for it beyond its own (an acquire resent after a reconnect, or one whose reply was
+      // lost) go too. Subtracted, they would stay: renewals run only while it holds some, and an
+      // idle reader's grant before each read extends their lease.
+      if (this.held === 0 && this.acquiring === 0) {
+        await flowScripts(this.redis).nrsPermits(holders, leases, 'renew', this.worker, 0, this.limit.max, this.limit.leaseMs);
+      } else {
+        await flowScripts(this.redis).nrsPermits(holders, leases, 'release', this.worker, count, this.limit.max, this.limit.leaseMs);
+      }
     } catch (error) {
       // Not given back now: the next renewal states the count without them (or the lease runs out).
       this.warn(`could not give back ${count} global-concurrency permit(s): ${errorMessage(error)}; the next lease renewal or the lease's end (${this.limit.leaseMs} ms) frees them`);

@@ -11,14 +11,18 @@ interface Link {
   /** What the client sent while frozen or held: not forwarded (yet). */
   readonly held: Buffer[];
   frozen: boolean;
+  /** Redis' replies are lost (what the client sends still reaches Redis). */
+  muted: boolean;
 }
 
 /**
  * A TCP proxy in front of one Redis on a free loopback port, to fail one connection of a client
  * while its others stay up. Connections are known by the name they give themselves (CLIENT
  * SETNAME). `freeze(name)` keeps what such a connection sends from Redis (as a link that stopped
- * carrying); `dropAndHold(name)` closes it, and holds every new connection (accepted, nothing
- * forwarded: the client sees its handshake unanswered, as while Redis restarts) until `release()`.
+ * carrying), `thaw(name)` sends it on; `muteReplies(name)` lets its commands run but loses their
+ * replies (Redis did it, the client never hears); `dropAndHold(name)` closes it, and holds every
+ * new connection (accepted, nothing forwarded: the client sees its handshake unanswered, as while
+ * Redis restarts) until `release()`.
  */
 export class HoldingProxy {
   private readonly links = new Set<Link>();
@@ -54,6 +58,19 @@ export class HoldingProxy {
       .join('');
   }
 
+  /** Connections named `name` carry what their client sends again, first what they kept while frozen. */
+  thaw(name: string): void {
+    for (const link of this.named(name)) {
+      link.frozen = false;
+      if (link.upstream !== undefined) for (const chunk of link.held.splice(0)) link.upstream.write(chunk);
+    }
+  }
+
+  /** Redis' replies to connections named `name` are lost from now on; what they send still runs. */
+  muteReplies(name: string): void {
+    for (const link of this.named(name)) link.muted = true;
+  }
+
   /** Closes the connections named `name` (what they held is lost) and holds every new connection until `release()`. */
   dropAndHold(name: string): number {
     this.holding ??= [];
@@ -85,7 +102,7 @@ export class HoldingProxy {
   }
 
   private accept(client: Socket): void {
-    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false };
+    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false, muted: false };
     this.links.add(link);
     client.on('data', (chunk: Buffer) => {
       if (link.name === undefined) {
@@ -105,7 +122,9 @@ export class HoldingProxy {
     const upstream = connect(this.upstreamPort, '127.0.0.1');
     link.upstream = upstream;
     for (const chunk of link.held.splice(0)) upstream.write(chunk);
-    upstream.on('data', (chunk: Buffer) => link.client.write(chunk));
+    upstream.on('data', (chunk: Buffer) => {
+      if (!link.muted) link.client.write(chunk);
+    });
     upstream.on('error', () => this.end(link));
     upstream.on('close', () => this.end(link));
   }
