@@ -2,8 +2,9 @@ import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { permitKeys } from '../../src/flow/flow-keys.js';
-import { pendingCount, startServer, xaddEvent, type RunningServer } from '../fixtures/server-app.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { HoldingProxy } from '../helpers/holding-proxy.js';
+import { pendingCount, xaddEvent } from '../helpers/stream-state.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
