@@ -58,8 +58,11 @@ export class GrantAhead {
     return usable;
   }
 
-  /** Gives back all of a grant asked ahead: the others use it while this reader waits. */
-  async giveBack(): Promise<void> {
-    await this.take(0);
+  /**
+   * Gives back all of a grant asked ahead, once answered: the others use it while this reader
+   * waits. Not awaited: a reader that stops while Redis does not answer must not wait for it.
+   */
+  giveBack(): void {
+    void this.take(0);
   }
 }

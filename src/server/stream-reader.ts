@@ -147,7 +147,7 @@ export class StreamReader {
     } catch (error) {
       this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
     } finally {
-      await this.ahead?.giveBack();
+      this.ahead?.giveBack();
     }
   }
 
@@ -291,7 +291,7 @@ export class StreamReader {
       }
       // A grant asked ahead waits for a handler no longer than its tokens stay fresh, then goes back.
       await this.waitUntil(ahead.freshMs, (wake) => void this.host.lanes.whenAHandlerFinishes().then(wake));
-      if (this.host.lanes.startableNow(binding) === 0) await ahead.giveBack();
+      if (this.host.lanes.startableNow(binding) === 0) ahead.giveBack();
       return;
     }
     let granted = 0;
@@ -323,7 +323,7 @@ export class StreamReader {
       this.giveBack(limits, granted, admitted, sent && failure !== undefined);
     }
     this.limitedBacklog = failure === undefined && admitted > 0 && admitted === granted && pauses.version === pauseVersion;
-    if (!this.limitedBacklog) await ahead.giveBack();
+    if (!this.limitedBacklog) ahead.giveBack();
     if (failure !== undefined) {
       await this.recover(failure.error);
       return;
