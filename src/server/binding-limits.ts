@@ -38,3 +38,19 @@ export async function grantFromLimits(limits: BindingLimits, wanted: number, per
   if (tokens.granted < granted) permits?.release(granted - tokens.granted);
   return tokens.granted === 0 ? { granted: 0, short: 'tokens', waitMs: tokens.waitMs } : { granted: tokens.granted };
 }
+
+/**
+ * Gives back `count` entries of a grant that no entry used: permits at once, tokens refunded (a
+ * refund that fails loses them: the limit errs on the slow side).
+ */
+export function returnGrant(limits: BindingLimits, count: number): void {
+  if (count <= 0) return;
+  limits.permits?.release(count);
+  refundTokens(limits.rate, count);
+}
+
+/** Gives back tokens a read did not use; a failure loses them: the limit errs on the slow side. */
+export function refundTokens(rate: SharedRateLimit | undefined, unused: number): void {
+  if (rate === undefined || unused <= 0) return;
+  rate.refund(unused).catch(() => undefined);
+}

@@ -104,12 +104,20 @@ export class HandlerLanes {
   /**
    * How many more of `binding`'s entries would start at once if queued now: within its own and the
    * server's `concurrency`, behind the entries queued already (any lane's may take a free slot first).
+   * A queue's started entries stay at its front until their splice (`heads`): they wait no more.
    */
   startableNow(binding: StreamBinding): number {
     if (!this.accepting) return 0;
     let queued = 0;
-    for (const lane of this.bindings) queued += lane.queue.length;
-    return Math.max(0, Math.min(binding.concurrency - binding.running - binding.queue.length, this.concurrency - this.running - queued));
+    for (let index = 0; index < this.bindings.length; index++) queued += this.waitingIn(index);
+    const lane = this.bindings.indexOf(binding);
+    const own = lane < 0 ? binding.queue.length : this.waitingIn(lane);
+    return Math.max(0, Math.min(binding.concurrency - binding.running - own, this.concurrency - this.running - queued));
+  }
+
+  /** Entries of lane `index` not started yet. */
+  private waitingIn(index: number): number {
+    return (this.bindings[index] as StreamBinding).queue.length - (this.heads[index] as number);
   }
 
   /** Resolves when a handler next returns or fails (its slot may start another entry), or on stop. */

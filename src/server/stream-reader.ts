@@ -9,7 +9,8 @@ import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
-import { grantFromLimits, type BindingLimits } from './binding-limits.js';
+import { grantFromLimits, refundTokens, type BindingLimits } from './binding-limits.js';
+import { GrantAhead } from './grant-ahead.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
 import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
@@ -55,6 +56,10 @@ export class StreamReader {
   private readonly limited: StreamBinding | undefined;
   /** Set when this reader reads one pattern's priority lanes (priority-read.ts reads them). */
   private readonly priorities: PriorityRead | undefined;
+  /** The limited binding's next grant, asked for while a read that filled its grant is in flight. */
+  private readonly ahead: GrantAhead | undefined;
+  /** Whether the last limited read brought all it was granted (a backlog): the next read's grant is asked ahead. */
+  private limitedBacklog = false;
 
   constructor(
     readonly group: string,
@@ -67,6 +72,7 @@ export class StreamReader {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = StreamReader.limitedBindingOf(bindings);
+    this.ahead = this.limited === undefined ? undefined : new GrantAhead(this.limited.limits as BindingLimits);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
@@ -140,6 +146,8 @@ export class StreamReader {
       while (!this.stopping) await this.readNew();
     } catch (error) {
       this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
+    } finally {
+      this.ahead?.giveBack();
     }
   }
 
@@ -182,7 +190,7 @@ export class StreamReader {
       return;
     }
     if (this.limited !== undefined) {
-      await this.readLimited(this.limited, this.limited.limits as BindingLimits);
+      await this.readLimited(this.limited, this.limited.limits as BindingLimits, this.ahead as GrantAhead);
       return;
     }
     const all = readable === this.bindings;
@@ -254,6 +262,10 @@ export class StreamReader {
    * entries arriving during a back-off. An entry added between the two commands waits for the
    * next one or for `blockMs`.
    *
+   * While reads fill their grants (a backlog), the next read's grant is asked for while this read
+   * is in flight (grant-ahead.ts), so a limit that does not bind adds no round trip before a read;
+   * it goes back before any wait, and its tokens serve only a read that follows soon (`freshMs`).
+   *
    * Tokens count starts, so the entries a grant's tokens bring must start when it is taken, not
    * later on top of the tokens of then (a Redis restart broke the bound so):
    * - A read takes no more entries than its handlers can start now (`wantedNow`): queued behind
@@ -265,7 +277,7 @@ export class StreamReader {
    *   (server-connections.ts `openReader`): an unanswered read fails. It keeps its tokens (a failed
    *   reply is no proof nothing was read); its permits go back, no entry of it being in hand.
    */
-  private async readLimited(binding: StreamBinding, limits: BindingLimits): Promise<void> {
+  private async readLimited(binding: StreamBinding, limits: BindingLimits, ahead: GrantAhead): Promise<void> {
     const { pauses } = this.host.flow;
     const pauseVersion = pauses.version;
     const { count, bytes } = await this.reserveSlots(1);
@@ -273,7 +285,13 @@ export class StreamReader {
     const wanted = this.wantedNow(binding, limits, count);
     if (wanted === 0) {
       this.host.slots.unreserveRead(count, bytes);
-      await this.untilAHandlerFinishes();
+      if (!ahead.out) {
+        await this.untilAHandlerFinishes();
+        return;
+      }
+      // A grant asked ahead waits for a handler no longer than its tokens stay fresh, then goes back.
+      await this.waitUntil(ahead.freshMs, (wake) => void this.host.lanes.whenAHandlerFinishes().then(wake));
+      if (this.host.lanes.startableNow(binding) === 0) ahead.giveBack();
       return;
     }
     let granted = 0;
@@ -283,12 +301,15 @@ export class StreamReader {
     let failure: { error: unknown } | undefined;
     try {
       await this.untilConnected();
-      ({ granted, wait } = await this.grantFrom(binding, limits, wanted));
+      granted = await ahead.take(wanted);
+      if (granted === 0) ({ granted, wait } = await this.grantFrom(binding, limits, wanted));
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
         this.mustBeConnected();
         sent = true;
-        const reply = await this.inFlight.wrap(this.pulse.track(this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>')));
+        const read = this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>');
+        if (this.limitedBacklog) ahead.ask(wanted, this.permitRoom(binding, limits, wanted));
+        const reply = await this.inFlight.wrap(this.pulse.track(read));
         this.failures = 0;
         forEachStreamOfRawReply(reply, (stream, entries) => {
           if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries);
@@ -301,6 +322,8 @@ export class StreamReader {
       this.host.slots.unreserveRead(count, bytes);
       this.giveBack(limits, granted, admitted, sent && failure !== undefined);
     }
+    this.limitedBacklog = failure === undefined && admitted > 0 && admitted === granted && pauses.version === pauseVersion;
+    if (!this.limitedBacklog) ahead.giveBack();
     if (failure !== undefined) {
       await this.recover(failure.error);
       return;
@@ -341,14 +364,22 @@ export class StreamReader {
    * then asks again.
    */
   private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<{ granted: number; wait?: () => Promise<void> }> {
-    const room = limits.permits?.roomHere(binding.concurrency, this.host.readBatch) ?? wanted;
-    const grant = await grantFromLimits(limits, wanted, room);
+    const grant = await grantFromLimits(limits, wanted, this.permitRoom(binding, limits, wanted));
     if (grant.short === 'permits') {
       const permits = limits.permits as GlobalPermits;
       return { granted: 0, wait: () => this.waitUntil(PERMIT_RETRY_MS, (wake) => permits.onNextRelease(wake)) };
     }
     if (grant.short === 'tokens') return { granted: 0, wait: () => this.waitUntil(grant.waitMs) };
     return { granted: grant.granted };
+  }
+
+  /**
+   * How many permits this reader may ask for now (permits.ts `roomHere`): while they are scarce,
+   * what its handlers can run; while they are plenty, what its reads may hold without the limit
+   * (its prefetch slots) and one read asked ahead, so its reads are as large as without the limit.
+   */
+  private permitRoom(binding: StreamBinding, limits: BindingLimits, wanted: number): number {
+    return limits.permits?.roomHere(binding.concurrency, this.slotShare + this.host.readBatch) ?? wanted;
   }
 
   /**
@@ -574,12 +605,6 @@ export class StreamReader {
     this.wakeSleep?.();
     this.wakeSleep = undefined;
   }
-}
-
-/** Gives back tokens a read did not use; a failure loses them: the limit errs on the slow side. */
-function refundTokens(rate: SharedRateLimit | undefined, unused: number): void {
-  if (rate === undefined || unused <= 0) return;
-  rate.refund(unused).catch(() => undefined);
 }
 
 function afterPendingMicrotasks(): Promise<void> {

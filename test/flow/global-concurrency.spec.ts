@@ -34,6 +34,15 @@ class SharedApiController {
   }
 }
 
+let plentifulHandled = 0;
+@Controller()
+class PlentifulController {
+  @EventPattern<string>('plentiful', { globalConcurrency: 1_000_000 })
+  onPlentiful(): void {
+    plentifulHandled++;
+  }
+}
+
 /** Handlers whose permits another worker holds for good: each reader asks again every PERMIT_RETRY_MS. */
 const STARVED = 20;
 @Controller()
@@ -148,6 +157,25 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     // retries when the wait's end was not removed. Without a leak the count moves by up to ~110
     // either way with what is in flight when it is taken. Bound: a third of the retries.
     expect(after.promises - before.promises).toBeLessThan(retries / 3);
+  });
+
+  it('a limit never reached reads as much per read as no limit: 1,000 entries in 10 reads of readBatch (100)', async () => {
+    await redis.client.flushall();
+    plentifulHandled = 0;
+    servers.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'c8', blockMs: 30_000, prefetch: 1_000, recovery: false }, [PlentifulController]));
+    // Its first read, of an empty stream, told it that permits are plenty; it waits in XREAD BLOCK.
+    await waitFor(async () => /cmd=xread /.test(await redis.client.client('LIST') as string), 'the reader waiting for entries');
+    await redis.client.config('RESETSTAT');
+    const entries = 1_000;
+    // All at once (MULTI): the reader wakes to every entry.
+    const adding = redis.client.multi();
+    for (let n = 0; n < entries; n++) adding.xadd('plentiful', '*', 'pattern', 'plentiful', 'data', JSON.stringify({ n }));
+    await adding.exec();
+    await waitFor(() => plentifulHandled === entries, `${entries} handled`, { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'plentiful', 'g')) === 0, 'every entry acked');
+    const reads = Number(/cmdstat_xreadgroup:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0);
+    // Ten reads of 100, and one that finds the stream drained (then XREAD BLOCK waits, longer than this test).
+    expect(reads).toBe(11);
   });
 
   it('close() gives back the permits of entries it hands off', async () => {
