@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis } from '../redis/ioredis.js';
 import { Abortable } from '../abortable.js';
 import type { RedisClient } from '../redis/connection.js';
 import { errorMessage } from '../error-message.js';
