@@ -6,7 +6,7 @@ import { describe, isStreamId } from '../validation.js';
 import { entryIdOption, entryStatus, type EntryState, type EntryStreams } from './entry-status.js';
 import { lifecycleNoticesKey, progressKey, resultKey } from './lifecycle-keys.js';
 import { decodeRecord, type EntryProgressRecord, type EntryResultRecord } from './lifecycle-records.js';
-import type { NoticeListeners } from './notice-listeners.js';
+import type { NoticeListeners, NoticeWaiter } from './notice-listeners.js';
 import { followPromotedHold } from './promoted-hold.js';
 import { lifecycleScripts } from './scripts/loader.js';
 
@@ -96,15 +96,20 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
   return new Observable<EntryProgressRecord>((subscriber) => {
     let stopped = false;
     let unlisten: (() => void) | undefined;
+    // Every read of the watch waits out a Redis restart (a command cut by one is aborted, not resent).
+    const whileWatched = <T>(read: () => Promise<T>): Promise<T | null> => readWhileWatched(read, () => stopped);
     const run = async (): Promise<void> => {
-      const { streams, id: entryId } = await followPromotedHold(client, asked, askedId);
-      const key = await keyOfEntry(client, streams, entryId);
+      const found = await whileWatched(() => followPromotedHold(client, asked, askedId));
+      if (found === null) return;
+      const { streams, id: entryId } = found;
+      const key = await whileWatched(() => keyOfEntry(client, streams, entryId));
+      if (key === null) return;
       let last: EntryProgressRecord | undefined;
       // One read at a time, in order: a later report is never emitted before an earlier one.
       let queue = Promise.resolve();
       const emitLatest = (): Promise<void> =>
         (queue = queue.then(async () => {
-          const record = await readWhileWatched(() => client.getBuffer(progressKey(key, entryId)), () => stopped);
+          const record = await whileWatched(() => client.getBuffer(progressKey(key, entryId)));
           if (record === null || stopped) return;
           const progress = decodeRecord<EntryProgressRecord>(record);
           if (last !== undefined && last.at === progress.at && last.delivery === progress.delivery) return;
@@ -118,16 +123,19 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
           (error: unknown) => subscriber.error(error),
         );
       };
-      unlisten = await listeners.listen(lifecycleNoticesKey(key), {
+      const waiter: NoticeWaiter = {
         id: entryId,
         notice: (kind) => (kind === 'progress' ? report() : kind === 'result' || kind === 'settled' ? settle() : undefined),
         resync: report,
         ended: () => subscriber.complete(),
-      });
+      };
+      const listening = await whileWatched(() => listeners.listen(lifecycleNoticesKey(key), waiter));
+      if (listening === null) return;
+      unlisten = listening;
       if (stopped) return unlisten();
       await emitLatest();
       // Settled before the watch began (its notice came before the listener): its last progress, and done.
-      if (!stopped && (await settledAlready(client, streams.stream, key, entryId))) subscriber.complete();
+      if (!stopped && (await whileWatched(() => settledAlready(client, streams.stream, key, entryId)))) subscriber.complete();
     };
     run().then(
       () => undefined,
@@ -153,7 +161,7 @@ async function settledAlready(client: RedisClient, stream: string, key: string, 
 const RETRY_AFTER_ERROR_MS = 250;
 
 /** `read`, tried again until it answers while the watch lasts (a Redis restart is waited out); `null` once it ended. */
-async function readWhileWatched<T>(read: () => Promise<T | null>, ended: () => boolean): Promise<T | null> {
+async function readWhileWatched<T>(read: () => Promise<T>, ended: () => boolean): Promise<T | null> {
   for (;;) {
     try {
       return await read();

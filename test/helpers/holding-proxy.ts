@@ -13,6 +13,8 @@ interface Link {
   frozen: boolean;
   /** Redis' replies are lost (what the client sends still reaches Redis). */
   muted: boolean;
+  /** The link closes when the client sends this command (before Redis sees it). */
+  dropOn: string | undefined;
 }
 
 /**
@@ -22,11 +24,14 @@ interface Link {
  * carrying), `thaw(name)` sends it on; `muteReplies(name)` lets its commands run but loses their
  * replies (Redis did it, the client never hears); `dropAndHold(name)` closes it, and holds every
  * new connection (accepted, nothing forwarded: the client sees its handshake unanswered, as while
- * Redis restarts) until `release()`.
+ * Redis restarts) until `release()`; `dropOnCommand(name, command)` closes such a connection as it
+ * sends that command (a restart cutting exactly that call).
  */
 export class HoldingProxy {
   private readonly links = new Set<Link>();
   private holding: Link[] | undefined;
+  /** Connections closed by `dropOnCommand` so far. */
+  cut = 0;
 
   private constructor(
     private readonly server: Server,
@@ -71,6 +76,11 @@ export class HoldingProxy {
     for (const link of this.named(name)) link.muted = true;
   }
 
+  /** The connections named `name` close as they next send `command` (it never reaches Redis); new connections go through. */
+  dropOnCommand(name: string, command: string): void {
+    for (const link of this.named(name)) link.dropOn = command;
+  }
+
   /** Closes the connections named `name` (what they held is lost) and holds every new connection until `release()`. */
   dropAndHold(name: string): number {
     this.holding ??= [];
@@ -102,12 +112,16 @@ export class HoldingProxy {
   }
 
   private accept(client: Socket): void {
-    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false, muted: false };
+    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false, muted: false, dropOn: undefined };
     this.links.add(link);
     client.on('data', (chunk: Buffer) => {
       if (link.name === undefined) {
         link.head += chunk.toString('latin1');
         link.name = /setname\r\n\$\d+\r\n([^\r]*)\r\n/i.exec(link.head)?.[1];
+      }
+      if (link.dropOn !== undefined && sendsCommand(chunk, link.dropOn)) {
+        this.cut++;
+        return this.end(link);
       }
       if (link.frozen || link.upstream === undefined) link.held.push(chunk);
       else link.upstream.write(chunk);
@@ -134,4 +148,9 @@ export class HoldingProxy {
     link.client.destroy();
     link.upstream?.destroy();
   }
+}
+
+/** Whether `chunk` holds a RESP command named `command` (its name as an array's first bulk string). */
+function sendsCommand(chunk: Buffer, command: string): boolean {
+  return new RegExp(`\\*\\d+\\r\\n\\$${command.length}\\r\\n${command}\\r\\n`, 'i').test(chunk.toString('latin1'));
 }

@@ -1,0 +1,68 @@
+import { Logger } from '@nestjs/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisStreamsClient, RedisStreamsServer } from '../../src/index.js';
+import type { RedisStreamsContext } from '../../src/server/context.js';
+import { HoldingProxy } from '../helpers/holding-proxy.js';
+import { useRedisServer } from '../helpers/use-redis-server.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** The client's command connection: a watch's reads go over it. */
+const CLIENT_COMMANDS = 'nestjs-redis-streams:client';
+
+/**
+ * client.watch reads on after a Redis restart at any of its steps: a restart cuts the connection
+ * under one of the watch's own reads (test/helpers/holding-proxy.ts), which the client aborts (it
+ * resends nothing), and the watch must not end with that error.
+ */
+describe('client.watch when a restart cuts one of its reads', () => {
+  const redis = useRedisServer();
+  let proxy: HoldingProxy;
+
+  beforeAll(async () => {
+    proxy = await HoldingProxy.start(redis.server.port);
+    Logger.overrideLogger(false as never);
+  });
+  afterAll(async () => {
+    Logger.overrideLogger(true as never);
+    await proxy.close();
+  });
+
+  // XREVRANGE: its place in the notices; GET: the kept progress; EXISTS: whether it settled already.
+  it.each(['XREVRANGE', 'GET', 'EXISTS'])('the %s it sends is cut: the watch goes on and completes with every progress and the outcome', async (command) => {
+    const stream = `cut-${command.toLowerCase()}`;
+    const client = new RedisStreamsClient({ connection: proxy.url });
+    const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
+    let release: (() => void) | undefined;
+    server.addHandler(
+      stream,
+      (async (_data: unknown, ctx: RedisStreamsContext) => {
+        await ctx.progress({ step: 1 });
+        await new Promise<void>((resolve) => (release = resolve));
+        await ctx.progress({ step: 2 });
+        return 'done';
+      }) as never,
+      true,
+      { keepResults: { ttl: 60_000 } },
+    );
+    try {
+      await new Promise<unknown>((resolve) => void server.listen(resolve));
+      const id = (await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}')) as string;
+      await waitFor(async () => (await client.progress(stream, id)) !== null, 'the first progress');
+      const cutBefore = proxy.cut;
+      proxy.dropOnCommand(CLIENT_COMMANDS, command);
+      const seen: unknown[] = [];
+      const done = new Promise<void>((resolve, reject) =>
+        client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), complete: resolve, error: reject }),
+      );
+      await waitFor(() => seen.length === 1, 'the kept progress');
+      release!();
+      await done;
+      expect(proxy.cut).toBe(cutBefore + 1);
+      expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
+    } finally {
+      release?.();
+      await server.close();
+      await client.close();
+    }
+  });
+});
