@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from '@nestjs/common';
 import { connectionErrorCode, RedisStreamsConnectionError } from '../errors.js';
 import { CapabilityWatch, CLIENT_COMMANDS, describeCapabilities, requireCommands, type RedisStreamsCapabilities } from '../redis/capabilities.js';
@@ -198,6 +199,8 @@ export class ProducerConnection {
     this.opened = opened;
     this.ending = new AbortController();
     this.lifetime = this.ending.signal;
+    // Every emit waiting for its retry listens on it (until its wait ends): hundreds during an outage is no leak.
+    setMaxListeners(0, this.lifetime);
     this.telemetry = telemetry;
     const xadd = client.xadd.bind(client) as unknown as XAdd;
     this.xadd = (args) => {
