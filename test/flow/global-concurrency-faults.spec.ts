@@ -79,7 +79,10 @@ describe('extras.globalConcurrency keeps no permit held for ever when its comman
     await waitFor(async () => (await pendingCount(redis.client, STREAM, 'g')) === 0, 'every entry acked');
     expect([...handled].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     // Holding none, it says so: the 2 Redis counted beyond its own go (they were renewed for ever by each idle read's grant).
-    await waitFor(async () => Object.keys(await holders()).length === 0, 'no permit left held', { timeout: 3 * LEASE_MS }).catch(() => undefined);
-    expect(await holders()).toEqual({});
+    // The idle reader still takes 2 for an instant before each read: the check is on the holders seen
+    // empty, not on a second read that may fall in such an instant.
+    let seen = await holders();
+    await waitFor(async () => Object.keys((seen = await holders())).length === 0, 'no permit left held', { timeout: 3 * LEASE_MS }).catch(() => undefined);
+    expect(seen).toEqual({});
   });
 });
