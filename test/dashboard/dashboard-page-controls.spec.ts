@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import type { HTTPRequest } from 'puppeteer-core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { HANDLED_STREAM, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { DOM_TIMEOUT, HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -21,15 +22,9 @@ declare function getComputedStyle(node: PageNode): { backgroundColor: string; ou
 /** Dark mode, the refresh control and keyboard use, in Chromium on Express and Fastify. */
 describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
+  const dashboard = useDashboardApp(redis);
   /** Times (ms) of the page's overview requests. */
   let overviewRequests: number[];
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
 
   const browser = useDashboardBrowser({ viewport: { width: 1100, height: 760 } });
 
@@ -42,7 +37,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
   });
 
   async function open(adapter: (typeof ADAPTERS)[number], refreshInterval = 500): Promise<void> {
-    app = await startDashboardApp(redis.server.url, { refreshInterval, sampleInterval: 500 }, adapter);
+    const app = await dashboard.start({ refreshInterval, sampleInterval: 500 }, adapter);
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await browser.page.waitForSelector(`#streams tr[data-stream="${HANDLED_STREAM}"]`, DOM_TIMEOUT);
   }
@@ -63,8 +58,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
         mkdirSync('docs/images', { recursive: true });
         await browser.page.screenshot({ path: 'docs/images/dashboard-dark.png' });
       }
-      await app!.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 60_000);
 
@@ -100,8 +94,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
       await browser.page.waitForSelector('#refresh-toggle[aria-pressed="true"]', DOM_TIMEOUT);
       expect(await browser.page.$eval('#refresh-interval', (node) => (node as unknown as { value: string }).value)).toBe('2000');
       await browser.page.evaluate(() => sessionStorage.clear());
-      await app!.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 90_000);
 
@@ -144,8 +137,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
       await browser.page.keyboard.press('Escape');
       await browser.page.waitForSelector('#detail[hidden]', DOM_TIMEOUT);
       expect(await browser.page.evaluate(() => document.activeElement?.textContent)).toBe(HANDLED_STREAM);
-      await app!.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 90_000);
 });
