@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
@@ -10,6 +10,7 @@ import { pauseGroup } from '../../src/flow/pause-state.js';
 import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
 import { DOM_TIMEOUT, HAS_CHROMIUM, SCREENSHOTS, untilOverviewCell, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { RoundRobinProxy } from '../helpers/round-robin-proxy.js';
@@ -33,13 +34,7 @@ declare const document: {
 
 describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   const browser = useDashboardBrowser();
 
@@ -67,7 +62,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
 
   it("loads and shows the handlers' stream with the length, pending and dead-letter counts Redis reports", async () => {
     await seedStream(redis.client, HANDLED_STREAM, { entries: 7, pending: 3, deadLetters: 2 });
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500 });
     const response = await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     expect(response?.headers()['content-security-policy']).toContain("script-src 'self'");
 
@@ -113,7 +108,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
 
   it('redrives a dead letter from the page after the confirmation, and the page updates', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 0, deadLetters: 1 });
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '1');
 
@@ -143,7 +138,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
     await seedStream(redis.client, HOSTILE, { entries: 2, pending: 0, deadLetters: 1, field: HOSTILE, value: HOSTILE });
     await redis.client.xgroup('CREATE', HOSTILE, HOSTILE, '0');
     await redis.client.xreadgroup('GROUP', HOSTILE, HOSTILE, 'COUNT', 1, 'STREAMS', HOSTILE, '>');
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [HOSTILE], refreshInterval: 500 });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, streams: [HOSTILE], refreshInterval: 500 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HOSTILE, 'pending', '1', HOSTILE);
     expect(await browser.page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
@@ -203,7 +198,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
     await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}');
     await redis.client.xgroup('CREATE', stream, group, '0');
     await pauseGroup(redis.client, stream, group);
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: [stream], refreshInterval: 500 });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, streams: [stream], refreshInterval: 500 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     const badge = `#streams tr[data-group="${group}"] [data-col="group"] .paused`;
     await browser.page.waitForSelector(badge, DOM_TIMEOUT);
@@ -231,7 +226,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
     await redis.client.xgroup('CREATE', 'raw', AUDIT_GROUP, '0');
     const [[, [[id]]]] = (await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', 'raw', '>')) as [string, [string, string[]][]][];
     const [deadLetterId] = (await seedDeadLetter('raw', id!)) as [string];
-    app = await startDashboardApp(redis.server.url, { streams: ['raw'], refreshInterval: 500 });
+    const app = await dashboard.start({ streams: ['raw'], refreshInterval: 500 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell('raw', 'dead-letters', '1');
     await browser.page.locator('#streams tr[data-stream="raw"] [data-col="name"] button').click();
@@ -250,7 +245,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
   it("keeps another site's page from reading dead letters through the operator's browser, even with the app's CORS open to every origin", async () => {
     await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1, value: 'card-4242' });
     for (const adapter of ['express', 'fastify'] as const) {
-      app = await startDashboardApp(redis.server.url, { guard: AllowOperators }, adapter, { cors: true });
+      const app = await dashboard.start({ guard: AllowOperators }, adapter, { cors: true });
       const target = `${app.page}/api/dead-letters?stream=${HANDLED_STREAM}`;
       // Another site (localhost is not the site of 127.0.0.1) whose script asks with the operator's cookies.
       const evil = createServer((_request, response) => {
@@ -271,14 +266,13 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
       // The operator's own page reads them.
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'dead-letters', '1');
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 60_000);
 
   it('pages the dead letters: the oldest 50, the next page from there (kept through refreshes), and back to the first', async () => {
     const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 60, pending: 0, deadLetters: 60 });
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    const app = await dashboard.start({ refreshInterval: 500 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '60');
     await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
@@ -310,7 +304,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
     expect(hold).not.toBe('repeat:hourly');
     const dueAt = new Date(Number(await redis.client.zscore('{later}:delayed', hold))).toISOString();
     // No handler of the app reads "later": nothing promotes it but the page.
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['later'] });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['later'] });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell('later', 'delayed', '2');
     await browser.page.locator('#streams tr[data-stream="later"] [data-col="name"] button').click();
@@ -338,7 +332,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
 
   it('works the same on Fastify: the page, its counts, and a purge from the page', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 1 });
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'fastify');
     const response = await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     expect(response?.headers()['content-security-policy']).toContain("default-src 'none'");
     await untilCell(HANDLED_STREAM, 'length', '4');
@@ -358,7 +352,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
 
   it('read-only: no action buttons on the page', async () => {
     await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 1, deadLetters: 1 });
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    const app = await dashboard.start({ refreshInterval: 500 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '1');
     await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
@@ -436,7 +430,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
     await redis.client.set('{payments}:partitions', '2');
     await seedStream(redis.client, 'payments:p0', { entries: 12, pending: 1, deadLetters: 1 });
     await seedStream(redis.client, 'payments:p1', { entries: 9, pending: 0, deadLetters: 0 });
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, streams: ['payments'], refreshInterval: 500 });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, streams: ['payments'], refreshInterval: 500 });
     await browser.page.setViewport({ width: 1000, height: 720 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell(HANDLED_STREAM, 'dead-letters', '2');

@@ -1,10 +1,11 @@
 import { mkdirSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { lastValueFrom } from 'rxjs';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { DOM_TIMEOUT, HAS_CHROMIUM, untilOverviewCell, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { ADAPTERS, AllowOperators } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -23,13 +24,7 @@ declare const document: {
 
 describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in headless Chromium', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   const browser = useDashboardBrowser();
 
@@ -44,7 +39,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in 
   for (const adapter of ADAPTERS) {
     it(`${adapter}: offers only the action kinds the actions option allows`, async () => {
       const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 3, pending: 1, deadLetters: 1 });
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, actions: ['redrive'] }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, actions: ['redrive'] }, adapter);
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'dead-letters', '1');
       expect(await browser.page.$eval('#mode', (node) => node.textContent)).toBe('actions: redrive');
@@ -78,7 +73,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in 
   for (const adapter of ADAPTERS) {
     it(`${adapter}: finds entries by a field's value and dead letters by a substring, with progress, and opens a match`, async () => {
       const deadLetterIds = await seedStream(redis.client, HANDLED_STREAM, { entries: 40, pending: 0, deadLetters: 12 });
-      app = await startDashboardApp(redis.server.url, { refreshInterval: 500 }, adapter);
+      const app = await dashboard.start({ refreshInterval: 500 }, adapter);
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'length', '40');
       await openStream(HANDLED_STREAM);
@@ -114,7 +109,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in 
       for (let n = from; n < from + 5_000; n++) pipeline.xadd('huge', '*', 'n', String(n));
       await pipeline.exec();
     }
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: ['huge'] });
+    const app = await dashboard.start({ refreshInterval: 500, streams: ['huge'] });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilCell('huge', 'length', '100000');
     await openStream('huge');
@@ -148,7 +143,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in 
   for (const adapter of ADAPTERS) {
     it(`${adapter}: redrives every dead letter a find matched, after a confirmation that says how many, and says what happened`, async () => {
       const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 14, pending: 0, deadLetters: 12 });
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500 }, adapter);
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await untilCell(HANDLED_STREAM, 'dead-letters', '12');
       await openStream(HANDLED_STREAM);
@@ -183,7 +178,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in 
       } finally {
         await client.close();
       }
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['work'] }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: ['work'] }, adapter);
       browser.answer = true;
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await untilCell('work', 'delayed', '3');
@@ -216,7 +211,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard permissions, find and bulk actions in 
   }
 
   it("finds a partitioned stream's dead letters merged, and its entries only per partition", async () => {
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 }, 'express', { partitioned: true });
+    const app = await dashboard.start({ refreshInterval: 500 }, 'express', { partitioned: true });
     const p0 = await seedStream(redis.client, `${PARTITIONED_STREAM}:p0`, { entries: 2, pending: 0, deadLetters: 2 });
     const p1 = await seedStream(redis.client, `${PARTITIONED_STREAM}:p1`, { entries: 1, pending: 0, deadLetters: 1 });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });

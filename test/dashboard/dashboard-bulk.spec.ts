@@ -1,12 +1,13 @@
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import { BULK_MAX_SCANNED, type BulkView } from '../../src/dashboard/dashboard-bulk.js';
 import { MAX_READ } from '../../src/dashboard/dashboard-scan.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { ADAPTERS, csrfToken, OperatorGuard, postJson } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -15,16 +16,10 @@ const STREAM = 'bulk';
 
 describe('dashboard bulk actions over HTTP (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   async function start(adapter: (typeof ADAPTERS)[number] = 'express', actions?: string[]): Promise<string> {
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard, streams: [STREAM], ...(actions ? { actions: actions as never } : {}) }, adapter);
+    const app = await dashboard.start({ readOnly: false, guard: OperatorGuard, streams: [STREAM], ...(actions ? { actions: actions as never } : {}) }, adapter);
     return (await csrfToken(app))!;
   }
 
@@ -33,7 +28,7 @@ describe('dashboard bulk actions over HTTP (Express and Fastify)', () => {
     const steps: BulkView[] = [];
     let cursor: string | null | undefined;
     do {
-      const reply = await postJson<BulkView>(app!, `bulk/${kind}`, cursor === undefined ? body : { ...body, cursor }, token);
+      const reply = await postJson<BulkView>(dashboard.app, `bulk/${kind}`, cursor === undefined ? body : { ...body, cursor }, token);
       expect(reply.status, JSON.stringify(reply.body)).toBe(200);
       steps.push(reply.body);
       cursor = reply.body.next;
@@ -57,7 +52,7 @@ describe('dashboard bulk actions over HTTP (Express and Fastify)', () => {
       expect(left).toEqual(ids.filter((_, n) => !String(n).startsWith('1')));
       const back = (await redis.client.xrange(STREAM, '-', '+')).slice(30).map(([, fields]) => fields[fields.indexOf('note') + 1]);
       expect(back).toEqual(['hello-1', ...Array.from({ length: 10 }, (_, i) => `hello-1${i}`)]);
-      expect(app!.logger.lines).toContain(`bulk redrive dead letters: stream "${STREAM}", contains "hello-1", from "start": 30 gone through, 11 matching, 11 done, 0 skipped, next null`);
+      expect(dashboard.app.logger.lines).toContain(`bulk redrive dead letters: stream "${STREAM}", contains "hello-1", from "start": 30 gone through, 11 matching, 11 done, 0 skipped, next null`);
 
       const purged = await runAll('purge', { stream: STREAM, field: 'note', value: 'hello-25' }, token);
       expect(sum(purged, 'done')).toBe(1);
@@ -101,7 +96,7 @@ describe('dashboard bulk actions over HTTP (Express and Fastify)', () => {
 
     const held = (await redis.client.zrange(`{${STREAM}}:delayed`, 0, -1)).filter((hold) => hold !== 'repeat:hourly');
     expect(held).toHaveLength(3);
-    const selected = await postJson<BulkView>(app!, 'bulk/promote', { stream: STREAM, holds: [held[0], 'gone-hold'] }, token);
+    const selected = await postJson<BulkView>(dashboard.app, 'bulk/promote', { stream: STREAM, holds: [held[0], 'gone-hold'] }, token);
     expect(selected.body).toMatchObject({ done: 1, skipped: { not_held: 1 }, next: null });
     expect(await redis.client.xlen(STREAM)).toBe(4);
     expect(await redis.client.zcard(`{${STREAM}}:delayed`)).toBe(3);
@@ -110,12 +105,12 @@ describe('dashboard bulk actions over HTTP (Express and Fastify)', () => {
   it('refuses a bulk action of a kind the actions option leaves out, and bad requests with 400', async () => {
     await seedStream(redis.client, STREAM, { entries: 3, pending: 0, deadLetters: 3 });
     const token = await start('express', ['redrive']);
-    const refused = await postJson<{ message: string }>(app!, 'bulk/purge', { stream: STREAM }, token);
+    const refused = await postJson<{ message: string }>(dashboard.app, 'bulk/purge', { stream: STREAM }, token);
     expect(refused.status).toBe(403);
     expect(refused.body.message).toBe('action "purge" is not allowed (RedisStreamsDashboardModule actions: redrive)');
     expect(await redis.client.xlen(deadLetterKey(STREAM))).toBe(3);
     for (const body of [{ stream: STREAM, contains: 'a', field: 'b', value: 'c' }, { stream: STREAM, cursor: 'x' }, {}]) {
-      expect((await postJson(app!, 'bulk/redrive', body, token)).status, JSON.stringify(body)).toBe(400);
+      expect((await postJson(dashboard.app, 'bulk/redrive', body, token)).status, JSON.stringify(body)).toBe(400);
     }
     expect(await redis.client.xlen(deadLetterKey(STREAM))).toBe(3);
   });

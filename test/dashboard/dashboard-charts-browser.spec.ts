@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { describe, expect, it } from 'vitest';
+import { AUDIT_GROUP, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { ADAPTERS } from '../helpers/dashboard-http.js';
 import { samplesAfter } from '../helpers/dashboard-series.js';
@@ -15,13 +16,7 @@ declare const document: { querySelector(selector: string): { dataset: Record<str
 
 describe.skipIf(!HAS_CHROMIUM)('dashboard charts in headless Chromium', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   const browser = useDashboardBrowser({ viewport: { width: 1000, height: 900 } });
 
@@ -29,7 +24,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard charts in headless Chromium', () => {
     it(`draws the stream's and each group's charts in its details, from the samples (${adapter})`, async () => {
       const { page } = browser;
       await seedStream(redis.client, STREAM, { entries: 12, pending: 4, deadLetters: 2 });
-      app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500, refreshInterval: 500 }, adapter);
+      const app = await dashboard.start({ streams: [STREAM], sampleInterval: 500, refreshInterval: 500 }, adapter);
       await samplesAfter(app, STREAM, 0, 3);
       await page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await page.locator(`#streams tr[data-stream="${STREAM}"] [data-col="name"] button`).click();

@@ -1,11 +1,12 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HISTORY_POINTS, StreamHistory, type SeriesView } from '../../src/dashboard/stream-history.js';
 import { OVERVIEW_GROUPS } from '../../src/dashboard/overview-bounds.js';
 import { resolveDashboardOptions } from '../../src/dashboard/dashboard.options.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { samplesAfter, seriesOf } from '../helpers/dashboard-series.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -45,18 +46,12 @@ async function monitorRedis(port: number, seen: (args: string[]) => void): Promi
 
 describe('dashboard charts: the samples the module keeps (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   it('samples in/s, out/s, lag, pending and dead letters as Redis has them', async () => {
     for (const adapter of ['express', 'fastify'] as const) {
       await seedStream(redis.client, STREAM, { entries: 10, pending: 3, deadLetters: 2 });
-      app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500 }, adapter);
+      const app = await dashboard.start({ streams: [STREAM], sampleInterval: 500 }, adapter);
       const first = await samplesAfter(app, STREAM, 0, 2);
       const groups = (await redis.client.xinfo('GROUPS', STREAM)) as unknown[][];
       const audit = Object.fromEntries(Array.from({ length: groups[0]!.length / 2 }, (_, n) => [groups[0]![2 * n], groups[0]![2 * n + 1]])) as Record<string, number>;
@@ -85,8 +80,7 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
       expect(laterGroup.pending.at(-1)).toBe(7);
       expect(laterGroup.lag.at(-1)).toBe(counters ? 17 - 9 : null);
       expect(later.intervalMs).toBe(500);
-      await app.close();
-      app = undefined;
+      await dashboard.close();
       await redis.client.flushall();
     }
   }, 60_000);
@@ -99,7 +93,7 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
     for (const bad of [100, -1, 1.5, '10000']) expect(() => resolveDashboardOptions({ sampleInterval: bad as number })).toThrow(/sampleInterval/);
     expect(resolveDashboardOptions({ sampleInterval: 0 }).sampleInterval).toBe(0);
     // An hour between timer ticks: only the samples taken below.
-    app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 3_600_000 });
+    const app = await dashboard.start({ streams: [STREAM], sampleInterval: 3_600_000 });
     const history = app.app.get(StreamHistory);
     for (let n = 0; n < HISTORY_POINTS + 40; n++) await history.sample();
     const kept = (await seriesOf(app, STREAM))!;
@@ -115,8 +109,8 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
 
   it('costs Redis the same with two tabs reading the charts as with none: one sampling a tick (counted with MONITOR)', async () => {
     await seedStream(redis.client, STREAM, { entries: 3, pending: 1, deadLetters: 0 });
-    // 1.5 s between samples: room for the test to read the counts between two of them.
-    app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 1_500 });
+    // 1 s between samples: room for the test (polling every 20 ms) to read the counts between two of them.
+    await dashboard.start({ streams: [STREAM], sampleInterval: 1_000 });
     const commands: string[] = [];
     const monitor = await monitorRedis(redis.server.port, (args) => {
       if (args.includes(STREAM) || args.includes(deadLetterKey(STREAM))) commands.push(args.slice(0, 2).join(' ').toLowerCase());
@@ -124,10 +118,10 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
     try {
       /** Commands on the stream over `ticks` samples, from right after one sample to right after another. */
       const window = async (ticks: number, during: () => Promise<void>) => {
-        const start = (await samplesAfter(app!, STREAM, (await samplesAfter(app!, STREAM, 0)).at.length)).at.length;
+        const start = (await samplesAfter(dashboard.app, STREAM, (await samplesAfter(dashboard.app, STREAM, 0)).at.length)).at.length;
         const from = commands.length;
         await during();
-        const end = (await samplesAfter(app!, STREAM, start, ticks)).at.length;
+        const end = (await samplesAfter(dashboard.app, STREAM, start, ticks)).at.length;
         // A sample's commands are in MONITOR's feed before its answers reach the app.
         return { commands: commands.slice(from, commands.length), ticks: end - start };
       };
@@ -136,7 +130,7 @@ describe('dashboard charts: the samples the module keeps (Express and Fastify)',
       let polling = true;
       const tab = async () => {
         while (polling) {
-          expect(await seriesOf(app!, STREAM)).not.toBeNull();
+          expect(await seriesOf(dashboard.app, STREAM)).not.toBeNull();
           requests++;
           await new Promise((resolve) => setTimeout(resolve, 10));
         }

@@ -1,12 +1,13 @@
 import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import type { DelayedListView } from '../../src/dashboard/dashboard-reads.js';
 import { holdEntry, holdHead } from '../../src/delayed/hold.js';
-import { startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { type DashboardApp } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 /** The app's guard of the tests: lets a request on when it carries `x-operator: yes`. */
@@ -54,13 +55,7 @@ async function pages(app: DashboardApp, path: string): Promise<DelayedListView[]
 
 describe('dashboard delayed entries and recurring schedules (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   /** 60 entries due first at the same time (ties: ordered by hold id), one with a 10 KB value, 60 due one by one, an hourly and a nightly schedule. */
   async function seed(): Promise<void> {
@@ -84,7 +79,7 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
     const held = await redis.client.zrange(SCHEDULE, 0, -1);
     expect(held).toHaveLength(123);
     for (const adapter of ADAPTERS) {
-      app = await startDashboardApp(redis.server.url, { streams: [STREAM] }, adapter);
+      const app = await dashboard.start({ streams: [STREAM] }, adapter);
       const delayed = await pages(app, 'delayed');
       expect(delayed.map((page) => [page.entries.length, page.total, page.more])).toEqual([[50, 123, true], [50, 123, true], [23, 123, false]]);
       expect(delayed.flatMap((page) => page.entries.map((entry) => entry.hold))).toEqual(held);
@@ -120,8 +115,7 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
       const bad = await get(`${app.page}/api/delayed?stream=${STREAM}&cursor=50`);
       expect(bad.status).toBe(400);
       expect(bad.text).toContain('cursor');
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
@@ -137,21 +131,20 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
     await holdEntry(redis.client, STREAM, [...holdHead('raw', { mode: 'in', ms: 900_000 }, xadd), 'blob', Buffer.from([0xff, 0x00, 0xfe])]);
     const inDueOrder = (await redis.client.zrange(SCHEDULE, 0, -1)).filter((hold) => hold !== 'raw');
     for (const adapter of ADAPTERS) {
-      app = await startDashboardApp(redis.server.url, { streams: [STREAM] }, adapter);
+      const app = await dashboard.start({ streams: [STREAM] }, adapter);
       const schedules = await pages(app, 'schedules');
       expect(schedules.map((page) => [page.entries.length, page.total])).toEqual([[50, 55], [5, 55]]);
       expect(schedules.flatMap((page) => page.entries.map((entry) => entry.hold))).toEqual(inDueOrder);
       const raw = (await pages(app, 'delayed')).flatMap((page) => page.entries).find((entry) => entry.hold === 'raw');
       expect(raw!.fields).toEqual([[{ text: 'blob', encoding: 'utf8', bytes: 4, truncated: false }, { text: Buffer.from([0xff, 0x00, 0xfe]).toString('base64'), encoding: 'base64', bytes: 3, truncated: false }]]);
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
   it('promotes a held entry now and removes an entry and a schedule, behind the CSRF token; refuses both when read-only; logs each', async () => {
     for (const adapter of ADAPTERS) {
       await seed();
-      const readOnly = await startDashboardApp(redis.server.url, { streams: [STREAM] }, adapter);
+      const readOnly = await dashboard.start({ streams: [STREAM] }, adapter);
       try {
         const [hold] = await redis.client.zrange(SCHEDULE, 0, 0);
         for (const [path, body] of [['delayed/promote', { stream: STREAM, hold }], ['delayed/remove', { stream: STREAM, holds: [hold] }]] as const) {
@@ -164,7 +157,7 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
         await readOnly.close();
       }
 
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard, streams: [STREAM] }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: OperatorGuard, streams: [STREAM] }, adapter);
       const session = JSON.parse((await get(`${app.page}/api/session`)).text) as { csrfToken: string };
       const headers = { 'x-csrf-token': session.csrfToken };
       const [first, second] = (await list(app, 'delayed')).entries;
@@ -208,8 +201,7 @@ describe('dashboard delayed entries and recurring schedules (Express and Fastify
         'promote delayed entry: stream "nomk", hold "orphan": not promoted: dropped, 0 other due promoted',
       ]);
       expect(app.logger.lines.join('\n')).not.toContain('xxxxxxxx');
-      await app.close();
-      app = undefined;
+      await dashboard.close();
       await redis.client.flushall();
     }
   });

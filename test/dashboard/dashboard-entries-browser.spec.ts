@@ -1,12 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
 import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { DOM_TIMEOUT, HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { AllowOperators } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -32,13 +33,7 @@ const ids = (from: number, to: number): string[] => Array.from({ length: to - fr
 
 describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chromium', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   /** A prompt() is answered with the text a test sets in `browser.answer`; until then every dialog is dismissed. */
   const browser = useDashboardBrowser();
@@ -68,7 +63,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
   for (const adapter of ['express', 'fastify'] as const) {
     it(`lists a stream's entries newest first, pages them, then oldest first and by a time range; the URL names the stream (${adapter})`, async () => {
       await seed(60);
-      app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] }, adapter);
+      const app = await dashboard.start({ refreshInterval: 500, streams: [STREAM] }, adapter);
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await openStream(STREAM);
       await untilEntries(50);
@@ -105,7 +100,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
       const id = (await redis.client.xadd(STREAM, '*', 'pattern', STREAM, 'data', '{"order":7,"lines":[1,2]}', 'headers', headers, 'note', 'plain text'))!;
       await redis.client.xgroup('CREATE', STREAM, AUDIT_GROUP, '0');
       await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
-      app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] }, adapter);
+      const app = await dashboard.start({ refreshInterval: 500, streams: [STREAM] }, adapter);
       await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
       await openStream(STREAM);
       await untilEntries(1);
@@ -149,7 +144,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
       const second = (await redis.client.xadd(STREAM, '*', 'pattern', STREAM, 'data', '{"n":2}'))!;
       await redis.client.xgroup('CREATE', STREAM, AUDIT_GROUP, '0');
       await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 2, 'STREAMS', STREAM, '>');
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] }, adapter);
       await browser.page.goto(`${app.page}#/stream/${STREAM}/entry/${first}`, { waitUntil: 'domcontentloaded' });
       await untilState('running');
       const row = `#entry tr[data-group="${AUDIT_GROUP}"]`;
@@ -197,7 +192,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
     }
     const [hold] = (await redis.client.zrange('{later}:delayed', 0, 0)) as [string];
     await redis.client.xadd(STREAM, '*', 'data', '{}');
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
     browser.answer = '';
     await browser.page.goto(`${app.page}#/stream/later/entry/${encodeURIComponent(hold)}`, { waitUntil: 'domcontentloaded' });
     await untilState('held');
@@ -226,7 +221,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
     await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
     await redis.client.set(progressKey(STREAM, id), encodeRecord({ value: { done: 40, of: 100 }, delivery: 1, at: new Date().toISOString() }));
     await redis.client.set(resultKey(STREAM, id), encodeRecord({ state: 'failed', error: { name: 'Error', message: 'card declined' }, delivery: 1, at: new Date().toISOString() }));
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
     await browser.page.setViewport({ width: 1000, height: 900 });
     await browser.page.goto(`${app.page}#/stream/${STREAM}/entry/${id}`, { waitUntil: 'domcontentloaded' });
     await untilState('running');
@@ -244,7 +239,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
     const id = (await redis.client.xadd(STREAM, '*', hostile, hostile, 'headers', JSON.stringify({ [hostile]: hostile }), 'big', large))!;
     await redis.client.xgroup('CREATE', STREAM, hostile, '0');
     await redis.client.xreadgroup('GROUP', hostile, hostile, 'COUNT', 1, 'STREAMS', STREAM, '>');
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500, streams: [STREAM] });
     await browser.page.goto(`${app.page}#/stream/${STREAM}`, { waitUntil: 'domcontentloaded' });
     await untilEntries(1);
     await browser.page.locator(`#entries tr[data-entry="${id}"] button`).click();
@@ -264,7 +259,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard entries and entry view in headless Chr
   it('writes docs/images/dashboard-entries.png when DASHBOARD_SCREENSHOT is set', async () => {
     if (process.env.DASHBOARD_SCREENSHOT === undefined) return;
     await seed(80);
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500, streams: [STREAM] });
+    const app = await dashboard.start({ refreshInterval: 500, streams: [STREAM] });
     await browser.page.setViewport({ width: 1000, height: 720 });
     await browser.page.goto(`${app.page}#/stream/${STREAM}`, { waitUntil: 'domcontentloaded' });
     await untilEntries(50);

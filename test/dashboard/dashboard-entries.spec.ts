@@ -1,16 +1,16 @@
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import type { EntriesView, EntryView } from '../../src/dashboard/entry-reads.js';
 import { progressKey, resultKey } from '../../src/lifecycle/lifecycle-keys.js';
 import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
-import { AllowOperators } from '../helpers/dashboard-http.js';
+import { AUDIT_GROUP, type DashboardApp } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
+import { ADAPTERS, AllowOperators } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
-const ADAPTERS = ['express', 'fastify'] as const;
 /** The first entry's ms: entry n has id `${BASE + n}-0`, added at BASE + n ms. */
 const BASE = 1_767_000_000_000;
 const STREAM = 'ledger';
@@ -37,13 +37,7 @@ const ids = (from: number, to: number): string[] => Array.from({ length: to - fr
 
 describe('dashboard entries list and entry view over HTTP (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   async function seed(count: number): Promise<void> {
     const pipeline = redis.client.pipeline();
@@ -54,7 +48,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
   it('pages a stream newest or oldest first with a cursor, with its length and the count of a range when one page holds it', async () => {
     await seed(120);
     for (const adapter of ADAPTERS) {
-      app = await startDashboardApp(redis.server.url, {}, adapter);
+      const app = await dashboard.start({}, adapter);
       const pageIds = (view: EntriesView) => view.entries.map((entry) => entry.id);
 
       // Newest first (the default): 50, 50, 20, each page after the previous one's last id.
@@ -102,15 +96,14 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
 
       // A stream that is not there: empty, nothing in all.
       expect((await get<EntriesView>(app, 'entries', { stream: 'nothing-here' })).body).toMatchObject({ total: 0, rangeCount: 0, entries: [], next: null });
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
   it('answers 400 naming the parameter for a bad order, id, time or cursor', async () => {
     await seed(3);
     for (const adapter of ADAPTERS) {
-      app = await startDashboardApp(redis.server.url, {}, adapter);
+      const app = await dashboard.start({}, adapter);
       const cases: [Record<string, string>, string][] = [
         [{ stream: STREAM, order: 'sideways' }, 'order'],
         [{ stream: STREAM, from: 'yesterday' }, 'from'],
@@ -125,8 +118,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
         expect(reply.status, JSON.stringify(params)).toBe(400);
         expect(reply.body.message, JSON.stringify(params)).toContain(`Invalid option "${option}"`);
       }
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
@@ -138,7 +130,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     await redis.client.xgroup('CREATE', STREAM, 'later', '$');
     await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
     for (const adapter of ADAPTERS) {
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: AllowOperators }, adapter);
       const view = await get<EntryView>(app, 'entry-view', { stream: STREAM, id: id! });
       expect(view.status).toBe(200);
       expect(view.body).toMatchObject({ stream: STREAM, key: STREAM, id, state: 'running', fieldsFrom: 'stream', progress: null, result: null });
@@ -149,11 +141,10 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
         expect.objectContaining({ group: AUDIT_GROUP, state: 'running', consumer: 'audit-1', deliveries: 1 }),
         expect.objectContaining({ group: 'later', state: 'done', consumer: null, deliveries: null }),
       ]);
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
 
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators }, 'fastify');
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators }, 'fastify');
     // The cancel needs a reason of text: refused naming it.
     expect(await post(app, 'entries/cancel', { stream: STREAM, id, reason: '' })).toMatchObject({ status: 400, body: { message: expect.stringContaining('Invalid option "reason"') } });
     const cancelled = await post(app, 'entries/cancel', { stream: STREAM, id, reason: 'customer asked' });
@@ -180,7 +171,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     const id = (await redis.client.xadd(STREAM, '*', 'data', large, Buffer.from('bytes'), binary))!;
     await redis.client.set('{parted}:partitions', '2');
     const partitioned = (await redis.client.xadd('parted:p1', '*', 'data', '{"p":1}'))!;
-    app = await startDashboardApp(redis.server.url, {});
+    const app = await dashboard.start({});
     const view = await get<EntryView>(app, 'entry-view', { stream: STREAM, id });
     expect(view.body.fields).toEqual([
       [{ text: 'data', encoding: 'utf8', bytes: 4, truncated: false }, { text: large.slice(0, 64 * 1024), encoding: 'utf8', bytes: 100 * 1024, truncated: true }],
@@ -200,7 +191,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 1, 'STREAMS', STREAM, '>');
     await redis.client.set(progressKey(STREAM, id), encodeRecord({ value: { done: 40, of: 100 }, delivery: 1, at: '2026-12-05T09:00:00.000Z' }));
     await redis.client.set(resultKey(STREAM, id), encodeRecord({ state: 'failed', error: { name: 'Error', message: 'card declined' }, delivery: 1, at: '2026-12-05T09:00:01.000Z' }));
-    app = await startDashboardApp(redis.server.url, {});
+    const app = await dashboard.start({});
     const view = await get<EntryView>(app, 'entry-view', { stream: STREAM, id });
     expect(view.body.progress).toEqual({ state: 'progress', delivery: 1, at: '2026-12-05T09:00:00.000Z', value: { text: '{"done":40,"of":100}', encoding: 'utf8', bytes: 20, truncated: false }, error: null });
     expect(view.body.result).toEqual({ state: 'failed', delivery: 1, at: '2026-12-05T09:00:01.000Z', value: null, error: { name: 'Error', message: 'card declined' } });
@@ -217,7 +208,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
     } finally {
       await client.close();
     }
-    app = await startDashboardApp(redis.server.url, {});
+    const app = await dashboard.start({});
     for (const [n, hold] of holds.entries()) {
       const view = await get<EntryView>(app, 'entry-view', { stream: 'later', id: hold });
       expect(view.body).toMatchObject({ state: 'held', key: 'later', dueAt: new Date(deliverAt).toISOString(), fieldsFrom: 'delayed' });
@@ -228,7 +219,7 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
   it('refuses its reads to another site and the cancel without the CSRF token, as its peers', async () => {
     const id = (await redis.client.xadd(STREAM, '*', 'data', 'secret-payload'))!;
     for (const adapter of ADAPTERS) {
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators }, adapter, { cors: true });
+      const app = await dashboard.start({ readOnly: false, guard: AllowOperators }, adapter, { cors: true });
       for (const path of [`entries?stream=${STREAM}`, `entry-view?stream=${STREAM}&id=${id}`]) {
         for (const headers of <Record<string, string>[]>[{ origin: 'https://evil.example', 'sec-fetch-mode': 'cors' }, { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' }]) {
           const refused = await fetch(`${app.page}/api/${path}`, { headers, signal: AbortSignal.timeout(5_000) });
@@ -239,14 +230,13 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
       const withoutToken = await fetch(`${app.page}/api/entries/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: STREAM, id, reason: 'no' }), signal: AbortSignal.timeout(5_000) });
       expect(withoutToken.status, adapter).toBe(403);
       expect(await redis.client.xlen(STREAM)).toBe(1);
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
   it('refuses the cancel while read-only', async () => {
     const id = await redis.client.xadd(STREAM, '*', 'data', '1');
-    app = await startDashboardApp(redis.server.url, {});
+    const app = await dashboard.start({});
     const refused = await fetch(`${app.page}/api/entries/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: STREAM, id, reason: 'no' }), signal: AbortSignal.timeout(5_000) });
     expect(refused.status).toBe(403);
     expect(await redis.client.xlen(STREAM)).toBe(1);

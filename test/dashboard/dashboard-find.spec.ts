@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DeadLetterView } from '../../src/dashboard/dashboard-reads.js';
 import { FIND_MAX_MATCHES, FIND_MAX_PREVIEW_BYTES, FIND_MAX_SCANNED, type FindView } from '../../src/dashboard/dashboard-find.js';
 import { MAX_READ } from '../../src/dashboard/dashboard-scan.js';
-import { HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { HANDLED_STREAM, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { ADAPTERS, getJson } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -10,20 +11,14 @@ type EntryMatch = { id: string; fields: [{ text: string }, { text: string }][] }
 
 describe('dashboard find by content (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   /** Every page of a find, following `next` until null: the pages and the matches in order. */
   async function findAll(params: Record<string, string>): Promise<{ pages: FindView[]; matches: FindView['matches'] }> {
     const pages: FindView[] = [];
     let cursor: string | null | undefined;
     do {
-      const reply = await getJson<FindView>(app!, 'find', { ...params, cursor: cursor ?? undefined });
+      const reply = await getJson<FindView>(dashboard.app, 'find', { ...params, cursor: cursor ?? undefined });
       expect(reply.status, JSON.stringify(reply.body)).toBe(200);
       pages.push(reply.body);
       cursor = reply.body.next;
@@ -49,7 +44,7 @@ describe('dashboard find by content (Express and Fastify)', () => {
   for (const adapter of ADAPTERS) {
     it(`${adapter}: finds by a field's value and by a substring, scanning the whole stream in bounded pages, each match once and in order`, async () => {
       const ids = await addEntries('big', 12_000);
-      app = await startDashboardApp(redis.server.url, { streams: ['big'] }, adapter);
+      await dashboard.start({ streams: ['big'] }, adapter);
 
       const byField = await findAll({ stream: 'big', field: 'note', value: 'hello-7777' });
       expect(byField.matches.map((match) => (match as EntryMatch).id)).toEqual([ids[7777]]);
@@ -78,7 +73,7 @@ describe('dashboard find by content (Express and Fastify)', () => {
 
   it('finds dead letters by their original fields, as the dead-letter list shows them', async () => {
     const deadLetterIds = await seedStream(redis.client, HANDLED_STREAM, { entries: 8, pending: 0, deadLetters: 6 });
-    app = await startDashboardApp(redis.server.url);
+    await dashboard.start();
     const found = await findAll({ stream: HANDLED_STREAM, in: 'dead-letters', field: 'note', value: 'hello-3' });
     expect(found.matches.map((letter) => (letter as DeadLetterView).deadLetterId)).toEqual([deadLetterIds[3]]);
     expect(found.pages.at(-1)).toMatchObject({ in: 'dead-letters', total: 6 });
@@ -96,7 +91,7 @@ describe('dashboard find by content (Express and Fastify)', () => {
       const fields = Array.from({ length: 300 }, (_, i) => [`f${i}`, `needle-${'x'.repeat(2048)}`]).flat();
       await redis.client.xadd('wide', '*', ...fields);
     }
-    app = await startDashboardApp(redis.server.url, { streams: ['wide'] });
+    const app = await dashboard.start({ streams: ['wide'] });
     const first = await getJson<FindView>(app, 'find', { stream: 'wide', contains: 'needle' });
     expect(first.status).toBe(200);
     expect(first.body.matches).toHaveLength(1);
@@ -109,7 +104,7 @@ describe('dashboard find by content (Express and Fastify)', () => {
   });
 
   it('answers 400 naming what is wrong with a find request', async () => {
-    app = await startDashboardApp(redis.server.url);
+    const app = await dashboard.start();
     const cases: [Record<string, string>, RegExp][] = [
       [{ stream: 's', field: 'note' }, /value/],
       [{ stream: 's' }, /field/],

@@ -12,6 +12,7 @@ import type { DeadLettersView, DeadLetterView } from '../../src/dashboard/dashbo
 import type { FieldView } from '../../src/dashboard/field-views.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, PARTITIONED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { listeningServers } from '../../src/server/liveness.js';
 import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { optionError } from '../helpers/option-errors.js';
@@ -73,18 +74,12 @@ describe('dashboard options', () => {
 
 describe('dashboard over HTTP (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   it('finds the stream the handlers read, and reports its counts as Redis does (Express and Fastify alike)', async () => {
     await seedStream(redis.client, HANDLED_STREAM, { entries: 6, pending: 2, deadLetters: 1 });
     for (const adapter of ['express', 'fastify'] as const) {
-      app = await startDashboardApp(redis.server.url, { guard: OperatorGuard }, adapter);
+      const app = await dashboard.start({ guard: OperatorGuard }, adapter);
       const page = await get(app.page);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
@@ -106,7 +101,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
       for (const path of ['index.html', '..%2Fdashboard.controller.ts', 'missing.js']) expect((await get(`${app.page}/assets/${path}`)).status, path).toBe(404);
 
       // The handler's group reads everything; wait until it acked what it read.
-      await waitFor(async () => streamOf(await overview(app!), HANDLED_STREAM).groups.find((group) => group.name === 'billing')?.pending === 0, 'billing to ack');
+      await waitFor(async () => streamOf(await overview(dashboard.app), HANDLED_STREAM).groups.find((group) => group.name === 'billing')?.pending === 0, 'billing to ack');
       const stream = streamOf(await overview(app), HANDLED_STREAM);
       const groups = (await redis.client.xinfo('GROUPS', HANDLED_STREAM)) as unknown[][];
       const audit = groups.map((row) => Object.fromEntries(chunk(row))).find((row) => row.name === AUDIT_GROUP)!;
@@ -117,8 +112,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
       expect(auditView.pending).toBe(2);
       expect(auditView.consumers).toEqual([expect.objectContaining({ name: 'audit-1', pending: 2 })]);
       expect(stream.groups.find((group) => group.name === 'billing')).toMatchObject({ handled: true, consumers: [expect.objectContaining({ name: 'billing-1' })] });
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
@@ -126,7 +120,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     await redis.client.set('{parted}:partitions', '2');
     await seedStream(redis.client, 'parted:p0', { entries: 3, pending: 1, deadLetters: 1 });
     await seedStream(redis.client, 'parted:p1', { entries: 2, pending: 1, deadLetters: 0 });
-    app = await startDashboardApp(redis.server.url, { streams: ['parted'] });
+    const app = await dashboard.start({ streams: ['parted'] });
     const stream = streamOf(await overview(app), 'parted');
     expect(stream).toMatchObject({ source: 'option', length: 5, deadLetters: 1 });
     expect(stream.groups).toEqual([expect.objectContaining({ name: AUDIT_GROUP, pending: 2, consumers: [expect.objectContaining({ name: 'audit-1', pending: 2 })] })]);
@@ -137,7 +131,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
   });
 
   it("shows a partitioned stream the handlers read by its name, its partitions from the servers' bindings", async () => {
-    app = await startDashboardApp(redis.server.url, {}, 'express', { partitioned: true });
+    const app = await dashboard.start({}, 'express', { partitioned: true });
     await redis.client.xadd(`${PARTITIONED_STREAM}:p1`, '*', 'pattern', PARTITIONED_STREAM, 'data', '{}');
     const server = [...listeningServers][0]!;
     expect(server.liveness().streams.filter((binding) => binding.partitionOf !== undefined)).toEqual([
@@ -166,7 +160,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     } finally {
       await client.close();
     }
-    app = await startDashboardApp(redis.server.url, { streams: ['later', 'dparted'] });
+    const app = await dashboard.start({ streams: ['later', 'dparted'] });
     const view = await overview(app);
     // The held entries' streams do not exist yet: they are counted all the same.
     expect(streamOf(view, 'later')).toMatchObject({ exists: false, delayed: await delayedInRedis(redis.client, 'later') });
@@ -187,6 +181,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
     // Rules from before delayed entries: the streams and dead letters, not {legacy}:delayed.
     const keys = ['~legacy', '~{legacy}:dead', `~${HANDLED_STREAM}`, `~{${HANDLED_STREAM}}:*`];
     await redis.client.call('ACL', 'SETUSER', 'dash', 'reset', 'on', '>dash-pw', '+@all', 'allchannels', ...keys);
+    let app: DashboardApp | undefined;
     try {
       app = await startDashboardApp(`redis://dash:dash-pw@127.0.0.1:${redis.server.port}`, { streams: ['legacy'] });
       const view = await overview(app);
@@ -201,7 +196,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
   });
 
   it('reads at most maxStreams streams a refresh, and says how many it left out', async () => {
-    app = await startDashboardApp(redis.server.url, { streams: ['a', 'b', 'c'], maxStreams: 2 });
+    const app = await dashboard.start({ streams: ['a', 'b', 'c'], maxStreams: 2 });
     const view = await overview(app, ['d']);
     expect(view.streams.map((stream) => stream.name)).toEqual([HANDLED_STREAM, 'a']);
     expect(view.omitted).toBe(3);
@@ -212,7 +207,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
 
   it('is read-only by default: no CSRF token, every mutation refused with 403, nothing changed', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
-    app = await startDashboardApp(redis.server.url);
+    const app = await dashboard.start();
     const session = JSON.parse((await get(`${app.page}/api/session`)).text) as { readOnly: boolean; csrfToken: string | null };
     expect(session).toMatchObject({ readOnly: true, csrfToken: null });
     const refused = await post(`${app.page}/api/dead-letters/redrive`, { stream: HANDLED_STREAM, ids: [deadLetterId] }, {});
@@ -226,7 +221,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
 
   it('with mutations enabled: 403 without the CSRF token, with a wrong one, cross-site, from another origin, or without a JSON body', async () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard });
+    const app = await dashboard.start({ readOnly: false, guard: OperatorGuard });
     const token = await csrfToken(app);
     expect(token).toMatch(/^[0-9a-z]+\.[\w-]{22}\.[\w-]{43}$/);
     // Another site cannot fetch the token either (even where the app enabled CORS).
@@ -255,7 +250,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
   });
 
   it("guards the page and the API with the app's guard", async () => {
-    app = await startDashboardApp(redis.server.url, { guard: OperatorGuard });
+    const app = await dashboard.start({ guard: OperatorGuard });
     for (const path of ['', '/assets/dashboard.js', '/api/session', '/api/overview']) {
       const refused = await get(`${app.page}${path}`, {});
       expect(refused.status, path).toBe(403);
@@ -265,7 +260,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
 
   it('acks, claims and deletes consumers, logging each action (names, ids, outcome) without payloads', async () => {
     await seedStream(redis.client, 'work', { entries: 3, pending: 3, deadLetters: 0, value: 'secret-payload' });
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard, streams: ['work'] });
+    const app = await dashboard.start({ readOnly: false, guard: OperatorGuard, streams: ['work'] });
     const headers = { 'x-csrf-token': await csrfToken(app) };
     const pending = JSON.parse((await get(`${app.page}/api/pending?stream=work&group=${AUDIT_GROUP}`)).text) as { entries: { id: string; consumer: string }[] };
     const [first, second] = pending.entries.map((entry) => entry.id);
@@ -304,13 +299,7 @@ describe('dashboard over HTTP (Express and Fastify)', () => {
 
 describe('dashboard field values: previews, whole values on demand, bytes that are not UTF-8 (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   it('sends each field of a dead letter cut to 1 KiB in a refresh (50 of 1 MiB: under 200 KB), and a whole value on demand, byte for byte', async () => {
     // 1 MiB: one byte, then two-byte characters; the cut at 1024 bytes falls inside one, and must not split it.
@@ -318,7 +307,7 @@ describe('dashboard field values: previews, whole values on demand, bytes that a
     const ids = await seedStream(redis.client, HANDLED_STREAM, { entries: 50, pending: 0, deadLetters: 50, value: megabyte });
     expect(ids).toHaveLength(50);
     for (const adapter of ['express', 'fastify'] as const) {
-      app = await startDashboardApp(redis.server.url, {}, adapter);
+      const app = await dashboard.start({}, adapter);
       // 50 MiB leave Redis for every refresh still (XRANGE has no cut): slow on a busy host.
       const list = await get(`${app.page}/api/dead-letters?stream=${HANDLED_STREAM}`, OPERATOR, 30_000);
       expect(list.status).toBe(200);
@@ -335,8 +324,7 @@ describe('dashboard field values: previews, whole values on demand, bytes that a
       expect(whole.fields[2]![1]).toMatchObject({ encoding: 'utf8', truncated: false, bytes: storedNote.length });
       expect(Buffer.from(whole.fields[2]![1].text, 'utf8').equals(storedNote)).toBe(true);
       expect((await get(`${app.page}/api/dead-letter?stream=${HANDLED_STREAM}&id=1-1`)).status).toBe(404);
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 60_000);
 
@@ -351,17 +339,16 @@ describe('dashboard field values: previews, whole values on demand, bytes that a
     const marked = { text: bytes.toString('base64'), encoding: 'base64', bytes: 4, truncated: false };
     expect(marked.text).toBe('Yf/+AA==');
     for (const adapter of ['express', 'fastify'] as const) {
-      app = await startDashboardApp(redis.server.url, { streams: ['raw'] }, adapter);
+      const app = await dashboard.start({ streams: ['raw'] }, adapter);
       const entry = await get(`${app.page}/api/entry?stream=raw&id=${lastId}`);
       expect((JSON.parse(entry.text) as { fields: FieldView[] }).fields[1]).toEqual([{ text: 'data', encoding: 'utf8', bytes: 4, truncated: false }, marked]);
       expect(entry.text).not.toContain('\ufffd');
       const pendingEntry = JSON.parse((await get(`${app.page}/api/entry?stream=raw&id=${id}`)).text) as { fields: FieldView[] };
       expect(pendingEntry.fields[1]).toEqual([{ text: name.toString('base64'), encoding: 'base64', bytes: 2, truncated: false }, marked]);
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
     await new DeadLetterService(redis.client).moveToDeadLetter({ stream: 'raw', group: AUDIT_GROUP, ids: [id!], reason: 'manual', error: 'boom' });
-    app = await startDashboardApp(redis.server.url, { streams: ['raw'] });
+    const app = await dashboard.start({ streams: ['raw'] });
     const list = await get(`${app.page}/api/dead-letters?stream=raw`);
     expect(list.text).not.toContain('\ufffd');
     const [letter] = (JSON.parse(list.text) as DeadLettersView).deadLetters;
@@ -373,13 +360,7 @@ describe('dashboard field values: previews, whole values on demand, bytes that a
 
 describe('dashboard lists paged with a cursor (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   /** Every page of `path` (a list route), following `next` until it is null. */
   async function pages<T extends { next: string | null; total: number }>(dashboard: DashboardApp, path: string): Promise<T[]> {
@@ -402,7 +383,7 @@ describe('dashboard lists paged with a cursor (Express and Fastify)', () => {
     const pendingIds = ((await redis.client.xreadgroup('GROUP', AUDIT_GROUP, 'audit-1', 'COUNT', 105, 'STREAMS', 'paged', '>')) as [string, [string, string[]][]][])[0]![1].map(([id]) => id);
     expect(pendingIds).toHaveLength(105);
     for (const adapter of ['express', 'fastify'] as const) {
-      app = await startDashboardApp(redis.server.url, { streams: ['paged'] }, adapter);
+      const app = await dashboard.start({ streams: ['paged'] }, adapter);
       const letterPages = await pages<DeadLettersView>(app, 'dead-letters?stream=paged');
       expect(letterPages.map((page) => [page.deadLetters.length, page.total, page.more])).toEqual([[50, 120, true], [50, 120, true], [20, 120, false]]);
       expect(letterPages.flatMap((page) => page.deadLetters.map((letter) => letter.deadLetterId))).toEqual(deadLetterIds);
@@ -420,8 +401,7 @@ describe('dashboard lists paged with a cursor (Express and Fastify)', () => {
       const bad = await get(`${app.page}/api/pending?stream=paged&group=${AUDIT_GROUP}&cursor=50`);
       expect(bad.status).toBe(400);
       expect(bad.text).toContain('cursor');
-      await app.close();
-      app = undefined;
+      await dashboard.close();
     }
   });
 
@@ -429,7 +409,7 @@ describe('dashboard lists paged with a cursor (Express and Fastify)', () => {
     await redis.client.set('{pparted}:partitions', '2');
     const first = await seedStream(redis.client, 'pparted:p0', { entries: 40, pending: 0, deadLetters: 40 });
     const second = await seedStream(redis.client, 'pparted:p1', { entries: 30, pending: 0, deadLetters: 30 });
-    app = await startDashboardApp(redis.server.url, { streams: ['pparted'] });
+    const app = await dashboard.start({ streams: ['pparted'] });
     const letterPages = await pages<DeadLettersView>(app, 'dead-letters?stream=pparted');
     expect(letterPages.map((page) => [page.deadLetters.length, page.total])).toEqual([[50, 70], [20, 70]]);
     const ids = letterPages.flatMap((page) => page.deadLetters.map((letter) => letter.deadLetterId));

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import type { HTTPRequest } from 'puppeteer-core';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { HANDLED_STREAM, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { DOM_TIMEOUT, HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -21,15 +22,9 @@ declare function getComputedStyle(node: PageNode): { backgroundColor: string; ou
 /** Dark mode, the refresh control and keyboard use, in Chromium on Express and Fastify. */
 describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
+  const dashboard = useDashboardApp(redis);
   /** Times (ms) of the page's overview requests. */
   let overviewRequests: number[];
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
 
   const browser = useDashboardBrowser({ viewport: { width: 1100, height: 760 } });
 
@@ -42,7 +37,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
   });
 
   async function open(adapter: (typeof ADAPTERS)[number], refreshInterval = 500): Promise<void> {
-    app = await startDashboardApp(redis.server.url, { refreshInterval, sampleInterval: 500 }, adapter);
+    const app = await dashboard.start({ refreshInterval, sampleInterval: 500 }, adapter);
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await browser.page.waitForSelector(`#streams tr[data-stream="${HANDLED_STREAM}"]`, DOM_TIMEOUT);
   }
@@ -63,8 +58,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
         mkdirSync('docs/images', { recursive: true });
         await browser.page.screenshot({ path: 'docs/images/dashboard-dark.png' });
       }
-      await app!.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 60_000);
 
@@ -87,21 +81,20 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
       await browser.page.locator('#refresh-toggle').click();
       await waitFor(() => overviewRequests.length >= paused + 2, 'refreshes again after Resume');
 
-      // Every 2 s: two refreshes at least 1.9 s apart.
-      await browser.page.select('#refresh-interval', '2000');
+      // Every 1 s (the shortest choice above the app's 500 ms): two refreshes at least 0.95 s apart.
+      await browser.page.select('#refresh-interval', '1000');
       const from = overviewRequests.length;
-      await waitFor(() => overviewRequests.length >= from + 3, 'refreshes every 2 s', { timeout: 15_000 });
+      await waitFor(() => overviewRequests.length >= from + 3, 'refreshes every 1 s', { timeout: 15_000 });
       const gaps = overviewRequests.slice(from + 1).map((at, index) => at - overviewRequests[from + index]!);
-      expect(Math.min(...gaps.slice(1))).toBeGreaterThanOrEqual(1_900);
+      expect(Math.min(...gaps.slice(1))).toBeGreaterThanOrEqual(950);
 
-      // Kept in the tab: paused at 2 s after a reload.
+      // Kept in the tab: paused at 1 s after a reload.
       await browser.page.locator('#refresh-toggle').click();
       await browser.page.reload({ waitUntil: 'domcontentloaded' });
       await browser.page.waitForSelector('#refresh-toggle[aria-pressed="true"]', DOM_TIMEOUT);
-      expect(await browser.page.$eval('#refresh-interval', (node) => (node as unknown as { value: string }).value)).toBe('2000');
+      expect(await browser.page.$eval('#refresh-interval', (node) => (node as unknown as { value: string }).value)).toBe('1000');
       await browser.page.evaluate(() => sessionStorage.clear());
-      await app!.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 90_000);
 
@@ -144,8 +137,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
       await browser.page.keyboard.press('Escape');
       await browser.page.waitForSelector('#detail[hidden]', DOM_TIMEOUT);
       expect(await browser.page.evaluate(() => document.activeElement?.textContent)).toBe(HANDLED_STREAM);
-      await app!.close();
-      app = undefined;
+      await dashboard.close();
     }
   }, 90_000);
 });

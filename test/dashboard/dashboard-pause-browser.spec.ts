@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pausedKey } from '../../src/flow/flow-keys.js';
 import { pauseGroup } from '../../src/flow/pause-state.js';
 import { partitionStreamKey } from '../../src/partitions/partition-keys.js';
-import { HANDLED_STREAM, PARTITIONED_STREAM, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { HANDLED_STREAM, PARTITIONED_STREAM } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { DOM_TIMEOUT, HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
 import { AllowOperators } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -18,13 +19,7 @@ declare const document: { querySelectorAll(selector: string): ArrayLike<PageElem
 /** The Pause / Resume buttons of the page (the routes and their guards: dashboard-pause.spec.ts). */
 describe.skipIf(!HAS_CHROMIUM)('dashboard: pause and resume from the page (headless Chromium)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   const browser = useDashboardBrowser({ answer: true });
 
@@ -39,7 +34,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard: pause and resume from the page (headl
   }
 
   it('marks a paused group in the overview, and its Pause / Resume button (confirmed) changes it for every worker', async () => {
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'express', { partitioned: true });
+    const app = await dashboard.start({ readOnly: false, guard: AllowOperators, refreshInterval: 500 }, 'express', { partitioned: true });
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilGroupCell(HANDLED_STREAM, 'billing');
 
@@ -61,7 +56,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard: pause and resume from the page (headl
   }, 60_000);
 
   it('read-only: the pause state shows, no Pause button', async () => {
-    app = await startDashboardApp(redis.server.url, { refreshInterval: 500 });
+    const app = await dashboard.start({ refreshInterval: 500 });
     await pauseGroup(redis.client, HANDLED_STREAM, 'billing');
     await browser.page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await untilGroupCell(HANDLED_STREAM, 'billing paused');

@@ -1,22 +1,13 @@
-import { Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { OverviewView } from '../../src/dashboard/dashboard-views.js';
 import { pausedKey } from '../../src/flow/flow-keys.js';
 import { pauseGroup } from '../../src/flow/pause-state.js';
 import { partitionStreamKey } from '../../src/partitions/partition-keys.js';
-import { HANDLED_STREAM, PARTITIONED_STREAM, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { HANDLED_STREAM, PARTITIONED_STREAM, type DashboardApp } from '../helpers/dashboard-app.js';
+import { OPERATOR, OperatorGuard } from '../helpers/dashboard-http.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
-
-/** The app's guard of the tests: lets a request on when it carries `x-operator: yes`. */
-@Injectable()
-class OperatorGuard implements CanActivate {
-  canActivate(context: ExecutionContext): boolean {
-    return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-operator'] === 'yes';
-  }
-}
-
-const OPERATOR = { 'x-operator': 'yes' };
 
 async function getJson<T>(url: string): Promise<T> {
   const response = await fetch(url, { headers: OPERATOR, signal: AbortSignal.timeout(5_000) });
@@ -39,16 +30,10 @@ function pausedFlags(view: OverviewView): [string, string, boolean][] {
 /** The page's Pause / Resume buttons: dashboard-pause-browser.spec.ts. */
 describe('dashboard: paused groups and the pause / resume actions (HTTP)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   it("shows each group's pause state, a partitioned stream's on its total and every partition", async () => {
-    app = await startDashboardApp(redis.server.url, {}, 'express', { partitioned: true });
+    const app = await dashboard.start({}, 'express', { partitioned: true });
     await pauseGroup(redis.client, PARTITIONED_STREAM, 'billing');
     const since = new Date(Number(await redis.client.hget(pausedKey(PARTITIONED_STREAM), 'billing'))).toISOString();
     const view = await getJson<OverviewView>(`${app.page}/api/overview`);
@@ -63,7 +48,7 @@ describe('dashboard: paused groups and the pause / resume actions (HTTP)', () =>
   });
 
   it('read-only by default: pause and resume refused with 403, nothing written', async () => {
-    app = await startDashboardApp(redis.server.url);
+    const app = await dashboard.start();
     for (const path of ['groups/pause', 'groups/resume']) {
       const refused = await post(`${app.page}/api/${path}`, { stream: HANDLED_STREAM, group: 'billing' }, {});
       expect(refused.status, path).toBe(403);
@@ -73,7 +58,7 @@ describe('dashboard: paused groups and the pause / resume actions (HTTP)', () =>
   });
 
   it('pauses and resumes behind the same guards as every action (app guard, CSRF, same origin), logged; a partition key is a 400', async () => {
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard }, 'express', { partitioned: true });
+    const app = await dashboard.start({ readOnly: false, guard: OperatorGuard }, 'express', { partitioned: true });
     const session = await getJson<{ csrfToken: string }>(`${app.page}/api/session`);
     const token = { 'x-csrf-token': session.csrfToken };
     const pause = `${app.page}/api/groups/pause`;

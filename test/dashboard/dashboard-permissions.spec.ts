@@ -1,12 +1,13 @@
 import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ACTION_KINDS, RedisStreamsDashboardModule, type DashboardSession } from '../../src/dashboard/index.js';
 import { ACTION_KIND_METADATA, actionRefusal } from '../../src/dashboard/dashboard-permissions.js';
 import { dashboardController } from '../../src/dashboard/dashboard.controller.js';
 import { resolveDashboardOptions } from '../../src/dashboard/dashboard.options.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
-import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, HANDLED_STREAM, seedStream } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { ADAPTERS, csrfToken, getJson, OperatorGuard, postJson } from '../helpers/dashboard-http.js';
 import { optionError } from '../helpers/option-errors.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -38,29 +39,23 @@ describe('dashboard actions option', () => {
 
 describe('dashboard per-action permissions over HTTP (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
-
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
+  const dashboard = useDashboardApp(redis);
 
   it('without a list every kind is allowed, and the session says so', async () => {
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard });
+    const app = await dashboard.start({ readOnly: false, guard: OperatorGuard });
     const session = (await getJson<DashboardSession>(app, 'session')).body;
     expect(session).toMatchObject({ readOnly: false, actions: [...ACTION_KINDS], refusedActions: [] });
   });
 
   it('read-only: no kind is allowed, whatever the list says', async () => {
-    app = await startDashboardApp(redis.server.url, { actions: ['redrive'] });
+    const app = await dashboard.start({ actions: ['redrive'] });
     expect((await getJson<DashboardSession>(app, 'session')).body).toMatchObject({ readOnly: true, actions: [], refusedActions: [...ACTION_KINDS] });
   });
 
   for (const adapter of ADAPTERS) {
     it(`${adapter}: serves the kinds listed and refuses the others with 403 naming the kind and the option, changing nothing`, async () => {
       const [first, second] = await seedStream(redis.client, HANDLED_STREAM, { entries: 4, pending: 1, deadLetters: 2 });
-      app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard, actions: ['redrive', 'ack'] }, adapter);
+      const app = await dashboard.start({ readOnly: false, guard: OperatorGuard, actions: ['redrive', 'ack'] }, adapter);
       const session = (await getJson<DashboardSession>(app, 'session')).body;
       expect(session.actions).toEqual(['redrive', 'ack']);
       expect(session.refusedActions).toEqual(ACTION_KINDS.filter((kind) => kind !== 'redrive' && kind !== 'ack'));
@@ -87,7 +82,7 @@ describe('dashboard per-action permissions over HTTP (Express and Fastify)', () 
   }
 
   it('an empty list refuses every mutation, each naming its kind', async () => {
-    app = await startDashboardApp(redis.server.url, { readOnly: false, guard: OperatorGuard, actions: [] });
+    const app = await dashboard.start({ readOnly: false, guard: OperatorGuard, actions: [] });
     const token = await csrfToken(app);
     for (const [path, kind] of MUTATIONS) {
       const refused = await postJson<{ message: string }>(app, path, { stream: HANDLED_STREAM }, token);

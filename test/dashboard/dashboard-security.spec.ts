@@ -1,13 +1,14 @@
 import { Injectable, RequestMethod, type CanActivate } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { request as httpRequest } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
-import { RedisStreamsDashboardModule } from '../../src/dashboard/index.js';
+import { describe, expect, it } from 'vitest';
+import { RedisStreamsDashboardModule, type RedisStreamsDashboardOptions } from '../../src/dashboard/index.js';
 import { SECURITY_HEADERS } from '../../src/dashboard/dashboard-security.js';
 import { dashboardController } from '../../src/dashboard/dashboard.controller.js';
 import { resolveDashboardOptions } from '../../src/dashboard/dashboard.options.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, HANDLED_STREAM, seedStream, startDashboardApp, type DashboardApp, type DashboardAppOptions } from '../helpers/dashboard-app.js';
+import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { optionError } from '../helpers/option-errors.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -52,19 +53,9 @@ const SECRET = 'secret-payload';
 
 describe('dashboard request checks (Express and Fastify)', () => {
   const redis = useRedisServer();
-  let app: DashboardApp | undefined;
+  const dashboard = useDashboardApp(redis);
 
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await redis.client.flushall();
-  });
-
-  async function start(adapter: (typeof ADAPTERS)[number], dashboard: Parameters<typeof startDashboardApp>[1], options: DashboardAppOptions = {}): Promise<DashboardApp> {
-    await app?.close();
-    app = await startDashboardApp(redis.server.url, dashboard, adapter, options);
-    return app;
-  }
+  const start = (adapter: (typeof ADAPTERS)[number], options: RedisStreamsDashboardOptions, appOptions: DashboardAppOptions = {}): Promise<DashboardApp> => dashboard.start(options, adapter, appOptions);
 
   /** Every GET route of the dashboard, on a seeded stream with a pending entry and a dead letter. */
   async function readRoutes(): Promise<string[]> {
@@ -104,10 +95,10 @@ describe('dashboard request checks (Express and Fastify)', () => {
   it("refuses every read another site asks for, even where the app's CORS lets every origin read", async () => {
     const paths = await readRoutes();
     for (const adapter of ADAPTERS) {
-      const dashboard = await start(adapter, { readOnly: false, guard: Everyone }, { cors: true });
+      const app = await start(adapter, { readOnly: false, guard: Everyone }, { cors: true });
       for (const path of paths) {
-        const url = `${dashboard.page}${path}`;
-        const sameOrigin = await send(url, { headers: { origin: dashboard.origin, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors' } });
+        const url = `${app.page}${path}`;
+        const sameOrigin = await send(url, { headers: { origin: app.origin, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors' } });
         expect(sameOrigin.status, `${adapter} ${path} same-origin`).toBe(200);
         for (const headers of <Record<string, string>[]>[{ origin: 'https://evil.example', 'sec-fetch-mode': 'cors' }, { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' }, { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'no-cors' }]) {
           const refused = await send(url, { headers });
@@ -117,28 +108,28 @@ describe('dashboard request checks (Express and Fastify)', () => {
         }
       }
       // A link followed from another site opens the page: the answer goes to the operator's tab.
-      expect((await send(dashboard.page, { headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } })).status).toBe(200);
+      expect((await send(app.page, { headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } })).status).toBe(200);
     }
-    expect(app!.logger.lines).toContain('refused "/streams/api/dead-letters": request from another origin refused');
+    expect(dashboard.app.logger.lines).toContain('refused "/streams/api/dead-letters": request from another origin refused');
   });
 
   it('sends the security headers on every answer under the mount: unknown paths, malformed JSON bodies, behind a global prefix', async () => {
     for (const adapter of ADAPTERS) {
       for (const prefix of [undefined, 'admin']) {
-        const dashboard = await start(adapter, { readOnly: false, guard: Everyone }, { prefix });
-        const token = await tokenOf(dashboard);
+        const app = await start(adapter, { readOnly: false, guard: Everyone }, { prefix });
+        const token = await tokenOf(app);
         const answers = {
-          'unknown path': await send(`${dashboard.page}/nothing-here`),
-          'unknown api path': await send(`${dashboard.page}/api/nothing?x=1`),
-          'malformed JSON': await send(`${dashboard.page}/api/pending/ack`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token }, body: '{"stream": ' }),
-          page: await send(dashboard.page),
+          'unknown path': await send(`${app.page}/nothing-here`),
+          'unknown api path': await send(`${app.page}/api/nothing?x=1`),
+          'malformed JSON': await send(`${app.page}/api/pending/ack`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token }, body: '{"stream": ' }),
+          page: await send(app.page),
         };
         expect(Object.values(answers).map((answer) => answer.status)).toEqual([404, 404, 400, 200]);
         for (const [what, answer] of Object.entries(answers)) {
           for (const [name, value] of Object.entries(SECURITY_HEADERS)) expect(answer.headers[name.toLowerCase()], `${adapter} ${prefix} ${what}: ${name}`).toBe(value);
         }
         // Not the app's other routes.
-        expect((await send(`${dashboard.origin}/elsewhere`)).headers['x-frame-options']).toBeUndefined();
+        expect((await send(`${app.origin}/elsewhere`)).headers['x-frame-options']).toBeUndefined();
       }
     }
   });
@@ -146,27 +137,27 @@ describe('dashboard request checks (Express and Fastify)', () => {
   it('refuses a Host it was not told to accept (DNS rebinding) on every route, and accepts loopback names, its own address and allowedHosts', async () => {
     const paths = await readRoutes();
     for (const adapter of ADAPTERS) {
-      const dashboard = await start(adapter, { readOnly: false, guard: Everyone });
-      const port = new URL(dashboard.origin).port;
-      const token = await tokenOf(dashboard);
+      const app = await start(adapter, { readOnly: false, guard: Everyone });
+      const port = new URL(app.origin).port;
+      const token = await tokenOf(app);
       const rebound = `rebound.example:${port}`;
       // The rebinding page's requests: its own host in Host and Origin, same-origin to the browser.
       const asRebound = { host: rebound, origin: `http://${rebound}`, 'sec-fetch-site': 'same-origin' };
       for (const path of paths) {
-        const refused = await send(`${dashboard.page}${path}`, { headers: asRebound });
+        const refused = await send(`${app.page}${path}`, { headers: asRebound });
         expect(refused.status, `${adapter} ${path}`).toBe(403);
         expect(refused.text).not.toContain(SECRET);
         expect(refused.text).not.toContain('csrfToken');
       }
-      const purge = await send(`${dashboard.page}/api/dead-letters/purge`, { method: 'POST', headers: { ...asRebound, 'content-type': 'application/json', 'x-csrf-token': token }, body: JSON.stringify({ stream: HANDLED_STREAM, ids: 'all' }) });
+      const purge = await send(`${app.page}/api/dead-letters/purge`, { method: 'POST', headers: { ...asRebound, 'content-type': 'application/json', 'x-csrf-token': token }, body: JSON.stringify({ stream: HANDLED_STREAM, ids: 'all' }) });
       expect(purge.status).toBe(403);
       expect(await redis.client.xlen(deadLetterKey(HANDLED_STREAM))).toBe(1);
-      expect(dashboard.logger.lines).toContain(`refused "/streams/api/dead-letters/purge": host "${rebound}" is not allowed (RedisStreamsDashboardModule allowedHosts)`);
+      expect(app.logger.lines).toContain(`refused "/streams/api/dead-letters/purge": host "${rebound}" is not allowed (RedisStreamsDashboardModule allowedHosts)`);
       for (const host of [`localhost:${port}`, `LOCALHOST:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'localhost']) {
-        expect((await send(`${dashboard.page}/api/overview`, { headers: { host } })).status, host).toBe(200);
+        expect((await send(`${app.page}/api/overview`, { headers: { host } })).status, host).toBe(200);
       }
       for (const host of ['evil.example', `127.0.0.2:${port}`, 'localhost.evil.example']) {
-        expect((await send(`${dashboard.page}/api/overview`, { headers: { host } })).status, host).toBe(403);
+        expect((await send(`${app.page}/api/overview`, { headers: { host } })).status, host).toBe(403);
       }
 
       // A read-only dashboard without a guard reads nothing for a rebinding page either.
@@ -190,6 +181,7 @@ describe('dashboard request checks (Express and Fastify)', () => {
     const [deadLetterId] = await seedStream(redis.client, HANDLED_STREAM, { entries: 2, pending: 0, deadLetters: 1 });
     // The stream's keys only: not nestjs-redis-streams:dashboard:csrf-secret.
     await redis.client.call('ACL', 'SETUSER', 'dash', 'reset', 'on', '>dash-pw', '+@all', 'allchannels', `~${HANDLED_STREAM}`, `~{${HANDLED_STREAM}}:*`);
+    let app: DashboardApp | undefined;
     try {
       const url = `redis://dash:dash-pw@127.0.0.1:${redis.server.port}`;
       app = await startDashboardApp(url, { readOnly: false, guard: Everyone });

@@ -178,6 +178,8 @@ export class RedisServerProcess {
       '--appendonly', this.options.appendOnly ? 'yes' : 'no',
       ...(this.options.appendOnly ? ['--appendfsync', 'always'] : []),
       '--loglevel', 'warning',
+      // A replica's full sync starts at once: diskless sync (the default from 7.0) waits 5 s for more replicas first.
+      '--repl-diskless-sync-delay', '0',
       ...(this.options.password === undefined ? [] : ['--requirepass', this.options.password]),
       ...(this.options.args ?? []),
     ];
