@@ -68,7 +68,7 @@ async function seriesOf(name) {
   return cached;
 }
 
-/** Appends the charts of the selected stream to its details (drawn after them on each refresh). */
+/** Draws the charts of the selected stream at the end of its details (after them on each refresh), in place of those drawn before. */
 export async function renderCharts() {
   const section = document.getElementById('detail');
   if (section.hidden || state.selected === null || !state.session.sampleInterval) return;
@@ -91,5 +91,8 @@ export async function renderCharts() {
         chart('Pending', 'pending', series.at, group.pending)));
     }
   }
-  section.append(el('div', { className: 'charts-block', dataset: { view: 'charts' } }, ...parts));
+  const block = el('div', { className: 'charts-block', dataset: { view: 'charts', stream: name } }, ...parts);
+  const drawn = section.querySelector(':scope > [data-view="charts"]');
+  if (drawn === null) section.append(block);
+  else drawn.replaceWith(block);
 }
