@@ -95,7 +95,8 @@ describe('secrets never leave the package', () => {
     for (const line of logLines) expect(line).not.toContain(MARKER);
   });
 
-  describe.each(['wrongPassword', 'refused', 'unknownHost', 'rawWrongPassword', 'rawRefused'])('server: listen() fails (%s)', (kind) => {
+  // Each case its own server object: they wait out startupTimeout together.
+  describe.concurrent.each(['wrongPassword', 'refused', 'unknownHost', 'rawWrongPassword', 'rawRefused'])('server: listen() fails (%s)', (kind) => {
     it('the listen callback error and the error events carry no password', async () => {
       const server = new RedisStreamsServer({ connection: urls[kind], group: 'g', consumer: 'c', recovery: false, startupTimeout: 1_000 });
       server.addHandler('orders', async () => undefined, true);
