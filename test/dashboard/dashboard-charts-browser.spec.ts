@@ -49,7 +49,7 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard charts in headless Chromium', () => {
   it('keeps the charts in place across refreshes: the stream\'s details keep their height, so what is below them does not jump under the pointer', async () => {
     const { page } = browser;
     await seedStream(redis.client, STREAM, { entries: 12, pending: 4, deadLetters: 2 });
-    app = await startDashboardApp(redis.server.url, { streams: [STREAM], sampleInterval: 500, refreshInterval: 500 });
+    const app = await dashboard.start({ streams: [STREAM], sampleInterval: 500, refreshInterval: 500 });
     await samplesAfter(app, STREAM, 0, 3);
     await page.goto(app.page, { waitUntil: 'domcontentloaded' });
     await page.locator(`#streams tr[data-stream="${STREAM}"] [data-col="name"] button`).click();
