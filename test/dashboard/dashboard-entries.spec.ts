@@ -8,30 +8,17 @@ import { encodeRecord } from '../../src/lifecycle/lifecycle-records.js';
 import { deadLetterKey } from '../../src/redis/keys.js';
 import { AUDIT_GROUP, type DashboardApp } from '../helpers/dashboard-app.js';
 import { useDashboardApp } from '../helpers/use-dashboard-app.js';
-import { ADAPTERS, AllowOperators } from '../helpers/dashboard-http.js';
+import { ADAPTERS, AllowOperators, csrfToken, getJson, postJson } from '../helpers/dashboard-http.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 /** The first entry's ms: entry n has id `${BASE + n}-0`, added at BASE + n ms. */
 const BASE = 1_767_000_000_000;
 const STREAM = 'ledger';
 
-async function get<T>(app: DashboardApp, path: string, params: Record<string, string>): Promise<{ status: number; body: T & { message?: string } }> {
-  const url = new URL(`${app.page}/api/${path}`);
-  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
-  const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-  return { status: response.status, body: (await response.json()) as T & { message?: string } };
-}
-
-async function post(app: DashboardApp, path: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const session = (await (await fetch(`${app.page}/api/session`, { signal: AbortSignal.timeout(5_000) })).json()) as { csrfToken: string; csrfHeader: string };
-  const response = await fetch(`${app.page}/api/${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', [session.csrfHeader]: session.csrfToken },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(5_000),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
+/** A read of the dashboard's API, its answer typed as the view or an error's message. */
+const get = <T>(app: DashboardApp, path: string, params: Record<string, string>) => getJson<T & { message?: string }>(app, path, params);
+/** A mutation with the session's CSRF token. */
+const post = async (app: DashboardApp, path: string, body: unknown) => postJson(app, path, body, await csrfToken(app));
 
 const ids = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, n) => `${BASE + from + n}-0`);
 
