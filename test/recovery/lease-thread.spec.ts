@@ -295,19 +295,26 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
   });
 
   /** Serves the slow handler over `connection`, runs one entry that blocks the loop, and checks the thread renewed it, with no warning. */
-  async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster): Promise<void> {
+  async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster, lazy = false): Promise<void> {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     running = await startServer(
-      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
+      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: lazy ? LAZY : { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
       [SlowController],
     );
     const checks = nodes();
     try {
       const connected = async () => (await Promise.all(checks.map(leaseConnectionsOn))).reduce((a, b) => a + b, 0);
-      await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
-      await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
+      if (lazy) {
+        const ages = async () => (await Promise.all(checks.map(streamsConnectionAges))).flat();
+        await waitFor(async () => (await ages()).some((age) => age >= 2), 'the server connected two seconds ago', { timeout: 15_000, interval: 100 });
+        expect(await connected()).toBe(0);
+      } else {
+        await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
+        await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
+      }
       started = 0;
-      blockMs = 1_500;
+      // Lazy: the thread loads its Redis side and connects to the Cluster (slots, nodes) during this block.
+      blockMs = lazy ? LAZY.minIdleTime + 500 : 1_500;
       await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
       await waitFor(() => started === 1, 'the handler started', { timeout: 10_000 });
       blockMs = 0;
@@ -323,6 +330,18 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
     try {
       await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-1', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client());
+    } finally {
+      release?.();
+      await running?.app.close();
+      running = undefined;
+      await cluster.stop();
+    }
+  }, 120_000);
+
+  it('Cluster, lazy connect (lease interval 1 s): no lease connection before the block; the thread opens its Cluster client during it and renews there', async () => {
+    const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
+    try {
+      await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-lazy', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client(), true);
     } finally {
       release?.();
       await running?.app.close();
