@@ -3,7 +3,8 @@
 // processes interleaved round by round so machine load hits every tree alike. Each run loads ioredis
 // in the main thread (as a server has), starts the tree's own LeaseThread against a private
 // redis-server (the test harness's, never 6379) and prints, as medians: CPU from `start()` to the
-// thread's 'ready' (Linux: /proc/self/task/*/schedstat) of the new thread, of the main thread and of
+// thread's 'ready' (watching; a tree whose thread connects at start, or a lease interval under 1 s,
+// connected first) (Linux: /proc/self/task/*/schedstat) of the new thread, of the main thread and of
 // the threads that existed before (V8's compiler and GC helpers), their sum (`process.cpuUsage`), the
 // time to ready, and the RSS the process grew by one second after it.
 import { execFileSync } from 'node:child_process';

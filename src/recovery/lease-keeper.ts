@@ -18,6 +18,8 @@ export class LeaseKeeper {
   private thread: LeaseThread | undefined;
   /** stream NUL group NUL id of entries we lost, so they are reported and skipped once. */
   private readonly lost = new Set<string>();
+  /** What the last renewal held, until the thread was asked to connect (`connectThreadForLongEntries`). */
+  private previouslyHeld: Set<string> | undefined = new Set();
 
   constructor(
     private readonly host: RecoveryHost,
@@ -58,7 +60,28 @@ export class LeaseKeeper {
 
   /** Renews every in-flight entry of every handled stream + group now (on this thread's connection). */
   async renewAll(): Promise<void> {
-    for (const [stream, group, ids] of this.snapshot()) await this.renew(stream, group, ids);
+    const held = this.snapshot();
+    this.connectThreadForLongEntries(held);
+    for (const [stream, group, ids] of held) await this.renew(stream, group, ids);
+  }
+
+  /**
+   * Asks the lease thread to connect once an entry was held at two renewals in a row (in flight for
+   * a lease interval or more): a handler that long may block the loop next, and the thread then
+   * renews at once instead of connecting first. Handlers shorter than that never make it connect.
+   */
+  private connectThreadForLongEntries(held: readonly HeldIds[]): void {
+    if (this.thread === undefined || this.previouslyHeld === undefined) return;
+    const now = new Set<string>();
+    for (const [stream, group, ids] of held) for (const id of ids) now.add(key(stream, group, id));
+    for (const heldKey of now) {
+      if (this.previouslyHeld.has(heldKey)) {
+        this.thread.connectAhead();
+        this.previouslyHeld = undefined;
+        return;
+      }
+    }
+    this.previouslyHeld = now;
   }
 
   /** What this process holds and still renews, per handled stream + group; lost entries it no longer holds are forgotten. */

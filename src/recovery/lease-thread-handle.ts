@@ -57,13 +57,15 @@ function leaseThreadScript(): URL | undefined {
 /**
  * The main thread's side of the lease thread (lease-thread.ts): starts it with the server's
  * connection option and the streams + groups it reads, stamps the heartbeat it watches (its only
- * cost while the event loop is live), and hears what it renewed. Whatever keeps the thread from
+ * cost while the event loop is live), asks it once to connect ahead of a block, and hears what it
+ * renewed. Whatever keeps the thread from
  * running (an option a thread cannot receive, a connection it cannot make, its death) is logged
  * once; the keeper renews on the event loop in every case, as with the thread off.
  */
 export class LeaseThread {
   private worker: Worker | undefined;
   private stopping = false;
+  private askedToConnect = false;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private readonly heartbeat = new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT);
   private readonly stamp = new Float64Array(this.heartbeat);
@@ -125,6 +127,16 @@ export class LeaseThread {
     if ((await Promise.race([this.exited, late])) === 'late') await worker.terminate();
     clearTimeout(timer);
     await this.exited;
+  }
+
+  /**
+   * Tells the thread to connect now, once (an entry has been in flight for a lease interval: its
+   * handler may block next), so a block finds it connected; a thread that connected at start ignores it.
+   */
+  connectAhead(): void {
+    if (this.askedToConnect || this.stopping) return;
+    this.askedToConnect = true;
+    this.post({ type: 'connect' });
   }
 
   private post(message: ToLeaseThread): void {

@@ -3,28 +3,27 @@
  * keeps this process's leases while a handler blocks the main event loop. While the main thread's
  * heartbeat is fresh it does nothing but read it (the main thread renews its leases itself). Once
  * the heartbeat is stale, it renews, each lease interval, every entry Redis lists as pending for
- * this consumer (XPENDING … consumer, paged) with the owner-checked renewal of leases.ts: what the
- * handlers hold, and what a read answered during the block delivered to a reply not yet read.
- * Once the heartbeat is older than `maxBlocked` it renews nothing (a wedged process gives its work
- * back) until the heartbeat moves again.
+ * this consumer (lease-thread-renewal.ts): what the handlers hold, and what a read answered during
+ * the block delivered to a reply not yet read. Once the heartbeat is older than `maxBlocked` it
+ * renews nothing (a wedged process gives its work back) until the heartbeat moves again.
+ *
+ * It starts with no Redis module loaded and no connection: it loads them and connects at the first
+ * stale heartbeat, or earlier when the main thread says an entry has been in flight for a lease
+ * interval (`connect`), or at start when the lease interval is too short to connect within a block
+ * (`connectsAtStart`, docs/recovery.md, "Leases").
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { errorMessage } from '../error-message.js';
-import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
-import { whenReady } from '../redis/ready.js';
-import { reviveThreadConnection } from '../redis/thread-connection.js';
-import { renewLeases } from './leases.js';
-import { heartbeatInterval, staleAfter, type FromLeaseThread, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
+import type { LeaseRenewal } from './lease-thread-renewal.js';
+import { connectsAtStart, heartbeatInterval, staleAfter, type FromLeaseThread, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
 
 const data = workerData as LeaseThreadData;
 const port = parentPort as NonNullable<typeof parentPort>;
 const heartbeat = new Float64Array(data.heartbeat);
 const checkEvery = heartbeatInterval(data.interval, data.maxBlocked);
 const stale = staleAfter(data.interval, data.maxBlocked);
-/** Pending entries listed per XPENDING call. */
-const PAGE = 1000;
 
-let opened: OpenedConnection | undefined;
+let renewal: Promise<LeaseRenewal> | undefined;
 let stopping = false;
 let timer: NodeJS.Timeout | undefined;
 let running: Promise<void> | undefined;
@@ -36,6 +35,12 @@ let gaveUp = false;
 
 function send(message: FromLeaseThread): void {
   port.postMessage(message);
+}
+
+/** The Redis side, loaded on first use. */
+function renewalSide(): Promise<LeaseRenewal> {
+  renewal ??= import('./lease-thread-renewal.js').then(({ LeaseRenewal }) => new LeaseRenewal(data, send));
+  return renewal;
 }
 
 /** Reads the heartbeat: sleeps until it could be stale while it is fresh, renews each interval while it is stale. */
@@ -55,70 +60,52 @@ function watch(): void {
     }
   } else if (running === undefined && now - lastRound >= data.interval) {
     lastRound = now;
-    running = renewPending((opened as OpenedConnection).client).finally(() => (running = undefined));
+    running = renew().finally(() => (running = undefined));
   }
   schedule(checkEvery);
+}
+
+async function renew(): Promise<void> {
+  const side = await renewalSide();
+  lastRenewed = await side.round(() => stopping);
 }
 
 function schedule(ms: number): void {
   timer = setTimeout(watch, ms);
 }
 
-/** One round: every entry pending for this consumer, per stream + group, renewed page by page. */
-async function renewPending(client: RedisClient): Promise<void> {
-  let renewedNow = 0;
-  for (const [stream, group] of data.streams) {
-    let start = '-';
-    while (!stopping) {
-      let ids: string[];
-      try {
-        const rows = (await client.call('XPENDING', stream, group, start, '+', PAGE, data.consumer)) as Array<[string, ...unknown[]]>;
-        ids = rows.map(([id]) => String(id));
-      } catch (error) {
-        send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") could not list its pending entries: ${errorMessage(error)}` });
-        break;
-      }
-      if (ids.length === 0) break;
-      try {
-        const { renewed, lost } = await renewLeases(client, { stream, group, consumer: data.consumer, ids });
-        renewedNow += renewed.length;
-        if (renewed.length > 0) send({ type: 'renewed', count: renewed.length });
-        // The main thread decides what to report (what it still works on).
-        if (lost.length > 0) send({ type: 'lost', stream, group, leases: lost });
-      } catch (error) {
-        send({ type: 'error', message: `lease renewal on "${stream}" (group "${group}") failed: ${errorMessage(error)}` });
-        break;
-      }
-      if (ids.length < PAGE) break;
-      start = `(${ids[ids.length - 1] as string}`;
-    }
+/** Connects ahead of a block (the main thread has an entry in flight for a lease interval); a failure is reported, the next round tries again. */
+async function connectAhead(): Promise<void> {
+  try {
+    await (await renewalSide()).connect();
+  } catch (error) {
+    if (!stopping) send({ type: 'error', message: `lease renewal could not connect: ${errorMessage(error)}` });
   }
-  lastRenewed = renewedNow;
 }
 
 async function stop(): Promise<void> {
   stopping = true;
   clearTimeout(timer);
+  const side = await renewal;
+  // A connect under way is cut short; a round on a ready connection finishes first.
+  if (side !== undefined && !side.connected) await side.close();
   await running;
-  await closeConnection(opened);
+  await side?.close();
   send({ type: 'stopped' });
   port.close();
 }
 
 port.on('message', (message: ToLeaseThread) => {
   if (message.type === 'stop') void stop();
+  else if (message.type === 'connect' && !stopping) void connectAhead();
 });
 
-async function connect(): Promise<void> {
-  const connection = reviveThreadConnection(data.connection);
-  opened = openConnection(connection, 'lease-renewal');
-  // Reconnects are reported by the failed renewals; the status events need no listener here.
-  opened.client.on('error', () => undefined);
+/** With a short lease interval: connects first (the thread ends if it cannot), then watches. */
+async function connectFirst(): Promise<void> {
   try {
-    await whenReady(opened.client, data.connectTimeout, describeConnection(connection));
+    await (await renewalSide()).connect();
   } catch (error) {
     if (stopping) return;
-    await closeConnection(opened);
     send({ type: 'failed', message: errorMessage(error) });
     port.close();
     return;
@@ -128,4 +115,8 @@ async function connect(): Promise<void> {
   watch();
 }
 
-void connect();
+if (connectsAtStart(data.interval)) void connectFirst();
+else {
+  send({ type: 'ready' });
+  watch();
+}

@@ -172,6 +172,40 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
     await waitFor(async () => (await leaseConnectionIds()).length === 1, 'one lease connection left', { timeout: 10_000, interval: 50 });
   }, 60_000);
 
+  it('lazy connect (lease interval 1 s): no lease connection while the worker never blocked; a block of over 2 × minIdleTime from its first entry: the thread connects then and renews, another worker recovering every 100 ms takes nothing', async () => {
+    const { stream, ledger: ledgerKey } = names();
+    const minIdle = 3_000;
+    const fleet = harness.fleet({ url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1, recovery: { minIdleTime: minIdle, interval: 100 } });
+    const blocked = await fleet.spawn();
+    // Listening for two seconds and more (its connections' age): a thread connecting at start would have connected by now.
+    await waitFor(async () => (await streamsConnectionAges()).some((age) => age >= 2), 'the worker connected two seconds ago', { timeout: 15_000, interval: 100 });
+    expect(await leaseConnectionIds()).toEqual([]);
+    const [id] = await publish(stream, [{ n: 0, kind: 'block', ms: 2 * minIdle + 1_500 }]);
+    await waitFor(async () => (await ledger(ledgerKey)).some((r) => r.start), 'the blocking handler started', { timeout: 15_000, interval: 20 });
+    const other = await fleet.spawn();
+    await waitFor(
+      async () => (await ledger(ledgerKey)).some((r) => !r.start) && (await pendingRows(harness.client, stream, 'g')).length === 0,
+      'the entry handled and acked',
+      { timeout: 30_000, interval: 100 },
+    );
+    expect((await ledger(ledgerKey)).map((r) => [r.id, r.deliveryCount, r.consumer, r.start])).toEqual([
+      [id, 1, blocked.consumer, true],
+      [id, 1, blocked.consumer, false],
+    ]);
+    // The blocked worker's thread connected; the other one's never needed to.
+    expect(await leaseConnectionIds()).toHaveLength(1);
+    expect(other.child.exitCode).toBeNull();
+  }, 60_000);
+
+  /** The age (CLIENT LIST, whole seconds) of each connection this transport opened, lease thread's included. */
+  async function streamsConnectionAges(): Promise<number[]> {
+    const list = (await harness.client.client('LIST')) as string;
+    return list
+      .split('\n')
+      .filter((line) => line.includes(' name=nestjs-redis-streams:'))
+      .map((line) => Number(/(?:^|\s)age=(\d+)/.exec(line)?.[1]));
+  }
+
   async function leaseConnectionIds(): Promise<string[]> {
     const list = (await harness.client.client('LIST')) as string;
     return list

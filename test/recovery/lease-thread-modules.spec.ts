@@ -46,12 +46,23 @@ describe("the lease thread's modules", () => {
   });
 
   /**
+   * The thread starts with no Redis module: ioredis and our Redis modules are most of its start-up
+   * (docs/benchmarks.md, "Lease thread"); it loads lease-thread-renewal.ts (dynamic import) at its
+   * first need.
+   */
+  it('start without ioredis or any Redis module: the thread itself imports only the protocol and small helpers', () => {
+    const graph = runtimeGraph('recovery/lease-thread.ts');
+    expect([...graph.keys()].sort()).toEqual(['error-message.ts', 'recovery/lease-thread-protocol.ts', 'recovery/lease-thread.ts']);
+    expect(readFileSync(resolve(SRC, 'recovery/lease-thread.ts'), 'utf8')).toContain("import('./lease-thread-renewal.js')");
+  });
+
+  /**
    * ioredis is CommonJS: an ESM import of it routes each of its ~66 files through Node's ESM loader,
    * ~55 ms of the thread's start-up CPU (docs/benchmarks.md, "Lease thread"). src/redis/ioredis.ts
    * requires it instead; nothing the thread loads may import it otherwise.
    */
   it('load ioredis only through src/redis/ioredis.ts (require), never with an ESM import of its values', () => {
-    const graph = runtimeGraph('recovery/lease-thread.ts');
+    const graph = runtimeGraph('recovery/lease-thread-renewal.ts');
     expect(graph.has('redis/connection.ts')).toBe(true);
     expect(graph.has('redis/ioredis.ts')).toBe(true);
     const importers = [...graph].filter(([, packages]) => packages.includes('ioredis')).map(([file]) => file);

@@ -82,6 +82,18 @@ async function leaseConnectionsOn(client: Redis): Promise<number> {
   return list.split('\n').filter((line) => line.includes(` name=${LEASE_NAME} `)).length;
 }
 
+/** The age (CLIENT LIST, whole seconds) of each connection this transport opened on `client`'s server. */
+async function streamsConnectionAges(client: Redis): Promise<number[]> {
+  const list = (await client.client('LIST')) as string;
+  return list
+    .split('\n')
+    .filter((line) => line.includes(' name=nestjs-redis-streams:'))
+    .map((line) => Number(/(?:^|\s)age=(\d+)/.exec(line)?.[1]));
+}
+
+/** A lease interval at which the thread connects at its first need, not at start, and the minIdleTime it is a third of. */
+const LAZY = { minIdleTime: 3_000, leaseInterval: 1_000 } as const;
+
 describe('lease thread in-process (real redis-server, compiled thread)', () => {
   const redis = useRedisServer();
   let running: RunningServer | undefined;
@@ -164,6 +176,31 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
     expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
   });
 
+  it('lazy connect: no connection while entries are short; one in flight for a lease interval makes the thread connect while the loop is live, and the thread renews from there when the next handler blocks', async () => {
+    vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    running = await startServer(
+      { connection: redis.server.url, group: 'g', consumer: 'c1', blockMs: 100, streamPrefix: '', recovery: LAZY } as never,
+      [SlowController],
+    );
+    await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
+    await waitFor(async () => (await streamsConnectionAges(redis.client)).some((age) => age >= 2), 'the server connected two seconds ago', { timeout: 15_000, interval: 100 });
+    expect(await leaseConnections()).toBe(0);
+    started = 0;
+    await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+    await waitFor(() => started === 1, 'the handler started');
+    // Held at two renewals in a row (1 s apart): the thread is asked to connect.
+    await waitFor(async () => (await leaseConnections()) === 1, 'the lease thread connected ahead of a block', { timeout: 10_000, interval: 50 });
+    blockMs = LAZY.minIdleTime + 500;
+    release?.();
+    const blocked = (await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {})) as string;
+    await waitFor(() => started === 2, 'the blocking handler ran', { timeout: 10_000 });
+    blockMs = 0;
+    expect(renewedJustNow(await leaseConnectionStates(redis.client))).toBe(true);
+    const rows = await pendingRows(redis.client, 'lease-thread.slow', 'g');
+    expect(rows.filter((row) => row.id === blocked).map((row) => [row.consumer, row.deliveries])).toEqual([['c1', 1]]);
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
+  });
+
   it('a thread that dies: one warning, and renewals on the event loop from then on', async () => {
     setLeaseThreadScript(pathToFileURL(resolve('test/fixtures/dying-lease-thread.mjs')));
     try {
@@ -216,19 +253,20 @@ describe.skipIf(!supportsTls())('lease thread over mutual TLS, its keys and cert
     certs?.remove();
   });
 
-  it('the thread connects with the same TLS options and renews from there; no warning', async () => {
+  it('the thread connects with the same TLS options during a block (its first need: lazy connect) and renews from there; no warning', async () => {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const tls = { ca: Buffer.from(certs.ca.cert), cert: Buffer.from(certs.client.cert), key: Buffer.from(certs.client.key) };
     running = await startServer(
-      { connection: { host: '127.0.0.1', port: server.port, password: PASSWORD, tls }, group: 'g', consumer: 'tls-1', blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
+      { connection: { host: '127.0.0.1', port: server.port, password: PASSWORD, tls }, group: 'g', consumer: 'tls-1', blockMs: 100, streamPrefix: '', recovery: LAZY } as never,
       [SlowController],
     );
     const check = server.client();
     try {
-      await waitFor(async () => (await leaseConnectionsOn(check)) === 1, 'the lease thread connected', { timeout: 10_000 });
-      await waitFor(async () => quiet(await leaseConnectionStates(check)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
+      await waitFor(async () => (await streamsConnectionAges(check)).some((age) => age >= 2), 'the server connected two seconds ago', { timeout: 15_000, interval: 100 });
+      expect(await leaseConnectionsOn(check)).toBe(0);
       started = 0;
-      blockMs = 1_500;
+      // Blocks from its first entry, for over minIdleTime: the thread loads its Redis side and connects (TLS handshake, AUTH) meanwhile.
+      blockMs = LAZY.minIdleTime + 500;
       await xaddEvent(check, 'lease-thread.slow', 'lease-thread.slow', {});
       await waitFor(() => started === 1, 'the handler started');
       blockMs = 0;
@@ -257,19 +295,26 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
   });
 
   /** Serves the slow handler over `connection`, runs one entry that blocks the loop, and checks the thread renewed it, with no warning. */
-  async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster): Promise<void> {
+  async function renewsFromThread(connection: unknown, consumer: string, nodes: () => Redis[], producer: Redis | Cluster, lazy = false): Promise<void> {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     running = await startServer(
-      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
+      { connection: connection as string, group: 'g', consumer, blockMs: 100, streamPrefix: '', recovery: lazy ? LAZY : { minIdleTime: 600, leaseInterval: LEASE_INTERVAL } } as never,
       [SlowController],
     );
     const checks = nodes();
     try {
       const connected = async () => (await Promise.all(checks.map(leaseConnectionsOn))).reduce((a, b) => a + b, 0);
-      await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
-      await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
+      if (lazy) {
+        const ages = async () => (await Promise.all(checks.map(streamsConnectionAges))).flat();
+        await waitFor(async () => (await ages()).some((age) => age >= 2), 'the server connected two seconds ago', { timeout: 15_000, interval: 100 });
+        expect(await connected()).toBe(0);
+      } else {
+        await waitFor(async () => (await connected()) >= 1, 'the lease thread connected', { timeout: 15_000 });
+        await waitFor(async () => quiet(await allLeaseConnectionStates(checks)), 'the thread quiet while the loop is live', { timeout: 15_000, interval: 100 });
+      }
       started = 0;
-      blockMs = 1_500;
+      // Lazy: the thread loads its Redis side and connects to the Cluster (slots, nodes) during this block.
+      blockMs = lazy ? LAZY.minIdleTime + 500 : 1_500;
       await producer.xadd('lease-thread.slow', '*', 'pattern', 'lease-thread.slow', 'data', '{}');
       await waitFor(() => started === 1, 'the handler started', { timeout: 10_000 });
       blockMs = 0;
@@ -285,6 +330,18 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
     try {
       await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-1', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client());
+    } finally {
+      release?.();
+      await running?.app.close();
+      running = undefined;
+      await cluster.stop();
+    }
+  }, 120_000);
+
+  it('Cluster, lazy connect (lease interval 1 s): no lease connection before the block; the thread opens its Cluster client during it and renews there', async () => {
+    const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
+    try {
+      await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-lazy', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client(), true);
     } finally {
       release?.();
       await running?.app.close();
