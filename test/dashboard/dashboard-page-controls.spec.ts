@@ -98,6 +98,21 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard page controls in Chromium (Express and
     }
   }, 90_000);
 
+  it('keeps the focus through a refresh without scrolling to it: scrolled down to the find form, the page stays where it is', async () => {
+    await open('express');
+    await browser.page.locator(`#streams tr[data-stream="${HANDLED_STREAM}"] [data-col="name"] button`).click();
+    await browser.page.waitForSelector('#find-form', DOM_TIMEOUT);
+    expect(await browser.page.evaluate(() => document.activeElement?.textContent)).toBe(HANDLED_STREAM);
+    const scrolled = (await browser.page.evaluate('window.scrollTo(0, document.body.scrollHeight), window.scrollY')) as number;
+    expect(scrolled).toBeGreaterThan(200);
+    // The refreshes redraw the overview: the focus goes to the stream's new button, the view stays.
+    const seen = overviewRequests.length;
+    await waitFor(() => overviewRequests.length >= seen + 2, 'two refreshes');
+    await browser.page.waitForFunction((seenAt) => Number(document.body.dataset.refreshedAt) > seenAt, DOM_TIMEOUT, Date.now());
+    expect(await browser.page.evaluate(() => document.activeElement?.textContent)).toBe(HANDLED_STREAM);
+    expect(await browser.page.evaluate('window.scrollY')).toBe(scrolled);
+  }, 60_000);
+
   it('is usable from the keyboard: / focuses the filter, Tab and Enter open a stream, Esc closes it, focus always visible', async () => {
     for (const adapter of ADAPTERS) {
       await open(adapter);

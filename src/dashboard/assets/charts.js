@@ -68,7 +68,7 @@ async function seriesOf(name) {
   return cached;
 }
 
-/** Draws the charts of the selected stream at the end of its details (after them on each refresh), in place of those drawn before. */
+/** Draws the charts of the selected stream at the end of its details (right after them on each refresh), in place of those drawn before. */
 export async function renderCharts() {
   const section = document.getElementById('detail');
   if (section.hidden || state.selected === null || !state.session.sampleInterval) return;

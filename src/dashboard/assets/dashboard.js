@@ -17,11 +17,12 @@ import { saveNamed, state } from './state.js';
 
 addView(loadOverview);
 addView(renderDetail);
+// The charts end the details: drawn before the views below them, they never push those down once shown.
+addView(renderCharts);
 addView(renderEntries);
 addView(renderEntry);
 addView(syncLocation);
 addView(renderFind);
-addView(renderCharts);
 
 async function start() {
   try {

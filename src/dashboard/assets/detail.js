@@ -37,8 +37,8 @@ export async function renderDetail() {
   stream.groups.forEach((group, index) => parts.push(...groupDetail(stream, group, pendings[index], partitioned, readOnly, partitionOf)));
   parts.push(...deadLetterDetail(stream, deadLetters, partitioned));
   parts.push(...delayedDetail(stream, delayed, schedules, readOnly));
-  // The stream's charts (charts.js draws them after the other views) stay until redrawn in place:
-  // taken out here and put back later in the refresh, everything below them would jump meanwhile.
+  // The stream's charts (charts.js draws them next) stay until redrawn in place: taken out here
+  // and put back a round trip later, everything below them would jump meanwhile.
   const charts = section.querySelector(':scope > [data-view="charts"]');
   section.replaceChildren(...parts, ...(charts?.dataset.stream === stream.name ? [charts] : []));
   section.hidden = false;

@@ -16,11 +16,15 @@ export function rememberFocus() {
   return { section: section.id || null, tag: active.tagName, text: active.textContent, index: sameText.indexOf(active), node: active };
 }
 
-/** Focuses the remembered element's counterpart when the redraw replaced it. */
+/**
+ * Focuses the remembered element's counterpart when the redraw replaced it, where the page is:
+ * scrolled into view, a stream's button at the top would pull the page up from whatever the
+ * operator scrolled down to (and a click aimed there would land elsewhere).
+ */
 export function restoreFocus(kept) {
   if (kept === null || kept.node.isConnected) return;
   const section = kept.section ? document.getElementById(kept.section) : document.querySelector('header');
   if (!section) return;
   const sameText = focusables(section).filter((node) => node.textContent === kept.text && node.tagName === kept.tag);
-  sameText[Math.max(0, kept.index)]?.focus();
+  sameText[Math.max(0, kept.index)]?.focus({ preventScroll: true });
 }
