@@ -117,6 +117,14 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
           subscriber.next(progress);
         }));
       const report = (): void => void emitLatest().catch(() => undefined);
+      // Notices lost (a restart): the latest progress, and whether it settled meanwhile (its notice may be among those lost).
+      const resync = (): void => {
+        report();
+        void whileWatched(() => settledAlready(client, streams.stream, key, entryId)).then(
+          (settled) => (settled === true && !stopped ? settle() : undefined),
+          () => undefined,
+        );
+      };
       const settle = (): void => {
         emitLatest().then(
           () => subscriber.complete(),
@@ -126,7 +134,7 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
       const waiter: NoticeWaiter = {
         id: entryId,
         notice: (kind) => (kind === 'progress' ? report() : kind === 'result' || kind === 'settled' ? settle() : undefined),
-        resync: report,
+        resync,
         ended: () => subscriber.complete(),
       };
       const listening = await whileWatched(() => listeners.listen(lifecycleNoticesKey(key), waiter));

@@ -15,6 +15,8 @@ interface Link {
   muted: boolean;
   /** The link closes when the client sends this command (before Redis sees it). */
   dropOn: string | undefined;
+  /** The next time the client sends this command, the proxy answers it with `reply` instead of Redis. */
+  answerOn: { readonly command: string; readonly reply: string } | undefined;
 }
 
 /**
@@ -25,13 +27,16 @@ interface Link {
  * replies (Redis did it, the client never hears); `dropAndHold(name)` closes it, and holds every
  * new connection (accepted, nothing forwarded: the client sees its handshake unanswered, as while
  * Redis restarts) until `release()`; `dropOnCommand(name, command)` closes such a connection as it
- * sends that command (a restart cutting exactly that call).
+ * sends that command (a restart cutting exactly that call); `failNext(name, command, error)` answers
+ * that command once with a reply error in Redis' stead (a restarted Redis still loading its data).
  */
 export class HoldingProxy {
   private readonly links = new Set<Link>();
   private holding: Link[] | undefined;
   /** Connections closed by `dropOnCommand` so far. */
   cut = 0;
+  /** Commands answered by `failNext` so far. */
+  failed = 0;
 
   private constructor(
     private readonly server: Server,
@@ -81,6 +86,14 @@ export class HoldingProxy {
     for (const link of this.named(name)) link.dropOn = command;
   }
 
+  /**
+   * The next `command` a connection named `name` sends is answered `-<error>` by the proxy and never
+   * reaches Redis (the chunk that carries it is taken whole: for a command sent on its own).
+   */
+  failNext(name: string, command: string, error: string): void {
+    for (const link of this.named(name)) link.answerOn = { command, reply: `-${error}\r\n` };
+  }
+
   /** Closes the connections named `name` (what they held is lost) and holds every new connection until `release()`. */
   dropAndHold(name: string): number {
     this.holding ??= [];
@@ -112,7 +125,7 @@ export class HoldingProxy {
   }
 
   private accept(client: Socket): void {
-    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false, muted: false, dropOn: undefined };
+    const link: Link = { client, upstream: undefined, name: undefined, head: '', held: [], frozen: false, muted: false, dropOn: undefined, answerOn: undefined };
     this.links.add(link);
     client.on('data', (chunk: Buffer) => {
       if (link.name === undefined) {
@@ -122,6 +135,12 @@ export class HoldingProxy {
       if (link.dropOn !== undefined && sendsCommand(chunk, link.dropOn)) {
         this.cut++;
         return this.end(link);
+      }
+      if (link.answerOn !== undefined && sendsCommand(chunk, link.answerOn.command)) {
+        link.client.write(link.answerOn.reply);
+        link.answerOn = undefined;
+        this.failed++;
+        return;
       }
       if (link.frozen || link.upstream === undefined) link.held.push(chunk);
       else link.upstream.write(chunk);

@@ -8,6 +8,8 @@ import { waitFor } from '../helpers/wait.js';
 
 /** The client's command connection: a watch's reads go over it. */
 const CLIENT_COMMANDS = 'nestjs-redis-streams:client';
+/** The client's blocking connection on the lifecycle notices. */
+const CLIENT_WAITS = 'nestjs-redis-streams:client-wait';
 
 /**
  * client.watch reads on after a Redis restart at any of its steps: a restart cuts the connection
@@ -61,6 +63,52 @@ describe('client.watch when a restart cuts one of its reads', () => {
       expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
     } finally {
       release?.();
+      await server.close();
+      await client.close();
+    }
+  });
+  it('notices lost to a restart while the entry settles (its place read as gone): the watch reads whether it settled, and completes', async () => {
+    const stream = 'cut-notices';
+    const client = new RedisStreamsClient({ connection: proxy.url });
+    const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
+    const releases: (() => void)[] = [];
+    const step = (): Promise<void> => new Promise<void>((resolve) => releases.push(resolve));
+    server.addHandler(
+      stream,
+      (async (_data: unknown, ctx: RedisStreamsContext) => {
+        await ctx.progress({ step: 1 });
+        await step();
+        await ctx.progress({ step: 2 });
+        await step();
+        return 'done';
+      }) as never,
+      true,
+      { keepResults: { ttl: 60_000 } },
+    );
+    try {
+      await new Promise<unknown>((resolve) => void server.listen(resolve));
+      const id = (await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}')) as string;
+      await waitFor(async () => (await client.progress(stream, id)) !== null, 'the first progress');
+      const seen: unknown[] = [];
+      let completed = false;
+      client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), complete: () => (completed = true) });
+      await waitFor(() => seen.length === 1 && releases.length === 1, 'the kept progress');
+      // Redis loading its data after a restart: the notices' next read fails, and so does the check
+      // of its place after it, read as notices lost (a restart without persistence).
+      const loading = 'LOADING Redis is loading the dataset in memory';
+      const failedBefore = proxy.failed;
+      proxy.failNext(CLIENT_WAITS, 'XREAD', loading);
+      proxy.failNext(CLIENT_COMMANDS, 'XRANGE', loading);
+      releases[0]!();
+      await waitFor(() => seen.length === 2 && releases.length === 2, 'the second progress');
+      // Settles (its result notice written) before the listener reads its place again, 250 ms after the cut.
+      releases[1]!();
+      await waitFor(async () => (await client.result(stream, id)) !== null, 'the kept result');
+      await waitFor(() => proxy.failed === failedBefore + 2, 'both reads failed');
+      await waitFor(() => completed, 'the watch to complete');
+      expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
+    } finally {
+      for (const release of releases) release();
       await server.close();
       await client.close();
     }
