@@ -3,13 +3,14 @@ import { Controller, type Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { Cluster, Redis as RedisClass, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StreamClaimService } from '../../src/module/claim-services.js';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsMissingCommandError } from '../../src/errors.js';
 import { probeCapabilities } from '../../src/redis/capabilities.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { ensureCompiled } from '../helpers/compiled.js';
 import { ourClients } from '../helpers/stream-state.js';
 import { useRedisCluster } from '../helpers/redis-cluster.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
@@ -128,6 +129,8 @@ describe('server.capabilities and client.capabilities', () => {
 
 describe('a server without XAUTOCLAIM (renamed away)', () => {
   const redis = useRedisServer({ args: ['--rename-command', 'XAUTOCLAIM', ''] });
+  // The CLI runs from build/.
+  beforeAll(ensureCompiled, 180_000);
 
   it('the claim service and the CLI name the command and the Redis version that has it', async () => {
     await pendingStream(redis.client);
