@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RedisStreamsMissingCommandError } from '../errors.js';
 import type { RedisClient } from './connection.js';
+import { Cluster } from './ioredis.js';
 
 /**
  * What the connected Redis (or Valkey) server supports, learned from its commands and its replies
@@ -146,9 +147,15 @@ export async function probeCapabilities(redis: RedisClient): Promise<RedisStream
  * a bare call answers "unknown command" when the command is absent and "wrong number of arguments"
  * when it is there, runs nothing and needs no permission (TIME, which takes none, just runs).
  * `undefined` where the reply says neither.
+ *
+ * On a Cluster the calls go to one master: a Cluster client cannot route a keyed command without
+ * its key (ioredis throws a TypeError), and a node answers a bare call before it looks at slots.
+ * Every node has the same commands.
  */
 async function probeCommandsBare(redis: RedisClient): Promise<(boolean | undefined)[]> {
-  const pipeline = redis.pipeline();
+  const node = redis instanceof Cluster ? redis.nodes('master')[0] : redis;
+  if (node === undefined) return PROBED_COMMANDS.map(() => undefined);
+  const pipeline = node.pipeline();
   for (const command of PROBED_COMMANDS) pipeline.call(command, []);
   const results = (await pipeline.exec()) ?? [];
   const failure = results.find(([error]) => error !== null && error !== undefined && error.name !== 'ReplyError')?.[0];

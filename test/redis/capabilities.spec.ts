@@ -1,16 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { Controller, type Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
-import { Redis as RedisClass, type Redis } from 'ioredis';
+import { Cluster, Redis as RedisClass, type Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { StreamClaimService } from '../../src/module/claim-services.js';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsMissingCommandError } from '../../src/errors.js';
 import { probeCapabilities } from '../../src/redis/capabilities.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { ensureCompiled } from '../helpers/compiled.js';
 import { ourClients } from '../helpers/stream-state.js';
+import { useRedisCluster } from '../helpers/redis-cluster.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { recordSocketWrites } from '../helpers/socket-writes.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -127,6 +129,8 @@ describe('server.capabilities and client.capabilities', () => {
 
 describe('a server without XAUTOCLAIM (renamed away)', () => {
   const redis = useRedisServer({ args: ['--rename-command', 'XAUTOCLAIM', ''] });
+  // The CLI runs from build/.
+  beforeAll(ensureCompiled, 180_000);
 
   it('the claim service and the CLI name the command and the Redis version that has it', async () => {
     await pendingStream(redis.client);
@@ -196,6 +200,40 @@ describe('a server without XADD', () => {
       );
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('a Redis Cluster user whose ACL forbids COMMAND', () => {
+  const redis = useRedisCluster({ masters: 3, replicas: 0 });
+
+  it('the probe asks the bare commands of one node and learns what the default user learns; listen() and connect() succeed', async () => {
+    for (const node of redis.cluster.nodes) {
+      const admin = redis.cluster.nodeClient(node);
+      await admin.call('ACL', 'SETUSER', 'nocommand', 'reset', 'on', '>pw', '+@all', '-command', '~*', '&*');
+      admin.disconnect();
+    }
+    const limitedCluster = () => new Cluster(redis.cluster.startupNodes, { redisOptions: { username: 'nocommand', password: 'pw' } });
+    const plain = redis.cluster.client();
+    const limited = limitedCluster();
+    let running: RunningServer | undefined;
+    let client: RedisStreamsClient | undefined;
+    try {
+      const expected = await probeCapabilities(plain);
+      expect(expected.unprobed).toEqual([]);
+      await expect(limited.call('COMMAND', 'INFO', 'XADD')).rejects.toThrow(/NOPERM/);
+      expect(await probeCapabilities(limited)).toEqual(expected);
+
+      running = await startServer({ connection: limitedCluster(), group: 'g', consumer: 'w1', recovery: false, blockMs: 200 }, [OrdersController]);
+      expect(running.server.capabilities).toEqual(expected);
+      client = new RedisStreamsClient({ connection: limitedCluster() });
+      await client.connect();
+      expect(client.capabilities).toEqual(expected);
+    } finally {
+      await client?.close();
+      await running?.app.close();
+      limited.disconnect();
+      plain.disconnect();
     }
   });
 });
