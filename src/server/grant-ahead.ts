@@ -1,12 +1,13 @@
 import { grantFromLimits, returnGrant, type BindingLimits } from './binding-limits.js';
-
-/** Tokens asked ahead serve a read only this share of the limit's `per` after they were asked for. */
-const FRESH_SHARE_OF_PER = 50;
+import { tokenFreshMs } from './start-tokens.js';
 
 interface AskedGrant {
   readonly granted: number;
+  /** performance.now() when it was asked for. */
   readonly askedAt: number;
 }
+
+const NONE: AskedGrant = { granted: 0, askedAt: 0 };
 
 /**
  * The grant of a limited reader's next read, asked for while this read is in flight
@@ -22,10 +23,10 @@ interface AskedGrant {
 export class GrantAhead {
   private asked: Promise<AskedGrant> | undefined;
   /** How long tokens asked ahead may wait for their read (permits alone: no limit). */
-  readonly freshMs: number;
+  private readonly freshMs: number;
 
   constructor(private readonly limits: BindingLimits) {
-    this.freshMs = limits.rate === undefined ? Number.POSITIVE_INFINITY : limits.rate.limit.perMs / FRESH_SHARE_OF_PER;
+    this.freshMs = limits.rate === undefined ? Number.POSITIVE_INFINITY : tokenFreshMs(limits.rate);
   }
 
   /** Whether a grant was asked ahead and not taken or given back yet. */
@@ -45,17 +46,18 @@ export class GrantAhead {
   }
 
   /**
-   * Up to `wanted` entries of the grant asked ahead (awaiting its answer); the rest goes back. 0 when
-   * none is out, it brought none, or its tokens are no longer fresh (then all of it goes back).
+   * Up to `wanted` entries of the grant asked ahead (awaiting its answer), and when it was asked
+   * for (its tokens' age); the rest goes back. None when none is out, it brought none, or its
+   * tokens are no longer fresh (then all of it goes back).
    */
-  async take(wanted: number): Promise<number> {
+  async take(wanted: number): Promise<AskedGrant> {
     const asked = this.asked;
-    if (asked === undefined) return 0;
+    if (asked === undefined) return NONE;
     this.asked = undefined;
     const { granted, askedAt } = await asked;
     const usable = performance.now() - askedAt <= this.freshMs ? Math.min(wanted, granted) : 0;
     returnGrant(this.limits, granted - usable);
-    return usable;
+    return { granted: usable, askedAt };
   }
 
   /**

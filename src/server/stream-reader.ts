@@ -11,6 +11,7 @@ import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 import { grantFromLimits, refundTokens, type BindingLimits } from './binding-limits.js';
 import { GrantAhead } from './grant-ahead.js';
+import { LateStarts } from './start-tokens.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
 import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
@@ -60,6 +61,8 @@ export class StreamReader {
   private readonly ahead: GrantAhead | undefined;
   /** Whether the last limited read brought all it was granted (a backlog): the next read's grant is asked ahead. */
   private limitedBacklog = false;
+  /** A rate-limited (not batch) binding's read entries whose tokens go stale before they start (start-tokens.ts). */
+  private readonly lateStarts: LateStarts | undefined;
 
   constructor(
     readonly group: string,
@@ -73,6 +76,8 @@ export class StreamReader {
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = StreamReader.limitedBindingOf(bindings);
     this.ahead = this.limited === undefined ? undefined : new GrantAhead(this.limited.limits as BindingLimits);
+    const rate = this.limited?.limits?.rate;
+    this.lateStarts = rate === undefined || this.limited?.batch !== undefined ? undefined : new LateStarts(rate);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
@@ -148,6 +153,7 @@ export class StreamReader {
       this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
     } finally {
       this.ahead?.giveBack();
+      this.lateStarts?.stop();
     }
   }
 
@@ -268,8 +274,9 @@ export class StreamReader {
    *
    * Tokens count starts, so the entries a grant's tokens bring must start when it is taken, not
    * later on top of the tokens of then (a Redis restart broke the bound so):
-   * - A read takes no more entries than its handlers can start now (`wantedNow`): queued behind
-   *   busy handlers, they would start later.
+   * - A read takes up to `readBatch` (as without the limit, so reads go on while the handlers
+   *   run); its entries still queued behind busy handlers once its tokens are no longer fresh give
+   *   them back and each takes a fresh one before it starts (start-tokens.ts).
    * - It runs right after its grant. The grant goes over the command connection; a read sent
    *   while this connection reconnects would wait in ioredis' queue, and one unanswered when it
    *   dropped would be sent again after the reconnect. So the grant waits for this connection to
@@ -282,37 +289,29 @@ export class StreamReader {
     const pauseVersion = pauses.version;
     const { count, bytes } = await this.reserveSlots(1);
     if (count === 0) return;
-    const wanted = this.wantedNow(binding, limits, count);
-    if (wanted === 0) {
-      this.host.slots.unreserveRead(count, bytes);
-      if (!ahead.out) {
-        await this.untilAHandlerFinishes();
-        return;
-      }
-      // A grant asked ahead waits for a handler no longer than its tokens stay fresh, then goes back.
-      await this.waitUntil(ahead.freshMs, (wake) => void this.host.lanes.whenAHandlerFinishes().then(wake));
-      if (this.host.lanes.startableNow(binding) === 0) ahead.giveBack();
-      return;
-    }
     let granted = 0;
+    let takenAt = 0;
     let admitted = 0;
     let sent = false;
     let wait: (() => Promise<void>) | undefined;
     let failure: { error: unknown } | undefined;
     try {
       await this.untilConnected();
-      granted = await ahead.take(wanted);
-      if (granted === 0) ({ granted, wait } = await this.grantFrom(binding, limits, wanted));
+      ({ granted, askedAt: takenAt } = await ahead.take(count));
+      if (granted === 0) {
+        takenAt = performance.now();
+        ({ granted, wait } = await this.grantFrom(binding, limits, count));
+      }
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
         this.mustBeConnected();
         sent = true;
         const read = this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>');
-        if (this.limitedBacklog) ahead.ask(wanted, this.permitRoom(binding, limits, wanted));
+        if (this.limitedBacklog) ahead.ask(count, this.permitRoom(binding, limits, count));
         const reply = await this.inFlight.wrap(this.pulse.track(read));
         this.failures = 0;
         forEachStreamOfRawReply(reply, (stream, entries) => {
-          if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries);
+          if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries, takenAt);
         });
       }
     } catch (error) {
@@ -383,8 +382,8 @@ export class StreamReader {
   }
 
   /**
-   * How many entries a limited read may ask for, of the `count` its slots allow: with a rate limit
-   * (tokens count starts), no more than its handlers can start now. A batch starts as one.
+   * How many entries a re-read page of a rate-limited binding may take, of the `count` its slots
+   * allow: no more than its handlers can start now (tokens count starts). A batch starts as one.
    */
   private wantedNow(binding: StreamBinding, limits: BindingLimits, count: number): number {
     if (limits.rate === undefined || binding.batch !== undefined) return count;
@@ -504,16 +503,19 @@ export class StreamReader {
    * A fresh read's entries (`>`): first deliveries, so none is past `maxDeliveries` and none needs
    * the check. They take their slots as the reply holds them, and the lanes start their handlers.
    */
-  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): number {
+  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[], tokensTakenAt?: number): number {
     const { host } = this;
     host.telemetry?.consumed(binding.stream, binding.group, entries.length);
     const admitted = host.slots.admitFresh(binding, entries);
+    const { queue } = binding;
     // The entries just queued hold the permits this read took, each until its slot is released.
     if (binding.limits?.permits !== undefined) {
-      const { queue } = binding;
       for (let i = queue.length - admitted; i < queue.length; i++) (queue[i] as InFlightEntry).permit = true;
     }
+    // Taken before the lanes start some of them (a started entry may leave the queue).
+    const lateCandidates = this.lateStarts !== undefined && tokensTakenAt !== undefined ? queue.slice(queue.length - admitted) : undefined;
     host.lanes.queued(binding, admitted);
+    if (lateCandidates !== undefined) this.lateStarts?.read(lateCandidates, tokensTakenAt as number);
     return admitted;
   }
 

@@ -18,7 +18,7 @@ describe('GrantAhead: the next read\'s tokens, asked ahead', () => {
     // A fiftieth of ten minutes: 12 s to take them.
     const ahead = aheadOn('soon', 600_000);
     ahead.ask(10, 10);
-    expect(await ahead.take(4)).toBe(4);
+    expect((await ahead.take(4)).granted).toBe(4);
     expect(ahead.out).toBe(false);
     await waitFor(async () => Math.floor(await tokensIn('soon')) === 6, 'the 6 not taken back in the bucket');
   });
@@ -30,7 +30,7 @@ describe('GrantAhead: the next read\'s tokens, asked ahead', () => {
     await waitFor(async () => (await tokensIn('late')) < 1, 'the 10 taken ahead');
     // Longer than 20 ms: an entry read on them would start on tokens the bucket partly refilled meanwhile.
     await sleep(100);
-    expect(await ahead.take(10)).toBe(0);
+    expect((await ahead.take(10)).granted).toBe(0);
     await waitFor(async () => (await tokensIn('late')) === 10, 'all 10 back: the bucket full');
   });
 });
