@@ -9,7 +9,7 @@ import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
-import { grantFromLimits, refundTokens, type BindingLimits } from './binding-limits.js';
+import { grantFromLimits, refundTokens, returnGrant, type BindingLimits } from './binding-limits.js';
 import { GrantAhead } from './grant-ahead.js';
 import { LateStarts } from './start-tokens.js';
 import { limitsTheReader } from './handler-extras.js';
@@ -319,7 +319,8 @@ export class StreamReader {
     } finally {
       // Before any wait or back-off: the slots, tokens and permits go to the others meanwhile.
       this.host.slots.unreserveRead(count, bytes);
-      this.giveBack(limits, granted, admitted, sent && failure !== undefined);
+      // A read sent and unanswered keeps its tokens: it may have run.
+      returnGrant(limits, granted - admitted, sent && failure !== undefined);
     }
     this.limitedBacklog = failure === undefined && admitted > 0 && admitted === granted && pauses.version === pauseVersion;
     if (!this.limitedBacklog) ahead.giveBack();
@@ -391,17 +392,6 @@ export class StreamReader {
   }
 
   /**
-   * After a limited read: tokens and permits granted for entries the read did not bring go back.
-   * A read whose outcome is unknown (sent, no reply) keeps its tokens: it may have run.
-   */
-  private giveBack(limits: BindingLimits, granted: number, admitted: number, outcomeUnknown: boolean): void {
-    const unused = granted - admitted;
-    if (unused <= 0) return;
-    limits.permits?.release(unused);
-    if (!outcomeUnknown) refundTokens(limits.rate, unused);
-  }
-
-  /**
    * Re-reads this consumer's own pending entries, page by page (id `0`, then after the last id
    * seen). Redis adds one to their delivery counts; XPENDING tells the new counts. A rate-limited
    * binding's page takes tokens first, as a fresh read does (they start like any read entry; a
@@ -446,7 +436,7 @@ export class StreamReader {
         this.failures = 0;
       } catch (error) {
         this.host.slots.unreserveRead(reserved, bytes);
-        // Sent and unanswered, it may have run: its tokens are kept (giveBack).
+        // Sent and unanswered, it may have run: its tokens are kept (returnGrant's keepTokens).
         if (!sent) refundTokens(rate, tokens);
         // After NOGROUP the group is new and its PEL empty: nothing of ours left to re-read.
         if (isNoGroupError(error)) cursors.clear();
