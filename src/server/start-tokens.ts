@@ -2,17 +2,12 @@ import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
 import { refundTokens, type BindingLimits } from './binding-limits.js';
 import { EntryState, type InFlightEntry } from './in-flight.js';
 
-/** A rate-limit token serves a start only this share of the limit's `per` after it was taken. */
+/**
+ * A rate-limit token serves a start only this share of the limit's `per` after it was taken, so no
+ * entry starts on a token the bucket has had time to refill (busy handlers between).
+ */
 const FRESH_SHARE_OF_PER = 50;
 
-/**
- * How long a rate-limit token stays fresh: an entry (or a read asked ahead, grant-ahead.ts) may
- * start on it only so long after it was taken, so no entry starts on a token the bucket has had
- * time to refill (busy handlers, a reconnect, a Redis restart between).
- */
-export function tokenFreshMs(rate: SharedRateLimit): number {
-  return rate.limit.perMs / FRESH_SHARE_OF_PER;
-}
 
 /**
  * Tokens count starts, but a rate-limited read (stream-reader.ts readLimited) takes its tokens
@@ -28,7 +23,7 @@ export class LateStarts {
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly rate: SharedRateLimit) {
-    this.freshMs = tokenFreshMs(rate);
+    this.freshMs = rate.limit.perMs / FRESH_SHARE_OF_PER;
   }
 
   /**

@@ -10,7 +10,6 @@ import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type Rep
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 import { grantFromLimits, refundTokens, returnGrant, type BindingLimits } from './binding-limits.js';
-import { GrantAhead } from './grant-ahead.js';
 import { LateStarts } from './start-tokens.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
@@ -57,10 +56,6 @@ export class StreamReader {
   private readonly limited: StreamBinding | undefined;
   /** Set when this reader reads one pattern's priority lanes (priority-read.ts reads them). */
   private readonly priorities: PriorityRead | undefined;
-  /** The limited binding's next grant, asked for while a read that filled its grant is in flight. */
-  private readonly ahead: GrantAhead | undefined;
-  /** Whether the last limited read brought all it was granted (a backlog): the next read's grant is asked ahead. */
-  private limitedBacklog = false;
   /** A rate-limited (not batch) binding's read entries whose tokens go stale before they start (start-tokens.ts). */
   private readonly lateStarts: LateStarts | undefined;
 
@@ -75,7 +70,6 @@ export class StreamReader {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = StreamReader.limitedBindingOf(bindings);
-    this.ahead = this.limited === undefined ? undefined : new GrantAhead(this.limited.limits as BindingLimits);
     const rate = this.limited?.limits?.rate;
     this.lateStarts = rate === undefined || this.limited?.batch !== undefined ? undefined : new LateStarts(rate);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
@@ -152,7 +146,6 @@ export class StreamReader {
     } catch (error) {
       this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
     } finally {
-      this.ahead?.giveBack();
       this.lateStarts?.stop();
     }
   }
@@ -196,7 +189,7 @@ export class StreamReader {
       return;
     }
     if (this.limited !== undefined) {
-      await this.readLimited(this.limited, this.limited.limits as BindingLimits, this.ahead as GrantAhead);
+      await this.readLimited(this.limited, this.limited.limits as BindingLimits);
       return;
     }
     const all = readable === this.bindings;
@@ -268,10 +261,6 @@ export class StreamReader {
    * entries arriving during a back-off. An entry added between the two commands waits for the
    * next one or for `blockMs`.
    *
-   * While reads fill their grants (a backlog), the next read's grant is asked for while this read
-   * is in flight (grant-ahead.ts), so a limit that does not bind adds no round trip before a read;
-   * it goes back before any wait, and its tokens serve only a read that follows soon (`freshMs`).
-   *
    * Tokens count starts, so the entries a grant's tokens bring must start when it is taken, not
    * later on top of the tokens of then (a Redis restart broke the bound so):
    * - A read takes up to `readBatch` (as without the limit, so reads go on while the handlers
@@ -284,30 +273,25 @@ export class StreamReader {
    *   (server-connections.ts `openReader`): an unanswered read fails. It keeps its tokens (a failed
    *   reply is no proof nothing was read); its permits go back, no entry of it being in hand.
    */
-  private async readLimited(binding: StreamBinding, limits: BindingLimits, ahead: GrantAhead): Promise<void> {
+  private async readLimited(binding: StreamBinding, limits: BindingLimits): Promise<void> {
     const { pauses } = this.host.flow;
     const pauseVersion = pauses.version;
     const { count, bytes } = await this.reserveSlots(1);
     if (count === 0) return;
     let granted = 0;
-    let takenAt = 0;
     let admitted = 0;
     let sent = false;
     let wait: (() => Promise<void>) | undefined;
     let failure: { error: unknown } | undefined;
     try {
       await this.untilConnected();
-      ({ granted, askedAt: takenAt } = await ahead.take(count));
-      if (granted === 0) {
-        takenAt = performance.now();
-        ({ granted, wait } = await this.grantFrom(binding, limits, count));
-      }
+      const takenAt = performance.now();
+      ({ granted, wait } = await this.grantFrom(binding, limits, count));
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
         this.mustBeConnected();
         sent = true;
         const read = this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>');
-        if (this.limitedBacklog) ahead.ask(count, this.permitRoom(binding, limits, count));
         const reply = await this.inFlight.wrap(this.pulse.track(read));
         this.failures = 0;
         forEachStreamOfRawReply(reply, (stream, entries) => {
@@ -322,8 +306,6 @@ export class StreamReader {
       // A read sent and unanswered keeps its tokens: it may have run.
       returnGrant(limits, granted - admitted, sent && failure !== undefined);
     }
-    this.limitedBacklog = failure === undefined && admitted > 0 && admitted === granted && pauses.version === pauseVersion;
-    if (!this.limitedBacklog) ahead.giveBack();
     if (failure !== undefined) {
       await this.recover(failure.error);
       return;
@@ -376,10 +358,10 @@ export class StreamReader {
   /**
    * How many permits this reader may ask for now (permits.ts `roomHere`): while they are scarce,
    * what its handlers can run; while they are plenty, what its reads may hold without the limit
-   * (its prefetch slots) and one read asked ahead, so its reads are as large as without the limit.
+   * (its prefetch slots), so its reads are as large as without the limit.
    */
   private permitRoom(binding: StreamBinding, limits: BindingLimits, wanted: number): number {
-    return limits.permits?.roomHere(binding.concurrency, this.slotShare + this.host.readBatch) ?? wanted;
+    return limits.permits?.roomHere(binding.concurrency, this.slotShare) ?? wanted;
   }
 
   /**
