@@ -76,8 +76,8 @@ export class GlobalPermits {
    * How many more permits this worker may ask for. While they are scarce (half or more held at its
    * last acquire) no more than its handlers can run (`concurrency`): held beyond that they would
    * only wait here while other workers idle. While they are plenty, `plenty` (the reader's: what
-   * its reads may hold without the limit and one read asked ahead): reads as large as without the
-   * limit, not cut to what is left under `concurrency`.
+   * its reads may hold without the limit): reads as large as without the limit, not cut to what is
+   * left under `concurrency`.
    */
   roomHere(concurrency: number, plenty: number): number {
     const scarce = this.heldByAll * 2 >= this.limit.max;

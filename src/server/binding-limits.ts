@@ -41,12 +41,14 @@ export async function grantFromLimits(limits: BindingLimits, wanted: number, per
 
 /**
  * Gives back `count` entries of a grant that no entry used: permits at once, tokens refunded (a
- * refund that fails loses them: the limit errs on the slow side).
+ * refund that fails loses them: the limit errs on the slow side). `keepTokens`: a read whose
+ * outcome is unknown (sent, no reply) may have run, so its tokens stay spent; its permits go back,
+ * no entry of it being in hand.
  */
-export function returnGrant(limits: BindingLimits, count: number): void {
+export function returnGrant(limits: BindingLimits, count: number, keepTokens = false): void {
   if (count <= 0) return;
   limits.permits?.release(count);
-  refundTokens(limits.rate, count);
+  if (!keepTokens) refundTokens(limits.rate, count);
 }
 
 /** Gives back tokens a read did not use; a failure loses them: the limit errs on the slow side. */

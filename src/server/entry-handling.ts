@@ -22,6 +22,8 @@ import { handleRequest } from './request-handling.js';
 import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import { KeyHolds } from './key-holds.js';
+import { refundTokens } from './binding-limits.js';
+import { takeStartToken } from './start-tokens.js';
 import { followObservable, RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
@@ -88,7 +90,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   private readonly lifecycle: LifecycleWriter;
   /** The handlers' Observables running (streamed replies, events): close() abandons those left after shutdownTimeout. */
   readonly streams = new RunningStreams();
-  /** Entries waiting here for their key's token (per-key rate limit where recovery does not run): close() stops and hands them back. */
+  /** Entries waiting here for a token (a per-key rate limit where recovery does not run, or a fresh start token): close() stops and hands them back. */
   readonly keyHolds = new KeyHolds();
 
   constructor(parts: EntryHandlingParts) {
@@ -122,6 +124,10 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   /** The lanes' start of an entry: decoded and run (see `handle`). */
   start(entry: InFlightEntry): void {
+    if (entry.needsStartToken) {
+      this.startOnFreshToken(entry);
+      return;
+    }
     let decoded: DecodedEntry | Promise<DecodedEntry>;
     try {
       decoded = entry.decode(this.decoders);
@@ -131,6 +137,31 @@ export class EntryHandling implements EntryRunner, EntrySettler {
     }
     if (decoded instanceof Promise) void this.decodeThenHandle(entry, decoded);
     else this.handle(entry, decoded);
+  }
+
+  /**
+   * An entry of a rate-limited read that waited for a handler until its read's token went stale
+   * and back (start-tokens.ts): it takes a fresh token before it starts. Without one it waits here
+   * (its slots held, as a per-key hold without recovery: close() stops the wait and hands it
+   * back) and asks again when the script says; a failed ask leaves it pending, as a failed handler.
+   */
+  private startOnFreshToken(entry: InFlightEntry): void {
+    takeStartToken(entry).then(
+      ({ granted, waitMs }) => {
+        if (granted > 0 && !this.keyHolds.stopped) {
+          entry.needsStartToken = false;
+          this.start(entry);
+          return;
+        }
+        // close() began while the token was asked for: the entry does not start, its token goes back.
+        if (granted > 0) refundTokens(entry.binding.limits?.rate, granted);
+        if (this.isClosed() || !this.keyHolds.hold(entry, waitMs, () => this.start(entry))) this.finish(entry, false);
+      },
+      (error: unknown) => {
+        this.events.error(new Error(`rate limit of handler "${entry.binding.pattern}" could not be read; entry ${entry.id} stays pending: ${errorMessage(error)}`));
+        this.finish(entry, false);
+      },
+    );
   }
 
   /**

@@ -63,6 +63,7 @@ class RareState {
   progress: EntryProgress | undefined = undefined;
   /** The fields as read, when read as bytes and the binding wants them (`raw: 'buffers'`). */
   bytes: readonly Buffer[] | undefined = undefined;
+  needsStartToken: true | undefined = undefined;
 }
 
 /**
@@ -161,6 +162,18 @@ export class InFlightEntry {
 
   set progress(progress: EntryProgress | undefined) {
     this.rareState(progress).progress = progress;
+  }
+
+  /**
+   * Its read's rate-limit token went back while it waited for a handler (start-tokens.ts): it
+   * takes a fresh one before its handler starts.
+   */
+  get needsStartToken(): boolean {
+    return this.rare?.needsStartToken === true;
+  }
+
+  set needsStartToken(needs: boolean) {
+    this.rareState(needs || undefined).needsStartToken = needs || undefined;
   }
 
   /** The rare fields, made when a value other than undefined is first set (setting undefined on none keeps none). */

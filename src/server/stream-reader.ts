@@ -9,8 +9,8 @@ import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
-import { grantFromLimits, refundTokens, type BindingLimits } from './binding-limits.js';
-import { GrantAhead } from './grant-ahead.js';
+import { grantFromLimits, refundTokens, returnGrant, type BindingLimits } from './binding-limits.js';
+import { LateStarts } from './start-tokens.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
 import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
@@ -56,10 +56,8 @@ export class StreamReader {
   private readonly limited: StreamBinding | undefined;
   /** Set when this reader reads one pattern's priority lanes (priority-read.ts reads them). */
   private readonly priorities: PriorityRead | undefined;
-  /** The limited binding's next grant, asked for while a read that filled its grant is in flight. */
-  private readonly ahead: GrantAhead | undefined;
-  /** Whether the last limited read brought all it was granted (a backlog): the next read's grant is asked ahead. */
-  private limitedBacklog = false;
+  /** A rate-limited (not batch) binding's read entries whose tokens go stale before they start (start-tokens.ts). */
+  private readonly lateStarts: LateStarts | undefined;
 
   constructor(
     readonly group: string,
@@ -72,7 +70,8 @@ export class StreamReader {
     for (const binding of bindings) this.byStream.set(binding.stream, binding);
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = StreamReader.limitedBindingOf(bindings);
-    this.ahead = this.limited === undefined ? undefined : new GrantAhead(this.limited.limits as BindingLimits);
+    const rate = this.limited?.limits?.rate;
+    this.lateStarts = rate === undefined || this.limited?.batch !== undefined ? undefined : new LateStarts(rate);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
@@ -147,7 +146,7 @@ export class StreamReader {
     } catch (error) {
       this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
     } finally {
-      this.ahead?.giveBack();
+      this.lateStarts?.stop();
     }
   }
 
@@ -190,7 +189,7 @@ export class StreamReader {
       return;
     }
     if (this.limited !== undefined) {
-      await this.readLimited(this.limited, this.limited.limits as BindingLimits, this.ahead as GrantAhead);
+      await this.readLimited(this.limited, this.limited.limits as BindingLimits);
       return;
     }
     const all = readable === this.bindings;
@@ -262,14 +261,11 @@ export class StreamReader {
    * entries arriving during a back-off. An entry added between the two commands waits for the
    * next one or for `blockMs`.
    *
-   * While reads fill their grants (a backlog), the next read's grant is asked for while this read
-   * is in flight (grant-ahead.ts), so a limit that does not bind adds no round trip before a read;
-   * it goes back before any wait, and its tokens serve only a read that follows soon (`freshMs`).
-   *
    * Tokens count starts, so the entries a grant's tokens bring must start when it is taken, not
    * later on top of the tokens of then (a Redis restart broke the bound so):
-   * - A read takes no more entries than its handlers can start now (`wantedNow`): queued behind
-   *   busy handlers, they would start later.
+   * - A read takes up to `readBatch` (as without the limit, so reads go on while the handlers
+   *   run); its entries still queued behind busy handlers once its tokens are no longer fresh give
+   *   them back and each takes a fresh one before it starts (start-tokens.ts).
    * - It runs right after its grant. The grant goes over the command connection; a read sent
    *   while this connection reconnects would wait in ioredis' queue, and one unanswered when it
    *   dropped would be sent again after the reconnect. So the grant waits for this connection to
@@ -277,23 +273,11 @@ export class StreamReader {
    *   (server-connections.ts `openReader`): an unanswered read fails. It keeps its tokens (a failed
    *   reply is no proof nothing was read); its permits go back, no entry of it being in hand.
    */
-  private async readLimited(binding: StreamBinding, limits: BindingLimits, ahead: GrantAhead): Promise<void> {
+  private async readLimited(binding: StreamBinding, limits: BindingLimits): Promise<void> {
     const { pauses } = this.host.flow;
     const pauseVersion = pauses.version;
     const { count, bytes } = await this.reserveSlots(1);
     if (count === 0) return;
-    const wanted = this.wantedNow(binding, limits, count);
-    if (wanted === 0) {
-      this.host.slots.unreserveRead(count, bytes);
-      if (!ahead.out) {
-        await this.untilAHandlerFinishes();
-        return;
-      }
-      // A grant asked ahead waits for a handler no longer than its tokens stay fresh, then goes back.
-      await this.waitUntil(ahead.freshMs, (wake) => void this.host.lanes.whenAHandlerFinishes().then(wake));
-      if (this.host.lanes.startableNow(binding) === 0) ahead.giveBack();
-      return;
-    }
     let granted = 0;
     let admitted = 0;
     let sent = false;
@@ -301,18 +285,17 @@ export class StreamReader {
     let failure: { error: unknown } | undefined;
     try {
       await this.untilConnected();
-      granted = await ahead.take(wanted);
-      if (granted === 0) ({ granted, wait } = await this.grantFrom(binding, limits, wanted));
+      const takenAt = performance.now();
+      ({ granted, wait } = await this.grantFrom(binding, limits, count));
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
         this.mustBeConnected();
         sent = true;
         const read = this.xreadgroup(...this.blockingHead, granted, 'STREAMS', binding.stream, '>');
-        if (this.limitedBacklog) ahead.ask(wanted, this.permitRoom(binding, limits, wanted));
         const reply = await this.inFlight.wrap(this.pulse.track(read));
         this.failures = 0;
         forEachStreamOfRawReply(reply, (stream, entries) => {
-          if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries);
+          if (stream === binding.stream && entries.length > 0) admitted += this.admitFresh(binding, entries, takenAt);
         });
       }
     } catch (error) {
@@ -320,10 +303,9 @@ export class StreamReader {
     } finally {
       // Before any wait or back-off: the slots, tokens and permits go to the others meanwhile.
       this.host.slots.unreserveRead(count, bytes);
-      this.giveBack(limits, granted, admitted, sent && failure !== undefined);
+      // A read sent and unanswered keeps its tokens: it may have run.
+      returnGrant(limits, granted - admitted, sent && failure !== undefined);
     }
-    this.limitedBacklog = failure === undefined && admitted > 0 && admitted === granted && pauses.version === pauseVersion;
-    if (!this.limitedBacklog) ahead.giveBack();
     if (failure !== undefined) {
       await this.recover(failure.error);
       return;
@@ -376,30 +358,19 @@ export class StreamReader {
   /**
    * How many permits this reader may ask for now (permits.ts `roomHere`): while they are scarce,
    * what its handlers can run; while they are plenty, what its reads may hold without the limit
-   * (its prefetch slots) and one read asked ahead, so its reads are as large as without the limit.
+   * (its prefetch slots), so its reads are as large as without the limit.
    */
   private permitRoom(binding: StreamBinding, limits: BindingLimits, wanted: number): number {
-    return limits.permits?.roomHere(binding.concurrency, this.slotShare + this.host.readBatch) ?? wanted;
+    return limits.permits?.roomHere(binding.concurrency, this.slotShare) ?? wanted;
   }
 
   /**
-   * How many entries a limited read may ask for, of the `count` its slots allow: with a rate limit
-   * (tokens count starts), no more than its handlers can start now. A batch starts as one.
+   * How many entries a re-read page of a rate-limited binding may take, of the `count` its slots
+   * allow: no more than its handlers can start now (tokens count starts). A batch starts as one.
    */
   private wantedNow(binding: StreamBinding, limits: BindingLimits, count: number): number {
     if (limits.rate === undefined || binding.batch !== undefined) return count;
     return Math.min(count, this.host.lanes.startableNow(binding));
-  }
-
-  /**
-   * After a limited read: tokens and permits granted for entries the read did not bring go back.
-   * A read whose outcome is unknown (sent, no reply) keeps its tokens: it may have run.
-   */
-  private giveBack(limits: BindingLimits, granted: number, admitted: number, outcomeUnknown: boolean): void {
-    const unused = granted - admitted;
-    if (unused <= 0) return;
-    limits.permits?.release(unused);
-    if (!outcomeUnknown) refundTokens(limits.rate, unused);
   }
 
   /**
@@ -447,7 +418,7 @@ export class StreamReader {
         this.failures = 0;
       } catch (error) {
         this.host.slots.unreserveRead(reserved, bytes);
-        // Sent and unanswered, it may have run: its tokens are kept (giveBack).
+        // Sent and unanswered, it may have run: its tokens are kept (returnGrant's keepTokens).
         if (!sent) refundTokens(rate, tokens);
         // After NOGROUP the group is new and its PEL empty: nothing of ours left to re-read.
         if (isNoGroupError(error)) cursors.clear();
@@ -504,16 +475,19 @@ export class StreamReader {
    * A fresh read's entries (`>`): first deliveries, so none is past `maxDeliveries` and none needs
    * the check. They take their slots as the reply holds them, and the lanes start their handlers.
    */
-  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[]): number {
+  private admitFresh(binding: StreamBinding, entries: readonly ReplyEntry[], tokensTakenAt?: number): number {
     const { host } = this;
     host.telemetry?.consumed(binding.stream, binding.group, entries.length);
     const admitted = host.slots.admitFresh(binding, entries);
+    const { queue } = binding;
     // The entries just queued hold the permits this read took, each until its slot is released.
     if (binding.limits?.permits !== undefined) {
-      const { queue } = binding;
       for (let i = queue.length - admitted; i < queue.length; i++) (queue[i] as InFlightEntry).permit = true;
     }
+    // Taken before the lanes start some of them (a started entry may leave the queue).
+    const lateCandidates = this.lateStarts !== undefined && tokensTakenAt !== undefined ? queue.slice(queue.length - admitted) : undefined;
     host.lanes.queued(binding, admitted);
+    if (lateCandidates !== undefined) this.lateStarts?.read(lateCandidates, tokensTakenAt as number);
     return admitted;
   }
 

@@ -2,10 +2,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Controller } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SharedRateLimit } from '../../src/flow/shared-rate-limit.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
-import { pendingCount, xaddEvent } from '../helpers/stream-state.js';
+import { pendingCount, pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { HoldingProxy } from '../helpers/holding-proxy.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -147,7 +148,7 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await expectAllStartedWithinTheBound(30, 1);
   });
 
-  it('a read takes no more entries than its handlers can start now: queued ones would start later, on top of fresh tokens', async () => {
+  it('entries of a read queued behind busy handlers until their tokens are stale give them back and take fresh ones when they start', async () => {
     await publish(30);
     closeGate();
     await start({ concurrency: 2 });
@@ -156,6 +157,25 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await sleep(PER_MS);
     openGate();
     await expectAllStartedWithinTheBound(30, 1);
+  });
+
+  it('close() with an entry waiting for its fresh start token: returns at once, the entry not started, handed back pending with the queued ones', async () => {
+    await publish(5);
+    closeGate();
+    await start({ concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff' });
+    await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
+    // Busy for one period: the queued entries' tokens go stale. Then a minute without tokens (an API's 429).
+    await sleep(PER_MS);
+    await new SharedRateLimit(redis.client, STREAM, 'g', { max: MAX, perMs: PER_MS, key: undefined }).backOff(60_000);
+    openGate();
+    await waitFor(async () => (await pendingCount(redis.client, STREAM, 'g')) === 4, 'the first acked, the next waiting for a token');
+    const closeStarted = Date.now();
+    await (running.pop() as RunningServer).app.close();
+    // Not shutdownTimeout (10 s), nor the minute until a token: nothing ran.
+    expect(Date.now() - closeStarted).toBeLessThan(2_000);
+    expect(starts.map((s) => s.n)).toEqual([0]);
+    const rows = await pendingRows(redis.client, STREAM, 'g');
+    expect(rows.map((row) => [row.consumer, row.deliveries])).toEqual(Array.from({ length: 4 }, () => ['handoff', 1]));
   });
 
   it('the start-up re-read of its own pending entries takes tokens: a restarted worker starts them within the limit', async () => {
