@@ -586,4 +586,31 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
     expect(errors).toEqual([]);
     expect((await onEveryNode(denialsOf)).flat()).toEqual([]);
   });
+
+  it('operator: the CLI finds the cluster from one node and runs info and pending with no ACL denial', async () => {
+    await ensureCompiled();
+    await onEveryNode(async (admin) => {
+      await admin.call('ACL', 'SETUSER', 'operator', 'reset', 'on', `>${PASSWORDS.operator}`, ...RULES.operator.split(' '), ...CLUSTER_RULES.split(' '));
+      await allowHandshakeOn(admin, 'operator');
+      await admin.call('ACL', 'LOG', 'RESET');
+    });
+    const admin = redis.cluster.client();
+    try {
+      await admin.del('orders');
+      await admin.xgroup('CREATE', 'orders', 'ops', '0', 'MKSTREAM');
+      const id = await admin.xadd('orders', '*', 'data', '1');
+      await admin.xreadgroup('GROUP', 'ops', 'gone', 'STREAMS', 'orders', '>');
+      const cli = async (...args: string[]) => {
+        const run = await runCli([...args, '--url', connection('operator').cluster.nodes[0]!]);
+        expect(run.stderr).toBe('');
+        expect(run.code).toBe(0);
+        return JSON.parse(run.stdout) as Record<string, unknown>;
+      };
+      expect(await cli('info', 'orders', '--group', 'ops')).toMatchObject({ key: 'orders' });
+      expect(await cli('pending', 'orders', 'ops', '--entries')).toMatchObject({ entries: [{ id }] });
+    } finally {
+      admin.disconnect();
+    }
+    expect((await onEveryNode(denialsOf)).flat()).toEqual([]);
+  }, 300_000);
 });
