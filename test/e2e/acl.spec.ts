@@ -15,6 +15,7 @@ import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli } from '../helpers/run-cli.js';
+import { useRedisCluster } from '../helpers/redis-cluster.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -44,6 +45,26 @@ const LIFECYCLE_CALLER_RULES = '+exists +xrange +xrevrange +xinfo|groups +xpendi
 const CANCEL_CALLER_RULES = '+xack +xdel +zrem +hdel +srem +set ~{orders}:cancelled:*';
 /** What an operator adds for the CLI's `entry` and `cancel`. */
 const LIFECYCLE_OPERATOR_RULES = '+set ~{orders}:progress:* ~{orders}:result:* ~{orders}:cancelled:*';
+
+/**
+ * ioredis names its library on connect (CLIENT SETINFO, Redis 7.2+) and asks for maintenance
+ * notifications (CLIENT MAINT_NOTIFICATIONS): allowed where the server takes the rule (7.0 refuses
+ * both; 6.2 takes both and, without them, logs a denial for each connection).
+ */
+async function allowHandshakeOn(node: Redis, user: string): Promise<void> {
+  for (const rule of ['+client|setinfo', '+client|maint_notifications']) {
+    await node.call('ACL', 'SETUSER', user, rule).catch(() => undefined);
+  }
+}
+
+/** Every ACL denial `node` logged, as `user: reason object`. */
+async function denialsOf(node: Redis): Promise<string[]> {
+  const log = (await node.call('ACL', 'LOG')) as unknown[][];
+  return log.map((entry) => {
+    const fields = Object.fromEntries(Array.from({ length: entry.length / 2 }, (_, i) => [String(entry[2 * i]), String(entry[2 * i + 1])]));
+    return `${fields.username}: ${fields.reason} ${fields.object}`;
+  });
+}
 
 const handled: { data: unknown; id: string; deliveryCount: number }[] = [];
 /** Lifecycle jobs: a `gated` one waits for the test to open its gate, a `blocking` one for its signal to abort. */
@@ -96,16 +117,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
 
   const url = (user: keyof typeof PASSWORDS) => `redis://${user}:${PASSWORDS[user]}@127.0.0.1:${redis.server.port}`;
 
-  /**
-   * ioredis names its library on connect (CLIENT SETINFO, Redis 7.2+) and asks for maintenance
-   * notifications (CLIENT MAINT_NOTIFICATIONS): allowed where the server takes the rule (7.0 refuses
-   * both; 6.2 takes both and, without them, logs a denial for each connection).
-   */
-  async function allowHandshake(user: string): Promise<void> {
-    for (const rule of ['+client|setinfo', '+client|maint_notifications']) {
-      await redis.client.call('ACL', 'SETUSER', user, rule).catch(() => undefined);
-    }
-  }
+  const allowHandshake = (user: string) => allowHandshakeOn(redis.client, user);
 
   beforeAll(async () => {
     for (const user of Object.keys(RULES) as (keyof typeof RULES)[]) {
@@ -129,11 +141,7 @@ describe('ACL least privilege: the documented worker, producer and operator rule
 
   /** Every ACL denial Redis logged (none in a flow the rules are enough for). */
   async function denials(): Promise<string[]> {
-    const log = (await redis.client.call('ACL', 'LOG')) as unknown[][];
-    return log.map((entry) => {
-      const fields = Object.fromEntries(Array.from({ length: entry.length / 2 }, (_, i) => [String(entry[2 * i]), String(entry[2 * i + 1])]));
-      return `${fields.username}: ${fields.reason} ${fields.object}`;
-    });
+    return denialsOf(redis.client);
   }
 
   async function startWorker(options: object = {}): Promise<void> {
@@ -514,4 +522,95 @@ describe('ACL least privilege: the documented worker, producer and operator rule
       expect((await denials()).filter((denial) => denial.startsWith('top-viewer:'))).toEqual([]);
     }, 60_000);
   });
+});
+
+/**
+ * What every role adds on a Redis Cluster (docs/security.md): ioredis' Cluster learns the slots
+ * (CLUSTER SLOTS), checks the cluster is up (CLUSTER INFO) and sends READONLY to the replicas it
+ * connects to (a refused one is ignored by ioredis but logged as a denial, when it happens in the run).
+ */
+const CLUSTER_RULES = '+cluster|slots +cluster|info +readonly';
+
+describe('ACL least privilege on a Redis Cluster: the documented rules plus the Cluster ones', () => {
+  const redis = useRedisCluster({ masters: 3, replicas: 1 });
+  const connection = (user: keyof typeof PASSWORDS) => ({
+    cluster: { nodes: redis.cluster.urls.map((url) => url.replace('redis://', `redis://${user}:${PASSWORDS[user]}@`)) },
+  });
+
+  /** Runs `work` on a plain admin connection to every node of the cluster. */
+  async function onEveryNode<T>(work: (admin: Redis) => Promise<T>): Promise<T[]> {
+    return Promise.all(
+      redis.cluster.nodes.map(async (node) => {
+        const admin = redis.cluster.nodeClient(node);
+        try {
+          return await work(admin);
+        } finally {
+          admin.disconnect();
+        }
+      }),
+    );
+  }
+
+  it('worker + producer: an emit handled once, a send answered, nothing pending, no ACL denial on any node', async () => {
+    await onEveryNode(async (admin) => {
+      for (const user of ['worker', 'producer'] as const) {
+        const rules = [...RULES[user].split(' '), ...CLUSTER_RULES.split(' ')];
+        await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${PASSWORDS[user]}`, ...rules);
+        await allowHandshakeOn(admin, user);
+      }
+      await admin.call('ACL', 'LOG', 'RESET');
+    });
+    handled.length = 0;
+    const errors: Error[] = [];
+    const admin = redis.cluster.client();
+    let running: RunningServer | undefined;
+    let client: RedisStreamsClient | undefined;
+    try {
+      running = await startServer(
+        { connection: connection('worker'), group: 'g', consumer: 'w1', blockMs: 100, recovery: { minIdleTime: 500, interval: 100 } },
+        [AclController],
+        [],
+        (server) => server.on('error', (error: Error) => errors.push(error)),
+      );
+      client = new RedisStreamsClient({ connection: connection('producer'), commandTimeout: 5_000 });
+      const id = await lastValueFrom(client.emit('orders', { n: 1 }));
+      expect(await lastValueFrom(client.send('quotes', [1, 2, 3]))).toBe(6);
+      await waitFor(() => handled.length === 1, 'the event handled');
+      expect(handled).toEqual([{ data: { n: 1 }, id, deliveryCount: 1 }]);
+      await waitFor(async () => Number(((await admin.xpending('orders', 'g')) as [number])[0]) === 0, 'nothing pending');
+    } finally {
+      await client?.close();
+      await running?.app.close();
+      admin.disconnect();
+    }
+    expect(errors).toEqual([]);
+    expect((await onEveryNode(denialsOf)).flat()).toEqual([]);
+  });
+
+  it('operator: the CLI finds the cluster from one node and runs info and pending with no ACL denial', async () => {
+    await ensureCompiled();
+    await onEveryNode(async (admin) => {
+      await admin.call('ACL', 'SETUSER', 'operator', 'reset', 'on', `>${PASSWORDS.operator}`, ...RULES.operator.split(' '), ...CLUSTER_RULES.split(' '));
+      await allowHandshakeOn(admin, 'operator');
+      await admin.call('ACL', 'LOG', 'RESET');
+    });
+    const admin = redis.cluster.client();
+    try {
+      await admin.del('orders');
+      await admin.xgroup('CREATE', 'orders', 'ops', '0', 'MKSTREAM');
+      const id = await admin.xadd('orders', '*', 'data', '1');
+      await admin.xreadgroup('GROUP', 'ops', 'gone', 'STREAMS', 'orders', '>');
+      const cli = async (...args: string[]) => {
+        const run = await runCli([...args, '--url', connection('operator').cluster.nodes[0]!]);
+        expect(run.stderr).toBe('');
+        expect(run.code).toBe(0);
+        return JSON.parse(run.stdout) as Record<string, unknown>;
+      };
+      expect(await cli('info', 'orders', '--group', 'ops')).toMatchObject({ key: 'orders' });
+      expect(await cli('pending', 'orders', 'ops', '--entries')).toMatchObject({ entries: [{ id }] });
+    } finally {
+      admin.disconnect();
+    }
+    expect((await onEveryNode(denialsOf)).flat()).toEqual([]);
+  }, 300_000);
 });
