@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, RedisStreamsServer } from '../../src/index.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { HoldingProxy } from '../helpers/holding-proxy.js';
@@ -11,6 +11,14 @@ const CLIENT_COMMANDS = 'nestjs-redis-streams:client';
 /** The client's blocking connection on the lifecycle notices. */
 const CLIENT_WAITS = 'nestjs-redis-streams:client-wait';
 
+/** One entry whose handler reports `{ step: 1 }`, waits, reports `{ step: 2 }`, waits again, and returns. */
+interface SteppedEntry {
+  readonly client: RedisStreamsClient;
+  readonly id: string;
+  /** The handler's waits so far, in order: call one to let it go on. */
+  readonly releases: (() => void)[];
+}
+
 /**
  * client.watch reads on after a Redis restart at any of its steps: a restart cuts the connection
  * under one of the watch's own reads (test/helpers/holding-proxy.ts), which the client aborts (it
@@ -19,56 +27,23 @@ const CLIENT_WAITS = 'nestjs-redis-streams:client-wait';
 describe('client.watch when a restart cuts one of its reads', () => {
   const redis = useRedisServer();
   let proxy: HoldingProxy;
+  let cleanUp: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     proxy = await HoldingProxy.start(redis.server.port);
     Logger.overrideLogger(false as never);
+  });
+  afterEach(async () => {
+    await cleanUp?.();
+    cleanUp = undefined;
   });
   afterAll(async () => {
     Logger.overrideLogger(true as never);
     await proxy.close();
   });
 
-  // XREVRANGE: its place in the notices; GET: the kept progress; EXISTS: whether it settled already.
-  it.each(['XREVRANGE', 'GET', 'EXISTS'])('the %s it sends is cut: the watch goes on and completes with every progress and the outcome', async (command) => {
-    const stream = `cut-${command.toLowerCase()}`;
-    const client = new RedisStreamsClient({ connection: proxy.url });
-    const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
-    let release: (() => void) | undefined;
-    server.addHandler(
-      stream,
-      (async (_data: unknown, ctx: RedisStreamsContext) => {
-        await ctx.progress({ step: 1 });
-        await new Promise<void>((resolve) => (release = resolve));
-        await ctx.progress({ step: 2 });
-        return 'done';
-      }) as never,
-      true,
-      { keepResults: { ttl: 60_000 } },
-    );
-    try {
-      await new Promise<unknown>((resolve) => void server.listen(resolve));
-      const id = (await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}')) as string;
-      await waitFor(async () => (await client.progress(stream, id)) !== null, 'the first progress');
-      const cutBefore = proxy.cut;
-      proxy.dropOnCommand(CLIENT_COMMANDS, command);
-      const seen: unknown[] = [];
-      const done = new Promise<void>((resolve, reject) =>
-        client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), complete: resolve, error: reject }),
-      );
-      await waitFor(() => seen.length === 1, 'the kept progress');
-      release!();
-      await done;
-      expect(proxy.cut).toBe(cutBefore + 1);
-      expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
-    } finally {
-      release?.();
-      await server.close();
-      await client.close();
-    }
-  });
-  it('notices lost to a restart while the entry settles (its place read as gone): the watch reads whether it settled, and completes', async () => {
-    const stream = 'cut-notices';
+  /** A worker on Redis itself, a client through the proxy, and one entry of `stream` reported at step 1. */
+  async function steppedEntry(stream: string): Promise<SteppedEntry> {
     const client = new RedisStreamsClient({ connection: proxy.url });
     const server = new RedisStreamsServer({ connection: redis.server.url, group: 'g', blockMs: 100 });
     const releases: (() => void)[] = [];
@@ -85,32 +60,56 @@ describe('client.watch when a restart cuts one of its reads', () => {
       true,
       { keepResults: { ttl: 60_000 } },
     );
-    try {
-      await new Promise<unknown>((resolve) => void server.listen(resolve));
-      const id = (await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}')) as string;
-      await waitFor(async () => (await client.progress(stream, id)) !== null, 'the first progress');
-      const seen: unknown[] = [];
-      let completed = false;
-      client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), complete: () => (completed = true) });
-      await waitFor(() => seen.length === 1 && releases.length === 1, 'the kept progress');
-      // Redis loading its data after a restart: the notices' next read fails, and so does the check
-      // of its place after it, read as notices lost (a restart without persistence).
-      const loading = 'LOADING Redis is loading the dataset in memory';
-      const failedBefore = proxy.failed;
-      proxy.failNext(CLIENT_WAITS, 'XREAD', loading);
-      proxy.failNext(CLIENT_COMMANDS, 'XRANGE', loading);
-      releases[0]!();
-      await waitFor(() => seen.length === 2 && releases.length === 2, 'the second progress');
-      // Settles (its result notice written) before the listener reads its place again, 250 ms after the cut.
-      releases[1]!();
-      await waitFor(async () => (await client.result(stream, id)) !== null, 'the kept result');
-      await waitFor(() => proxy.failed === failedBefore + 2, 'both reads failed');
-      await waitFor(() => completed, 'the watch to complete');
-      expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
-    } finally {
+    cleanUp = async () => {
       for (const release of releases) release();
       await server.close();
       await client.close();
-    }
+    };
+    await new Promise<unknown>((resolve) => void server.listen(resolve));
+    const id = (await redis.client.xadd(stream, '*', 'pattern', stream, 'data', '{}')) as string;
+    await waitFor(async () => (await client.progress(stream, id)) !== null && releases.length === 1, 'the first progress');
+    return { client, id, releases };
+  }
+
+  // XREVRANGE: its place in the notices; GET: the kept progress; EXISTS: whether it settled already.
+  it.each(['XREVRANGE', 'GET', 'EXISTS'])('the %s it sends is cut: the watch goes on and completes with every progress and the outcome', async (command) => {
+    const stream = `cut-${command.toLowerCase()}`;
+    const { client, id, releases } = await steppedEntry(stream);
+    const cutBefore = proxy.cut;
+    proxy.dropOnCommand(CLIENT_COMMANDS, command);
+    const seen: unknown[] = [];
+    const done = new Promise<void>((resolve, reject) =>
+      client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), complete: resolve, error: reject }),
+    );
+    await waitFor(() => seen.length === 1, 'the kept progress');
+    releases[0]!();
+    await waitFor(() => releases.length === 2, 'the second progress');
+    releases[1]!();
+    await done;
+    expect(proxy.cut).toBe(cutBefore + 1);
+    expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
+  });
+
+  it('notices lost to a restart while the entry settles (its place read as gone): the watch reads whether it settled, and completes', async () => {
+    const stream = 'cut-notices';
+    const { client, id, releases } = await steppedEntry(stream);
+    const seen: unknown[] = [];
+    let completed = false;
+    client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), complete: () => (completed = true) });
+    await waitFor(() => seen.length === 1, 'the kept progress');
+    // Redis loading its data after a restart: the notices' next read fails, and so does the check
+    // of its place after it, read as notices lost (a restart without persistence).
+    const loading = 'LOADING Redis is loading the dataset in memory';
+    const failedBefore = proxy.failed;
+    proxy.failNext(CLIENT_WAITS, 'XREAD', loading);
+    proxy.failNext(CLIENT_COMMANDS, 'XRANGE', loading);
+    releases[0]!();
+    await waitFor(() => seen.length === 2 && releases.length === 2, 'the second progress');
+    // Settles (its result notice written) before the listener reads its place again, 250 ms after the cut.
+    releases[1]!();
+    await waitFor(async () => (await client.result(stream, id)) !== null, 'the kept result');
+    await waitFor(() => proxy.failed === failedBefore + 2, 'both reads failed');
+    await waitFor(() => completed, 'the watch to complete');
+    expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
   });
 });

@@ -326,29 +326,23 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     }
   }
 
-  it('Cluster ({ cluster: { nodes } }): the thread opens its own Cluster client and renews there', async () => {
+  /** renewsFromThread on a fresh local Cluster of 3 masters, stopped after. */
+  async function renewsFromThreadOnCluster(consumer: string, lazy = false): Promise<void> {
     const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
     try {
-      await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-1', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client());
+      await renewsFromThread({ cluster: { nodes: cluster.urls } }, consumer, () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client(), lazy);
     } finally {
       release?.();
       await running?.app.close();
       running = undefined;
       await cluster.stop();
     }
-  }, 120_000);
+  }
 
-  it('Cluster, lazy connect (lease interval 1 s): no lease connection before the block; the thread opens its Cluster client during it and renews there', async () => {
-    const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
-    try {
-      await renewsFromThread({ cluster: { nodes: cluster.urls } }, 'cluster-lazy', () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client(), true);
-    } finally {
-      release?.();
-      await running?.app.close();
-      running = undefined;
-      await cluster.stop();
-    }
-  }, 120_000);
+  it('Cluster ({ cluster: { nodes } }): the thread opens its own Cluster client and renews there', () => renewsFromThreadOnCluster('cluster-1'), 120_000);
+
+  it('Cluster, lazy connect (lease interval 1 s): no lease connection before the block; the thread opens its Cluster client during it and renews there', () =>
+    renewsFromThreadOnCluster('cluster-lazy', true), 120_000);
 
   it('Sentinel (redis+sentinel:// URL): the thread finds the primary through the sentinels and renews there', async () => {
     const set = await RedisSentinelSet.start();
