@@ -37,10 +37,26 @@ function send(message: FromLeaseThread): void {
   port.postMessage(message);
 }
 
-/** The Redis side, loaded on first use. */
+/** The Redis side, loaded on first use; a load that failed is tried again at the next need. */
 function renewalSide(): Promise<LeaseRenewal> {
-  renewal ??= import('./lease-thread-renewal.js').then(({ LeaseRenewal }) => new LeaseRenewal(data, send));
+  renewal ??= import('./lease-thread-renewal.js').then(
+    ({ LeaseRenewal }) => new LeaseRenewal(data, send),
+    (error: unknown) => {
+      renewal = undefined;
+      throw new Error(`lease renewal could not load its Redis side (lease-thread-renewal.js): ${errorMessage(error)}`);
+    },
+  );
   return renewal;
+}
+
+/** The Redis side, or `undefined` when it could not be loaded: reported like a failed renewal (a rejection left unhandled would end the thread). */
+async function loadedSide(): Promise<LeaseRenewal | undefined> {
+  try {
+    return await renewalSide();
+  } catch (error) {
+    if (!stopping) send({ type: 'error', message: errorMessage(error) });
+    return undefined;
+  }
 }
 
 /** Reads the heartbeat: sleeps until it could be stale while it is fresh, renews each interval while it is stale. */
@@ -66,8 +82,8 @@ function watch(): void {
 }
 
 async function renew(): Promise<void> {
-  const side = await renewalSide();
-  lastRenewed = await side.round(() => stopping);
+  const side = await loadedSide();
+  if (side !== undefined) lastRenewed = await side.round(() => stopping);
 }
 
 function schedule(ms: number): void {
@@ -76,8 +92,10 @@ function schedule(ms: number): void {
 
 /** Connects ahead of a block (the main thread has an entry in flight for a lease interval); a failure is reported, the next round tries again. */
 async function connectAhead(): Promise<void> {
+  const side = await loadedSide();
+  if (side === undefined) return;
   try {
-    await (await renewalSide()).connect();
+    await side.connect();
   } catch (error) {
     if (!stopping) send({ type: 'error', message: `lease renewal could not connect: ${errorMessage(error)}` });
   }
@@ -86,7 +104,8 @@ async function connectAhead(): Promise<void> {
 async function stop(): Promise<void> {
   stopping = true;
   clearTimeout(timer);
-  const side = await renewal;
+  // A load that failed was reported already; there is nothing to close then.
+  const side = await renewal?.catch(() => undefined);
   // A connect under way is cut short; a round on a ready connection finishes first.
   if (side !== undefined && !side.connected) await side.close();
   await running;

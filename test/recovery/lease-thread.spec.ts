@@ -1,7 +1,9 @@
 import { Controller, Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { setLeaseThreadScript } from '../../src/recovery/lease-thread-handle.js';
@@ -217,6 +219,38 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
       ]);
     } finally {
       setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+    }
+  });
+
+  it("a thread whose Redis side cannot be loaded: the failed load is reported as a renewal error, no warning, and close() ends the thread at once", async () => {
+    // A copy of build/src without lease-thread-renewal.js: the thread starts, its import() of it rejects.
+    const copy = mkdtempSync(join(tmpdir(), 'lease-thread-without-renewal-'));
+    try {
+      cpSync(resolve('build/src'), join(copy, 'src'), { recursive: true, filter: (source) => !source.endsWith('lease-thread-renewal.js') });
+      writeFileSync(join(copy, 'package.json'), JSON.stringify({ type: 'module' }));
+      setLeaseThreadScript(pathToFileURL(join(copy, 'src/recovery/lease-thread.js')));
+      vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+      // Lazy: the thread loads its Redis side at its first need, the block below.
+      running = await startServer({ connection: redis.server.url, group: 'g', consumer: 'c1', blockMs: 100, streamPrefix: '', recovery: LAZY } as never, [SlowController]);
+      await redis.client.xgroup('CREATE', 'lease-thread.slow', 'g', '0', 'MKSTREAM').catch(() => undefined);
+      started = 0;
+      blockMs = 2_000;
+      await xaddEvent(redis.client, 'lease-thread.slow', 'lease-thread.slow', {});
+      await waitFor(() => started === 1, 'the blocking handler ran', { timeout: 10_000 });
+      blockMs = 0;
+      const lastError = () => new RedisStreamsRecovery().stats({ consumer: 'c1' })[0]?.stats.lastError;
+      await waitFor(() => typeof lastError() === 'string', 'the failed load reported', { timeout: 5_000 });
+      expect(lastError()).toMatch(/^lease renewal could not load its Redis side \(lease-thread-renewal\.js\): Cannot find module '.*lease-thread-renewal\.js'/);
+      release?.();
+      const closing = Date.now();
+      await running.app.close();
+      running = undefined;
+      // The thread stops on its own (no 3 s grace, no terminate()).
+      expect(Date.now() - closing).toBeLessThan(2_000);
+      expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
+    } finally {
+      setLeaseThreadScript(pathToFileURL(resolve(compiledPath('src/recovery/lease-thread.ts'))));
+      rmSync(copy, { recursive: true, force: true });
     }
   });
 
