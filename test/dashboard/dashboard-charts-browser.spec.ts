@@ -1,9 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { AUDIT_GROUP, seedStream } from '../helpers/dashboard-app.js';
+import { AUDIT_GROUP, seedStream, startDashboardApp, type DashboardApp } from '../helpers/dashboard-app.js';
 import { useDashboardApp } from '../helpers/use-dashboard-app.js';
-import { HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
-import { ADAPTERS } from '../helpers/dashboard-http.js';
+import { DOM_TIMEOUT, HAS_CHROMIUM, useDashboardBrowser } from '../helpers/dashboard-browser.js';
+import { ADAPTERS, AllowOperators } from '../helpers/dashboard-http.js';
+import { RoundRobinProxy } from '../helpers/round-robin-proxy.js';
 import { samplesAfter } from '../helpers/dashboard-series.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -12,7 +13,7 @@ const STREAM = 'charted';
 /** Longer than the other pages' waits: a chart waits for the module's next samples. */
 const CHART_TIMEOUT = { timeout: 20_000 };
 
-declare const document: { querySelector(selector: string): { dataset: Record<string, string | undefined> } | null };
+declare const document: { querySelector(selector: string): { dataset: Record<string, string | undefined> } | null; body: { dataset: Record<string, string | undefined> } };
 
 describe.skipIf(!HAS_CHROMIUM)('dashboard charts in headless Chromium', () => {
   const redis = useRedisServer();
@@ -45,6 +46,43 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard charts in headless Chromium', () => {
       }
     }, 60_000);
   }
+
+  it('an app redeployed with sampling off: once the page reads its new session (an action refused for its old CSRF token), the charts drawn before are taken away', async () => {
+    const { page } = browser;
+    await seedStream(redis.client, STREAM, { entries: 12, pending: 4, deadLetters: 2 });
+    const deployed = (sampleInterval: number, csrfSecret: string) => ({ streams: [STREAM], sampleInterval, refreshInterval: 500, readOnly: false, guard: AllowOperators, csrfSecret });
+    const replicas: DashboardApp[] = [];
+    let proxy: RoundRobinProxy | undefined;
+    try {
+      for (const options of [deployed(500, 'a'.repeat(32)), deployed(0, 'b'.repeat(32))]) replicas.push(await startDashboardApp(redis.server.url, options));
+      const [sampling, redeployed] = replicas as [DashboardApp, DashboardApp];
+      await samplesAfter(sampling, STREAM, 0, 3);
+      proxy = await RoundRobinProxy.start([sampling.origin]);
+      await page.goto(`${proxy.origin}/streams`, { waitUntil: 'domcontentloaded' });
+      await page.locator(`#streams tr[data-stream="${STREAM}"] [data-col="name"] button`).click();
+      await page.waitForSelector(`[data-charts="group"][data-group="${AUDIT_GROUP}"] [data-series="pending"] polyline`, CHART_TIMEOUT);
+      // Paused: the page asks nothing until the action below, whose refresh is the first the redeployed app answers.
+      await page.locator('#refresh-toggle').click();
+      await page.waitForSelector('body[data-refresh="paused"]', DOM_TIMEOUT);
+      proxy.upstreams = [redeployed.origin];
+      const [[acked]] = (await redis.client.xpending(STREAM, AUDIT_GROUP, '-', '+', 1)) as [[string]];
+      const before = await page.evaluate(() => document.body.dataset.refreshedAt);
+      browser.answer = true;
+      await page.locator(`#detail tr[data-id="${acked}"] button.danger`).click();
+      await page.waitForFunction(
+        (id, at) => document.querySelector(`#detail tr[data-id="${id}"]`) === null && document.body.dataset.refreshedAt !== at,
+        DOM_TIMEOUT,
+        acked,
+        before,
+      );
+      expect(redeployed.logger.lines).toContain('refused "/streams/api/pending/ack": missing, wrong or expired CSRF token');
+      expect(((await redis.client.xpending(STREAM, AUDIT_GROUP)) as [number])[0]).toBe(3);
+      expect(await page.$$eval('#detail [data-view="charts"]', (nodes) => nodes.length)).toBe(0);
+    } finally {
+      await proxy?.close();
+      for (const replica of replicas) await replica.close();
+    }
+  }, 60_000);
 
   it('draws the charts before the views below them and in place on each refresh: the find form does not move once shown, so a click aimed at it lands', async () => {
     const { page } = browser;

@@ -68,10 +68,19 @@ async function seriesOf(name) {
   return cached;
 }
 
+/** The charts block drawn at the end of the details (detail.js keeps it across its redraws), or null. */
+export function drawnCharts(section) {
+  return section.querySelector(':scope > [data-view="charts"]');
+}
+
 /** Draws the charts of the selected stream at the end of its details (right after them on each refresh), in place of those drawn before. */
 export async function renderCharts() {
   const section = document.getElementById('detail');
-  if (section.hidden || state.selected === null || !state.session.sampleInterval) return;
+  if (section.hidden || state.selected === null || !state.session.sampleInterval) {
+    // None to draw (sampling turned off, as a session read again after a redeploy may say): none kept from before either.
+    drawnCharts(section)?.remove();
+    return;
+  }
   const name = state.selected;
   const { series, error } = await seriesOf(name);
   if (state.selected !== name) return;
@@ -92,7 +101,7 @@ export async function renderCharts() {
     }
   }
   const block = el('div', { className: 'charts-block', dataset: { view: 'charts', stream: name } }, ...parts);
-  const drawn = section.querySelector(':scope > [data-view="charts"]');
+  const drawn = drawnCharts(section);
   if (drawn === null) section.append(block);
   else drawn.replaceWith(block);
 }

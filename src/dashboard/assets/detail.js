@@ -2,6 +2,7 @@
 // delayed entries and recurring schedules, each list paged with a cursor.
 import { act, claim, onTicked } from './actions.js';
 import { getJson } from './api.js';
+import { drawnCharts } from './charts.js';
 import { cell, duration, el, fieldEl, isolated, nameCell, nameEl, num, table } from './dom.js';
 import { inspect, inspectDeadLetter } from './entry-view.js';
 import { findStream, pausedBadge } from './overview.js';
@@ -39,7 +40,7 @@ export async function renderDetail() {
   parts.push(...delayedDetail(stream, delayed, schedules, readOnly));
   // The stream's charts (charts.js draws them next) stay until redrawn in place: taken out here
   // and put back a round trip later, everything below them would jump meanwhile.
-  const charts = section.querySelector(':scope > [data-view="charts"]');
+  const charts = drawnCharts(section);
   section.replaceChildren(...parts, ...(charts?.dataset.stream === stream.name ? [charts] : []));
   section.hidden = false;
 }
