@@ -117,33 +117,26 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
           subscriber.next(progress);
         }));
       const report = (): void => void emitLatest().catch(() => undefined);
-      // Notices lost (a restart): the latest progress, and whether it settled meanwhile (its notice may be among those lost).
-      const resync = (): void => {
-        report();
-        void whileWatched(() => settledAlready(client, streams.stream, key, entryId)).then(
-          (settled) => (settled === true && !stopped ? settle() : undefined),
-          () => undefined,
-        );
-      };
-      const settle = (): void => {
-        emitLatest().then(
-          () => subscriber.complete(),
-          (error: unknown) => subscriber.error(error),
-        );
+      // Its last progress (read again: written before it settled), and done.
+      const finish = (): Promise<void> => emitLatest().then(() => subscriber.complete());
+      const settle = (): void => void finish().catch((error: unknown) => subscriber.error(error));
+      // The latest progress, and done if the entry settled already: at the start its notice may
+      // have come before the listener, at a resync (a restart) it may be among the notices lost.
+      const catchUp = async (): Promise<void> => {
+        await emitLatest();
+        if (!stopped && (await whileWatched(() => settledAlready(client, streams.stream, key, entryId)))) await finish();
       };
       const waiter: NoticeWaiter = {
         id: entryId,
         notice: (kind) => (kind === 'progress' ? report() : kind === 'result' || kind === 'settled' ? settle() : undefined),
-        resync,
+        resync: () => void catchUp().catch((error: unknown) => subscriber.error(error)),
         ended: () => subscriber.complete(),
       };
       const listening = await whileWatched(() => listeners.listen(lifecycleNoticesKey(key), waiter));
       if (listening === null) return;
       unlisten = listening;
       if (stopped) return unlisten();
-      await emitLatest();
-      // Settled before the watch began (its notice came before the listener): its last progress, and done.
-      if (!stopped && (await whileWatched(() => settledAlready(client, streams.stream, key, entryId)))) subscriber.complete();
+      await catchUp();
     };
     run().then(
       () => undefined,
