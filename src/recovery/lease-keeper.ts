@@ -18,8 +18,8 @@ export class LeaseKeeper {
   private thread: LeaseThread | undefined;
   /** stream NUL group NUL id of entries we lost, so they are reported and skipped once. */
   private readonly lost = new Set<string>();
-  /** What the last renewal held, until the thread was asked to connect (`connectThreadForLongEntries`). */
-  private previouslyHeld: Set<string> | undefined = new Set();
+  /** What the last renewal held, while the thread waits to be asked to connect (`connectThreadForLongEntries`). */
+  private previouslyHeld: Set<string> | undefined;
 
   constructor(
     private readonly host: RecoveryHost,
@@ -71,14 +71,22 @@ export class LeaseKeeper {
    * renews at once instead of connecting first. Handlers shorter than that never make it connect.
    */
   private connectThreadForLongEntries(held: readonly HeldIds[]): void {
-    if (this.thread === undefined || this.previouslyHeld === undefined) return;
+    // No set to build once nothing is to be asked: the thread connects at start, was asked, or does not run.
+    if (this.thread?.awaitsConnectAhead !== true) {
+      this.previouslyHeld = undefined;
+      return;
+    }
+    const previously = this.previouslyHeld;
     const now = new Set<string>();
-    for (const [stream, group, ids] of held) for (const id of ids) now.add(key(stream, group, id));
-    for (const heldKey of now) {
-      if (this.previouslyHeld.has(heldKey)) {
-        this.thread.connectAhead();
-        this.previouslyHeld = undefined;
-        return;
+    for (const [stream, group, ids] of held) {
+      for (const id of ids) {
+        const heldKey = key(stream, group, id);
+        if (previously?.has(heldKey) === true) {
+          this.thread.connectAhead();
+          this.previouslyHeld = undefined;
+          return;
+        }
+        now.add(heldKey);
       }
     }
     this.previouslyHeld = now;

@@ -5,7 +5,7 @@ import type { Logger } from '@nestjs/common';
 import type { RedisConnection } from '../redis/connection.js';
 import { threadConnectionOf } from '../redis/thread-connection.js';
 import type { LostLease } from './leases.js';
-import { heartbeatInterval, type FromLeaseThread, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
+import { connectsAtStart, heartbeatInterval, type FromLeaseThread, type LeaseThreadData, type ToLeaseThread } from './lease-thread-protocol.js';
 
 export interface LeaseThreadSettings {
   readonly connection: RedisConnection | undefined;
@@ -129,12 +129,17 @@ export class LeaseThread {
     await this.exited;
   }
 
+  /** Whether `connectAhead()` would still tell the thread anything: it runs, connects at its first need (not at start) and was not told yet. */
+  get awaitsConnectAhead(): boolean {
+    return this.worker !== undefined && !this.stopping && !this.askedToConnect && !connectsAtStart(this.settings.interval);
+  }
+
   /**
    * Tells the thread to connect now, once (an entry has been in flight for a lease interval: its
-   * handler may block next), so a block finds it connected; a thread that connected at start ignores it.
+   * handler may block next), so a block finds it connected.
    */
   connectAhead(): void {
-    if (this.askedToConnect || this.stopping) return;
+    if (!this.awaitsConnectAhead) return;
     this.askedToConnect = true;
     this.post({ type: 'connect' });
   }
