@@ -31,6 +31,13 @@ export type XAddArgs = (string | Buffer)[];
 /** ioredis flattens array arguments: passing the list whole saves a copy per XADD. */
 export type XAdd = (args: XAddArgs) => Promise<string | null>;
 
+/**
+ * How many listeners the connection's `lifetime` signal takes before Node warns of a leak
+ * (MaxListenersExceededWarning). Each emit waiting for its retry listens on it until its wait
+ * ends: hundreds during an outage are normal; this many still waiting is more likely a leak.
+ */
+const LIFETIME_LISTENERS_WARNED_PAST = 10_000;
+
 /** What the producer connection takes from the client. */
 export interface ProducerHost {
   readonly config: ResolvedClientOptions;
@@ -199,8 +206,7 @@ export class ProducerConnection {
     this.opened = opened;
     this.ending = new AbortController();
     this.lifetime = this.ending.signal;
-    // Every emit waiting for its retry listens on it (until its wait ends): hundreds during an outage is no leak.
-    setMaxListeners(0, this.lifetime);
+    setMaxListeners(LIFETIME_LISTENERS_WARNED_PAST, this.lifetime);
     this.telemetry = telemetry;
     const xadd = client.xadd.bind(client) as unknown as XAdd;
     this.xadd = (args) => {
