@@ -594,9 +594,9 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
    * (20 s) and the failures must come within half of them.
    */
   describe.each([
-    { rule: 'cluster|slots', command: 'CLUSTER SLOTS' },
-    { rule: 'cluster|info', command: 'CLUSTER INFO' },
-  ])('a user without +$rule', ({ rule, command }) => {
+    ['cluster|slots', 'CLUSTER SLOTS'],
+    ['cluster|info', 'CLUSTER INFO'],
+  ])('a user without +%s', (rule, command) => {
     const DEADLINE_MS = 20_000;
     const refusal = (user: string) => `the ACL user "${user}" may not run ${command}: add +${rule} (docs/security.md)`;
 
