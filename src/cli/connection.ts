@@ -1,5 +1,7 @@
 import type { Redis } from 'ioredis';
+import { ClusterAclRefusalError } from '../redis/cluster-acl-refusals.js';
 import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { untilReady } from '../redis/ready.js';
 import { connectionOption } from '../redis/connection-option.js';
 import { connectionSecrets, redactUrl } from '../redaction.js';
 import { startTimeoutVerdict } from '../timeout.js';
@@ -162,9 +164,10 @@ async function connectCluster(opened: OpenedConnection, url: string, timeoutMs: 
   opened.client.on('error', (error: Error) => (lastError = error));
   opened.client.on('node error', (error: Error) => (lastError = error));
   try {
-    await opened.client.connect();
+    await untilReady(opened.client);
   } catch (error) {
-    throw new CliError(`cannot connect to the Redis Cluster of ${redactUrl(url)}: ${connectFailure(lastError ?? error, timeoutMs)}`);
+    const reason = error instanceof ClusterAclRefusalError ? error.message : connectFailure(lastError ?? error, timeoutMs);
+    throw new CliError(`cannot connect to the Redis Cluster of ${redactUrl(url)}: ${reason}`);
   }
 }
 

@@ -12,6 +12,7 @@ import {
   type RedisClient,
   type RedisConnection,
 } from '../redis/connection.js';
+import { ClusterAclRefusalError } from '../redis/cluster-acl-refusals.js';
 import { isClusterConnection } from '../redis/cluster-connection.js';
 import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
@@ -170,12 +171,13 @@ export class ProducerConnection {
       await withTimeout(untilReady(client), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
-      const cause = lastError ?? error;
+      // A refused CLUSTER SLOTS also arrives as an error event ("Failed to refresh slots cache."): the refusal says more.
+      const refused = error instanceof ClusterAclRefusalError;
+      const cause = refused ? error.cause : (lastError ?? error);
+      const reason = refused ? error.message : (cause as Error).message;
       // The socket's code (ECONNREFUSED…), else ETIMEDOUT when the deadline passed without one.
-      const code = connectionErrorCode(lastError) ?? connectionErrorCode(error);
-      throw redactor.error(
-        new RedisStreamsConnectionError(`Cannot connect to Redis at ${describeConnection(config.connection)}: ${(cause as Error).message}`, { cause, code }),
-      );
+      const code = refused ? undefined : (connectionErrorCode(lastError) ?? connectionErrorCode(error));
+      throw redactor.error(new RedisStreamsConnectionError(`Cannot connect to Redis at ${describeConnection(config.connection)}: ${reason}`, { cause, code }));
     } finally {
       client.off('error', remember);
     }

@@ -1,4 +1,5 @@
 import { connectionErrorCode, RedisStreamsConnectionError } from '../errors.js';
+import { watchClusterAclRefusals, type ClusterAclRefusalError } from './cluster-acl-refusals.js';
 import type { RedisClient } from './connection.js';
 
 /** Replies that mean "these credentials are wrong": retrying cannot help. */
@@ -6,7 +7,8 @@ const AUTH_FAILURE = /^(WRONGPASS|NOAUTH|NOPERM|ERR invalid password|ERR AUTH|ER
 
 /**
  * Resolves when `client` is ready (connecting it when it is lazy). Rejects with
- * `RedisStreamsConnectionError` at once when Redis refuses the credentials or the client gives up
+ * `RedisStreamsConnectionError` at once when Redis refuses the credentials, a Cluster's ACL user
+ * may not learn the slots or the cluster state (naming the rule to add), or the client gives up
  * reconnecting, and after `timeoutMs` otherwise (refused connections and unknown hosts are retried
  * until then: Redis may still be starting). `where` names the connection, without its password.
  * The caller closes the client on failure; nothing here keeps it reconnecting.
@@ -17,6 +19,7 @@ export function whenReady(client: RedisClient, timeoutMs: number, where: string)
     let lastError: Error | undefined;
     const finish = (error?: Error): void => {
       clearTimeout(timer);
+      stopWatching();
       client.off('ready', onReady);
       client.off('error', onError);
       client.off('end', onEnd);
@@ -30,6 +33,8 @@ export function whenReady(client: RedisClient, timeoutMs: number, where: string)
         finish(new RedisStreamsConnectionError(`Redis at ${where} refused the credentials: ${error.message}`, { cause: error }));
       }
     };
+    const onRefused = (refusal: ClusterAclRefusalError): void =>
+      finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${refusal.message}`, { cause: refusal.cause }));
     const onEnd = (): void =>
       finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${reason(lastError)}`, { cause: lastError }));
     const timer = setTimeout(
@@ -46,6 +51,7 @@ export function whenReady(client: RedisClient, timeoutMs: number, where: string)
     client.on('ready', onReady);
     client.on('error', onError);
     client.on('end', onEnd);
+    const stopWatching = watchClusterAclRefusals(client, onRefused);
     // A lazy client connects on its first command; start it now. Failures arrive as events.
     if (client.status === 'wait') client.connect().catch(() => undefined);
   });
@@ -62,21 +68,28 @@ function reason(error: Error | undefined): string {
 /**
  * Connects a lazy client (`wait`), or waits for one already on its way (`connecting`, `connect`,
  * `reconnecting`: a `new Cluster(nodes)` starts connecting in its constructor) until it is
- * `ready`. Rejects when it ends first, or when connecting a lazy one fails. Unbounded: the caller
- * sets the deadline.
+ * `ready`. Rejects when it ends first, when connecting a lazy one fails, or with a
+ * `ClusterAclRefusalError` (naming the rule to add) when a Cluster's ACL user may not learn the
+ * slots or the cluster state. Unbounded: the caller sets the deadline.
  */
 export function untilReady(client: RedisClient): Promise<void> {
   if (client.status === 'ready') return Promise.resolve();
-  if (client.status === 'wait') return client.connect();
   return new Promise<void>((resolve, reject) => {
-    const onReady = (): void => {
-      client.off('end', onEnd);
-      resolve();
-    };
-    const onEnd = (): void => {
+    const settle = (error?: Error): void => {
       client.off('ready', onReady);
-      reject(new Error('Connection is closed.'));
+      client.off('end', onEnd);
+      stopWatching();
+      if (error === undefined) resolve();
+      else reject(error);
     };
+    const onReady = (): void => settle();
+    const onEnd = (): void => settle(new Error('Connection is closed.'));
+    const stopWatching = watchClusterAclRefusals(client, settle);
+    if (client.status === 'wait') {
+      // A Cluster whose ready check is refused never settles connect(): the watch ends the wait.
+      client.connect().then(() => settle(), settle);
+      return;
+    }
     client.once('ready', onReady);
     client.once('end', onEnd);
   });

@@ -587,6 +587,68 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
     expect((await onEveryNode(denialsOf)).flat()).toEqual([]);
   });
 
+  /**
+   * A user lacking one of the Cluster rules: ioredis retries a refused CLUSTER SLOTS (or its ready
+   * check's refused CLUSTER INFO) until the deadline; the worker, the producer and the CLI must
+   * instead fail as soon as the NOPERM reply is seen, naming the rule to add. Deadlines are long
+   * (20 s) and the failures must come within half of them.
+   */
+  describe.each([
+    ['cluster|slots', 'CLUSTER SLOTS'],
+    ['cluster|info', 'CLUSTER INFO'],
+  ])('a user without +%s', (rule, command) => {
+    const DEADLINE_MS = 20_000;
+    const refusal = (user: string) => `the ACL user "${user}" may not run ${command}: add +${rule} (docs/security.md)`;
+
+    beforeEach(async () => {
+      const clusterRules = CLUSTER_RULES.split(' ').filter((each) => each !== `+${rule}`);
+      await onEveryNode(async (admin) => {
+        for (const user of ['worker', 'producer', 'operator'] as const) {
+          await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${PASSWORDS[user]}`, ...RULES[user].split(' '), ...clusterRules);
+          await allowHandshakeOn(admin, user);
+        }
+      });
+    });
+
+    it('worker: listen() fails well within startupTimeout, naming the rule', async () => {
+      const server = new RedisStreamsServer({ connection: connection('worker'), group: 'g', consumer: 'w1', recovery: false, startupTimeout: DEADLINE_MS });
+      server.addHandler('orders', async () => undefined, true);
+      server.on('error', () => undefined);
+      const started = Date.now();
+      const failure = await new Promise<Error | undefined>((resolve) => void server.listen((error?: unknown) => resolve(error as Error | undefined)));
+      const elapsed = Date.now() - started;
+      await server.close();
+      expect(failure?.message).toContain(refusal('worker'));
+      expect(elapsed).toBeLessThan(DEADLINE_MS / 2);
+    }, 60_000);
+
+    it('producer: the first emit fails well within commandTimeout, naming the rule', async () => {
+      const client = new RedisStreamsClient({ connection: connection('producer'), commandTimeout: DEADLINE_MS });
+      try {
+        const started = Date.now();
+        const failure = await lastValueFrom(client.emit('orders', { n: 1 })).then(
+          () => undefined,
+          (error: unknown) => error as Error,
+        );
+        const elapsed = Date.now() - started;
+        expect(failure?.message).toContain(refusal('producer'));
+        expect(elapsed).toBeLessThan(DEADLINE_MS / 2);
+      } finally {
+        await client.close();
+      }
+    }, 60_000);
+
+    it('CLI: fails well within --timeout with one line naming the rule', async () => {
+      await ensureCompiled();
+      const started = Date.now();
+      const run = await runCli(['info', 'orders', '--url', connection('operator').cluster.nodes[0]!, '--timeout', String(DEADLINE_MS)], {}, { timeoutMs: 2 * DEADLINE_MS });
+      const elapsed = Date.now() - started;
+      expect(run.code).toBe(1);
+      expect(run.stderr.trim().split('\n')).toEqual([expect.stringContaining(refusal('operator'))]);
+      expect(elapsed).toBeLessThan(DEADLINE_MS / 2);
+    }, 300_000);
+  });
+
   it('operator: the CLI finds the cluster from one node and runs info and pending with no ACL denial', async () => {
     await ensureCompiled();
     await onEveryNode(async (admin) => {
