@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Controller } from '@nestjs/common';
+import { Controller, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SharedRateLimit } from '../../src/flow/shared-rate-limit.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
@@ -47,6 +47,19 @@ class GatedController {
   }
 }
 
+/** A stream whose bucket refills one token a minute: what a test takes from it stays taken. */
+const SLOW_STREAM = 'slow';
+const SLOW_PER_MS = 600_000;
+
+@Controller()
+class SlowRefillController {
+  @EventPattern<string>(SLOW_STREAM, { rateLimit: { max: MAX, per: SLOW_PER_MS } })
+  async onSlow(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, deliveryCount: ctx.getDeliveryCount(), at: Date.now() });
+    await gate;
+  }
+}
+
 /**
  * The most starts over the documented bound (max + max × t / per) in any stretch t between two
  * starts, t widened by how late a start may be stamped (`slackMs`).
@@ -73,16 +86,16 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
   const redis = useRedisServer();
   let proxy: HoldingProxy;
   const running: RunningServer[] = [];
-  const start = async (options: Partial<RedisStreamsServerOptions>): Promise<void> => {
+  const start = async (options: Partial<RedisStreamsServerOptions>, controller: new () => object = GatedController): Promise<void> => {
     running.push(
       await startServer(
         { connection: redis.server.url, group: 'g', consumer: 'w1', blockMs: 1_000, recovery: { minIdleTime: 60_000 }, ...options },
-        [GatedController],
+        [controller],
       ),
     );
   };
-  const publish = async (entries: number): Promise<void> => {
-    for (let n = 0; n < entries; n++) await xaddEvent(redis.client, STREAM, STREAM, { n });
+  const publish = async (entries: number, stream = STREAM): Promise<void> => {
+    for (let n = 0; n < entries; n++) await xaddEvent(redis.client, stream, stream, { n });
   };
   /** Every entry started, once, none lost, all acked, and the starts within the bound. */
   const expectAllStartedWithinTheBound = async (entries: number, deliveryCount: number): Promise<void> => {
@@ -105,6 +118,7 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
   });
   beforeEach(() => stalls.reset());
   afterEach(async () => {
+    vi.restoreAllMocks();
     openGate();
     proxy.release();
     for (const r of running.splice(0)) await r.app.close();
@@ -146,6 +160,27 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await sleep(PER_MS);
     proxy.release();
     await expectAllStartedWithinTheBound(30, 1);
+  });
+
+  it('a read unanswered when the reader\'s connection drops keeps the tokens it took: it may have run (they are not refunded)', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    await publish(30, SLOW_STREAM);
+    closeGate();
+    // The reader's back-off after the failed read is 1.5 to 3 s: the bucket is read before its next grant.
+    await start({ connection: proxy.url, concurrency: 5, prefetch: 5, reconnectDelay: { initialMs: 3_000 } }, SlowRefillController);
+    await waitFor(() => starts.length === 5, 'the first read of 5 started');
+    // The next read, granted once the handlers return, never reaches Redis; then its connection drops.
+    proxy.freeze(READER);
+    openGate();
+    await waitFor(() => proxy.heldText(READER).includes('XREADGROUP'), 'the next read granted and sent');
+    proxy.dropAndHold(READER);
+    await waitFor(() => proxy.held > 0, 'the reader reconnecting (held)');
+    // Reconnected, the unanswered read fails (it is not sent again): what it took goes back or stays, then the warning.
+    proxy.release();
+    await waitFor(() => warn.mock.calls.some(([message]) => String(message).includes('read of group "g" failed')), 'the failed read handled');
+    // The bucket: MAX less the started entries' tokens and those of the unanswered read (at least 1).
+    const left = await new SharedRateLimit(redis.client, SLOW_STREAM, 'g', { max: MAX, perMs: SLOW_PER_MS, key: undefined }).take(MAX);
+    expect(left.granted + starts.length, `${starts.length} started, ${left.granted} tokens left of ${MAX}`).toBeLessThan(MAX);
   });
 
   it('entries of a read queued behind busy handlers until their tokens are stale give them back and take fresh ones when they start', async () => {
