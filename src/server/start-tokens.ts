@@ -90,7 +90,44 @@ export class LateStarts {
   }
 }
 
-/** A fresh token for an entry whose read's token went stale (`LateStarts`): of its binding's rate limit. */
-export function takeStartToken(entry: InFlightEntry): Promise<TokenGrant> {
-  return ((entry.binding.limits as BindingLimits).rate as SharedRateLimit).take(1);
+/** One entry's ask for a fresh start token, answered with the others of its turn. */
+interface TokenAsk {
+  readonly resolve: (grant: TokenGrant) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Fresh start tokens for entries whose read's tokens went stale (`LateStarts`), of their binding's
+ * rate limit: the asks of one turn (the lanes start such entries together) share one `take(n)`, as
+ * GlobalPermits sums its releases. The first asks get the tokens granted; the rest none, with the
+ * script's wait (or one token's time, when only part of `n` was there).
+ */
+export class StartTokens {
+  private readonly asks = new Map<SharedRateLimit, TokenAsk[]>();
+
+  take(entry: InFlightEntry): Promise<TokenGrant> {
+    const rate = (entry.binding.limits as BindingLimits).rate as SharedRateLimit;
+    return new Promise((resolve, reject) => {
+      let asks = this.asks.get(rate);
+      if (asks === undefined) {
+        this.asks.set(rate, (asks = []));
+        queueMicrotask(() => this.send(rate));
+      }
+      asks.push({ resolve, reject });
+    });
+  }
+
+  private send(rate: SharedRateLimit): void {
+    const asks = this.asks.get(rate) as TokenAsk[];
+    this.asks.delete(rate);
+    rate.take(asks.length).then(
+      ({ granted, waitMs }) => {
+        const wait = waitMs > 0 ? waitMs : Math.ceil(rate.limit.perMs / rate.limit.max);
+        asks.forEach((ask, i) => ask.resolve(i < granted ? { granted: 1, waitMs: 0 } : { granted: 0, waitMs: wait }));
+      },
+      (error: unknown) => {
+        for (const ask of asks) ask.reject(error);
+      },
+    );
+  }
 }

@@ -194,10 +194,28 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await expectAllStartedWithinTheBound(30, 1);
   });
 
-  it('close() with an entry waiting for its fresh start token: returns at once, the entry not started, handed back pending with the queued ones', async () => {
+  it('an entry that finds no fresh start token is held as a per-key limit holds one: with the retry consumer, no delivery counted, its handler slot free; it starts once there are tokens', async () => {
     await publish(5);
     closeGate();
-    await start({ concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff' });
+    await start({ concurrency: 1 });
+    await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
+    // Busy for one period: the queued entries' tokens go stale. Then no token for a while (an API's 429).
+    await sleep(PER_MS);
+    await new SharedRateLimit(redis.client, STREAM, 'g', { max: MAX, perMs: PER_MS, key: undefined }).backOff(3_000);
+    openGate();
+    // Each in turn finds no token and leaves its handler slot to the next: all 4 wait in Redis, none started.
+    await waitFor(async () => {
+      const rows = await pendingRows(redis.client, STREAM, 'g');
+      return rows.length === 4 && rows.every((row) => row.consumer === 'retry' && row.deliveries === 0);
+    }, 'the 4 held with the retry consumer, uncounted');
+    expect(starts.map((s) => s.n)).toEqual([0]);
+    await expectAllStartedWithinTheBound(5, 1);
+  });
+
+  it('close() with an entry waiting for its fresh start token where recovery does not run: returns at once, the entry not started, handed back pending with the queued ones', async () => {
+    await publish(5);
+    closeGate();
+    await start({ concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff', recovery: false });
     await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
     // Busy for one period: the queued entries' tokens go stale. Then a minute without tokens (an API's 429).
     await sleep(PER_MS);
