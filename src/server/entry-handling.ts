@@ -11,7 +11,7 @@ import type { DeliveryAborts } from '../lifecycle/delivery-abort.js';
 import { runBatch, type BatchHost } from './batch/batch-runner.js';
 import { RedisStreamsContext, type EntrySettler } from './context.js';
 import { RedisStreamsOptionError } from '../errors.js';
-import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
+import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
 import { describe } from '../validation.js';
 import type { EntryRunner, HandlerLanes } from './handler-lanes.js';
 import type { IdempotencyRecords } from './idempotency.js';
@@ -22,8 +22,7 @@ import { handleRequest } from './request-handling.js';
 import type { DecodedRequest, RequestHost } from './request-replies.js';
 import type { RetryReleaser } from './retry-releaser.js';
 import { KeyHolds } from './key-holds.js';
-import { refundTokens } from './binding-limits.js';
-import { takeStartToken } from './start-tokens.js';
+import { StartTokens } from './start-tokens.js';
 import { followObservable, RunningStreams } from './running-streams.js';
 import type { ServerEventEmitter } from './server-events.js';
 import type { LifecycleWriter } from '../lifecycle/lifecycle-writer.js';
@@ -92,6 +91,8 @@ export class EntryHandling implements EntryRunner, EntrySettler {
   readonly streams = new RunningStreams();
   /** Entries waiting here for a token (a per-key rate limit where recovery does not run, or a fresh start token): close() stops and hands them back. */
   readonly keyHolds = new KeyHolds();
+  /** Fresh start tokens of entries whose read's tokens went stale: one take per turn. */
+  private readonly startTokens = new StartTokens();
 
   constructor(parts: EntryHandlingParts) {
     ({
@@ -141,27 +142,15 @@ export class EntryHandling implements EntryRunner, EntrySettler {
 
   /**
    * An entry of a rate-limited read that waited for a handler until its read's token went stale
-   * and back (start-tokens.ts): it takes a fresh token before it starts. Without one it waits here
-   * (its slots held, as a per-key hold without recovery: close() stops the wait and hands it
-   * back) and asks again when the script says; a failed ask leaves it pending, as a failed handler.
+   * and back (start-tokens.ts): it takes a fresh token before it starts, or is held as an entry of
+   * a per-key limit is (`takeTokenOrHold`).
    */
   private startOnFreshToken(entry: InFlightEntry): void {
-    takeStartToken(entry).then(
-      ({ granted, waitMs }) => {
-        if (granted > 0 && !this.keyHolds.stopped) {
-          entry.needsStartToken = false;
-          this.start(entry);
-          return;
-        }
-        // close() began while the token was asked for: the entry does not start, its token goes back.
-        if (granted > 0) refundTokens(entry.binding.limits?.rate, granted);
-        if (this.isClosed() || !this.keyHolds.hold(entry, waitMs, () => this.start(entry))) this.finish(entry, false);
-      },
-      (error: unknown) => {
-        this.events.error(new Error(`rate limit of handler "${entry.binding.pattern}" could not be read; entry ${entry.id} stays pending: ${errorMessage(error)}`));
-        this.finish(entry, false);
-      },
-    );
+    const rate = entry.binding.limits?.rate as SharedRateLimit;
+    this.takeTokenOrHold(entry, rate, undefined, this.startTokens.take(entry), () => {
+      entry.needsStartToken = false;
+      this.start(entry);
+    }, () => this.start(entry));
   }
 
   /**
@@ -364,40 +353,56 @@ export class EntryHandling implements EntryRunner, EntrySettler {
       return;
     }
     const tenant = key;
-    perKey.take(1, tenant).then(
+    this.takeTokenOrHold(entry, perKey, tenant, perKey.take(1, tenant), () => {
+      entry.rateKey = tenant;
+      this.handle(entry, decoded);
+    }, () => this.handleWithinKeyLimit(entry, decoded, perKey));
+  }
+
+  /**
+   * The one step of an entry that needs a token before it starts (`tenant`: of its key's bucket, a
+   * per-key limit; none: a fresh token of the handler's bucket). With one it `proceed`s. Without, it
+   * is held: released to the retry consumer until there is one, its delivery count set back (no
+   * delivery counted), so it neither runs nor holds a slot here meanwhile; where recovery does not
+   * run for the handler it waits here instead, keeping its slots (key-holds.ts: close() stops the
+   * wait and hands the entry back), then `askAgain`. Nothing of telemetry or the processing hooks
+   * starts for a held entry: it did not run, and once close() began it does not start. A failed
+   * ask leaves it pending, as a failed handler.
+   */
+  private takeTokenOrHold(entry: InFlightEntry, rate: SharedRateLimit, tenant: string | undefined, asked: Promise<TokenGrant>, proceed: () => void, askAgain: () => void): void {
+    asked.then(
       ({ granted, waitMs }) => {
         if (granted > 0 && !this.keyHolds.stopped) {
-          entry.rateKey = tenant;
-          this.handle(entry, decoded);
+          proceed();
           return;
         }
         // close() began while the token was asked for: the entry does not start, its token goes back.
-        if (granted > 0) perKey.refund(granted, tenant).catch(() => undefined);
-        this.holdForKey(entry, decoded, perKey, tenant, waitMs);
+        if (granted > 0) rate.refund(granted, tenant).catch(() => undefined);
+        this.holdForToken(entry, rate, tenant, waitMs, askAgain);
       },
       (error: unknown) => {
-        this.events.error(new Error(`rate limit of key "${tenant}" (handler "${binding.pattern}") could not be read; entry ${entry.id} stays pending: ${errorMessage(error)}`));
+        this.events.error(new Error(`${limitName(entry, tenant)} could not be read; entry ${entry.id} stays pending: ${errorMessage(error)}`));
         this.finish(entry, false);
       },
     );
   }
 
-  private holdForKey(entry: InFlightEntry, decoded: DecodedEntry, perKey: SharedRateLimit, tenant: string, waitMs: number): void {
+  private holdForToken(entry: InFlightEntry, rate: SharedRateLimit, tenant: string | undefined, waitMs: number, askAgain: () => void): void {
     const { stream, group } = entry.binding;
     if (this.isClosed()) {
       this.finish(entry, false);
       return;
     }
-    // Spread over one period: held entries of a busy key all told the same wait would come back
-    // together, one would win and the rest be held again, a claim and a release each.
-    const holdMs = waitMs + Math.floor(Math.random() * perKey.limit.perMs);
-    if (this.retries.holdUncounted(entry, holdMs, `rate limit of key "${tenant}": no token for ${waitMs} ms`)) {
+    // Spread over one period: held entries all told the same wait would come back together, one
+    // would win and the rest be held again, a claim and a release each.
+    const holdMs = waitMs + Math.floor(Math.random() * rate.limit.perMs);
+    if (this.retries.holdUncounted(entry, holdMs, `${limitName(entry, tenant)}: no token for ${waitMs} ms`)) {
       this.recovery.retryAfterNack(stream, group, holdMs);
       this.lanes.finished(entry);
       return;
     }
     // Recovery does not run for it: it waits here. Refused once close() handed the held ones back: it stays pending.
-    if (!this.keyHolds.hold(entry, waitMs, () => this.handleWithinKeyLimit(entry, decoded, perKey))) this.finish(entry, false);
+    if (!this.keyHolds.hold(entry, waitMs, askAgain)) this.finish(entry, false);
   }
 
   private runDecoded(entry: InFlightEntry, decoded: DecodedEntry): void {
@@ -564,4 +569,9 @@ function safeJson(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** The limit an entry waits on, for messages: its key's bucket (a per-key limit) or its handler's. */
+function limitName(entry: InFlightEntry, tenant: string | undefined): string {
+  return tenant === undefined ? `rate limit of handler "${entry.binding.pattern}"` : `rate limit of key "${tenant}" (handler "${entry.binding.pattern}")`;
 }

@@ -1,6 +1,6 @@
 import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
 import { refundTokens, type BindingLimits } from './binding-limits.js';
-import { EntryState, type InFlightEntry } from './in-flight.js';
+import { EntryState, type InFlightEntry, type StreamBinding } from './in-flight.js';
 
 /**
  * A rate-limit token serves a start only this share of the limit's `per` after it was taken, so no
@@ -8,6 +8,13 @@ import { EntryState, type InFlightEntry } from './in-flight.js';
  */
 const FRESH_SHARE_OF_PER = 50;
 
+/** A read whose entries were still queued when it was handed to the lanes: its entries by admission number. */
+interface QueuedRead {
+  /** performance.now() at which its tokens are no longer fresh. */
+  readonly staleAt: number;
+  readonly first: number;
+  readonly last: number;
+}
 
 /**
  * Tokens count starts, but a rate-limited read (stream-reader.ts readLimited) takes its tokens
@@ -17,48 +24,110 @@ const FRESH_SHARE_OF_PER = 50;
  * (`takeStartToken`, entry-handling.ts). Refunded when they go stale, not when the entry starts:
  * given back and taken again at once, the old token would count as spent back then. A batch
  * binding's entries are not tracked: a batch starts as one, when its gate says.
+ *
+ * A read is kept as its entries' admission numbers, not the entries: held by a timer for a
+ * fiftieth of `per`, entries (and their replies) would outlive their handling and the young
+ * generation, each then copied and promoted by the GC (most of the limited reader's extra CPU per
+ * entry). One timer, for the oldest read.
  */
 export class LateStarts {
   private readonly freshMs: number;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** Oldest first: reads are recorded in the order their tokens were taken. */
+  private readonly reads: QueuedRead[] = [];
+  private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly rate: SharedRateLimit) {
+  constructor(
+    private readonly rate: SharedRateLimit,
+    private readonly binding: StreamBinding,
+  ) {
     this.freshMs = rate.limit.perMs / FRESH_SHARE_OF_PER;
   }
 
   /**
-   * A read's entries, just handed to the lanes, their tokens taken at `takenAt` (performance.now()):
-   * those not started once the tokens are no longer fresh go stale.
+   * A read's entries, `first` to `last`, just handed to the lanes, their tokens taken at `takenAt`
+   * (performance.now()): those not started once the tokens are no longer fresh go stale. A lane
+   * starts its entries in queue order, so once the last one left the queue all did.
    */
-  read(admitted: readonly InFlightEntry[], takenAt: number): void {
-    const entries = admitted.filter((entry) => entry.state === EntryState.Queued);
-    if (entries.length === 0) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.expire(entries);
-    }, Math.max(0, takenAt + this.freshMs - performance.now()));
-    timer.unref();
-    this.timers.add(timer);
+  read(first: InFlightEntry, last: InFlightEntry, takenAt: number): void {
+    if (last.state !== EntryState.Queued) return;
+    this.reads.push({ staleAt: takenAt + this.freshMs, first: first.admission, last: last.admission });
+    if (this.timer === undefined) this.arm();
   }
 
   /** The reader stopped: the entries left are handed off at close(), never started here. */
   stop(): void {
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.reads.length = 0;
   }
 
-  private expire(entries: readonly InFlightEntry[]): void {
+  private arm(): void {
+    const oldest = this.reads[0];
+    if (oldest === undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.expire();
+      this.arm();
+    }, Math.max(0, oldest.staleAt - performance.now()));
+    this.timer.unref();
+  }
+
+  /** The reads whose tokens are stale now: their entries still queued (and still held here) go stale. */
+  private expire(): void {
+    const now = performance.now();
     let stale = 0;
-    for (const entry of entries) {
-      if (entry.state !== EntryState.Queued || !entry.held) continue;
-      entry.needsStartToken = true;
-      stale++;
+    while (this.reads.length > 0 && (this.reads[0] as QueuedRead).staleAt <= now) {
+      const { first, last } = this.reads.shift() as QueuedRead;
+      // The queue is in admission order (entries join it as they are made); its front may hold started ones.
+      for (const entry of this.binding.queue) {
+        if (entry.admission > last) break;
+        if (entry.admission < first || entry.state !== EntryState.Queued || !entry.held || entry.needsStartToken) continue;
+        entry.needsStartToken = true;
+        stale++;
+      }
     }
     refundTokens(this.rate, stale);
   }
 }
 
-/** A fresh token for an entry whose read's token went stale (`LateStarts`): of its binding's rate limit. */
-export function takeStartToken(entry: InFlightEntry): Promise<TokenGrant> {
-  return ((entry.binding.limits as BindingLimits).rate as SharedRateLimit).take(1);
+/** One entry's ask for a fresh start token, answered with the others of its turn. */
+interface TokenAsk {
+  readonly resolve: (grant: TokenGrant) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Fresh start tokens for entries whose read's tokens went stale (`LateStarts`), of their binding's
+ * rate limit: the asks of one turn (the lanes start such entries together) share one `take(n)`, as
+ * GlobalPermits sums its releases. The first asks get the tokens granted; the rest none, with the
+ * script's wait (or one token's time, when only part of `n` was there).
+ */
+export class StartTokens {
+  private readonly asks = new Map<SharedRateLimit, TokenAsk[]>();
+
+  take(entry: InFlightEntry): Promise<TokenGrant> {
+    const rate = (entry.binding.limits as BindingLimits).rate as SharedRateLimit;
+    return new Promise((resolve, reject) => {
+      let asks = this.asks.get(rate);
+      if (asks === undefined) {
+        this.asks.set(rate, (asks = []));
+        queueMicrotask(() => this.send(rate));
+      }
+      asks.push({ resolve, reject });
+    });
+  }
+
+  private send(rate: SharedRateLimit): void {
+    const asks = this.asks.get(rate) as TokenAsk[];
+    this.asks.delete(rate);
+    rate.take(asks.length).then(
+      ({ granted, waitMs }) => {
+        const wait = waitMs > 0 ? waitMs : Math.ceil(rate.limit.perMs / rate.limit.max);
+        asks.forEach((ask, i) => ask.resolve(i < granted ? { granted: 1, waitMs: 0 } : { granted: 0, waitMs: wait }));
+      },
+      (error: unknown) => {
+        for (const ask of asks) ask.reject(error);
+      },
+    );
+  }
 }

@@ -71,7 +71,7 @@ export class StreamReader {
     this.readsBytes = bindings.some((binding) => binding.raw === 'buffers');
     this.limited = StreamReader.limitedBindingOf(bindings);
     const rate = this.limited?.limits?.rate;
-    this.lateStarts = rate === undefined || this.limited?.batch !== undefined ? undefined : new LateStarts(rate);
+    this.lateStarts = rate === undefined || this.limited === undefined || this.limited.batch !== undefined ? undefined : new LateStarts(rate, this.limited);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
@@ -485,9 +485,10 @@ export class StreamReader {
       for (let i = queue.length - admitted; i < queue.length; i++) (queue[i] as InFlightEntry).permit = true;
     }
     // Taken before the lanes start some of them (a started entry may leave the queue).
-    const lateCandidates = this.lateStarts !== undefined && tokensTakenAt !== undefined ? queue.slice(queue.length - admitted) : undefined;
+    const first = admitted > 0 && tokensTakenAt !== undefined ? queue[queue.length - admitted] : undefined;
+    const last = queue[queue.length - 1];
     host.lanes.queued(binding, admitted);
-    if (lateCandidates !== undefined) this.lateStarts?.read(lateCandidates, tokensTakenAt as number);
+    if (first !== undefined) this.lateStarts?.read(first, last as InFlightEntry, tokensTakenAt as number);
     return admitted;
   }
 

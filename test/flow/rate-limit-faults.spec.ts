@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Controller } from '@nestjs/common';
+import { Controller, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { SharedRateLimit } from '../../src/flow/shared-rate-limit.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
@@ -47,6 +47,19 @@ class GatedController {
   }
 }
 
+/** A stream whose bucket refills one token a minute: what a test takes from it stays taken. */
+const SLOW_STREAM = 'slow';
+const SLOW_PER_MS = 600_000;
+
+@Controller()
+class SlowRefillController {
+  @EventPattern<string>(SLOW_STREAM, { rateLimit: { max: MAX, per: SLOW_PER_MS } })
+  async onSlow(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    starts.push({ n: data.n, deliveryCount: ctx.getDeliveryCount(), at: Date.now() });
+    await gate;
+  }
+}
+
 /**
  * The most starts over the documented bound (max + max × t / per) in any stretch t between two
  * starts, t widened by how late a start may be stamped (`slackMs`).
@@ -73,16 +86,16 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
   const redis = useRedisServer();
   let proxy: HoldingProxy;
   const running: RunningServer[] = [];
-  const start = async (options: Partial<RedisStreamsServerOptions>): Promise<void> => {
+  const start = async (options: Partial<RedisStreamsServerOptions>, controller: new () => object = GatedController): Promise<void> => {
     running.push(
       await startServer(
         { connection: redis.server.url, group: 'g', consumer: 'w1', blockMs: 1_000, recovery: { minIdleTime: 60_000 }, ...options },
-        [GatedController],
+        [controller],
       ),
     );
   };
-  const publish = async (entries: number): Promise<void> => {
-    for (let n = 0; n < entries; n++) await xaddEvent(redis.client, STREAM, STREAM, { n });
+  const publish = async (entries: number, stream = STREAM): Promise<void> => {
+    for (let n = 0; n < entries; n++) await xaddEvent(redis.client, stream, stream, { n });
   };
   /** Every entry started, once, none lost, all acked, and the starts within the bound. */
   const expectAllStartedWithinTheBound = async (entries: number, deliveryCount: number): Promise<void> => {
@@ -105,6 +118,7 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
   });
   beforeEach(() => stalls.reset());
   afterEach(async () => {
+    vi.restoreAllMocks();
     openGate();
     proxy.release();
     for (const r of running.splice(0)) await r.app.close();
@@ -148,6 +162,27 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await expectAllStartedWithinTheBound(30, 1);
   });
 
+  it('a read unanswered when the reader\'s connection drops keeps the tokens it took: it may have run (they are not refunded)', async () => {
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    await publish(30, SLOW_STREAM);
+    closeGate();
+    // The reader's back-off after the failed read is 1.5 to 3 s: the bucket is read before its next grant.
+    await start({ connection: proxy.url, concurrency: 5, prefetch: 5, reconnectDelay: { initialMs: 3_000 } }, SlowRefillController);
+    await waitFor(() => starts.length === 5, 'the first read of 5 started');
+    // The next read, granted once the handlers return, never reaches Redis; then its connection drops.
+    proxy.freeze(READER);
+    openGate();
+    await waitFor(() => proxy.heldText(READER).includes('XREADGROUP'), 'the next read granted and sent');
+    proxy.dropAndHold(READER);
+    await waitFor(() => proxy.held > 0, 'the reader reconnecting (held)');
+    // Reconnected, the unanswered read fails (it is not sent again): what it took goes back or stays, then the warning.
+    proxy.release();
+    await waitFor(() => warn.mock.calls.some(([message]) => String(message).includes('read of group "g" failed')), 'the failed read handled');
+    // The bucket: MAX less the started entries' tokens and those of the unanswered read (at least 1).
+    const left = await new SharedRateLimit(redis.client, SLOW_STREAM, 'g', { max: MAX, perMs: SLOW_PER_MS, key: undefined }).take(MAX);
+    expect(left.granted + starts.length, `${starts.length} started, ${left.granted} tokens left of ${MAX}`).toBeLessThan(MAX);
+  });
+
   it('entries of a read queued behind busy handlers until their tokens are stale give them back and take fresh ones when they start', async () => {
     await publish(30);
     closeGate();
@@ -159,10 +194,28 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await expectAllStartedWithinTheBound(30, 1);
   });
 
-  it('close() with an entry waiting for its fresh start token: returns at once, the entry not started, handed back pending with the queued ones', async () => {
+  it('an entry that finds no fresh start token is held as a per-key limit holds one: with the retry consumer, no delivery counted, its handler slot free; it starts once there are tokens', async () => {
     await publish(5);
     closeGate();
-    await start({ concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff' });
+    await start({ concurrency: 1 });
+    await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
+    // Busy for one period: the queued entries' tokens go stale. Then no token for a while (an API's 429).
+    await sleep(PER_MS);
+    await new SharedRateLimit(redis.client, STREAM, 'g', { max: MAX, perMs: PER_MS, key: undefined }).backOff(3_000);
+    openGate();
+    // Each in turn finds no token and leaves its handler slot to the next: all 4 wait in Redis, none started.
+    await waitFor(async () => {
+      const rows = await pendingRows(redis.client, STREAM, 'g');
+      return rows.length === 4 && rows.every((row) => row.consumer === 'retry' && row.deliveries === 0);
+    }, 'the 4 held with the retry consumer, uncounted');
+    expect(starts.map((s) => s.n)).toEqual([0]);
+    await expectAllStartedWithinTheBound(5, 1);
+  });
+
+  it('close() with an entry waiting for its fresh start token where recovery does not run: returns at once, the entry not started, handed back pending with the queued ones', async () => {
+    await publish(5);
+    closeGate();
+    await start({ concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff', recovery: false });
     await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
     // Busy for one period: the queued entries' tokens go stale. Then a minute without tokens (an API's 429).
     await sleep(PER_MS);
