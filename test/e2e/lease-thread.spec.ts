@@ -6,7 +6,7 @@ import { useWorkerFleets } from '../helpers/use-worker-fleets.js';
 
 /**
  * The lease thread with real worker processes (test/fixtures/recovery-worker.ts): handlers that
- * keep the event loop busy (`block`, `wedge`) while another worker's recovery looks for idle
+ * block the event loop (`block`, `wedge`) while another worker's recovery looks for idle
  * entries every 100 ms. Each worker records `<id>:<deliveryCount>:<consumer>[:start]` in a list.
  */
 const MIN_IDLE = 1_000;
@@ -124,7 +124,7 @@ describe('lease thread: leases hold while a handler blocks the event loop (worke
     expect(starts.every((r) => r.deliveryCount === 1)).toBe(true);
   }, 90_000);
 
-  it('a process wedged in a busy loop for ever: its entry runs on the other worker after maxBlocked + minIdleTime, not before', async () => {
+  it('a process whose event loop is wedged for ever: its entry runs on the other worker after maxBlocked + minIdleTime, not before', async () => {
     const { stream, ledger: ledgerKey } = names();
     const fleet = harness.fleet({
       url: harness.redis.url, stream, group: 'g', ledger: ledgerKey, prefetch: 1, concurrency: 1,

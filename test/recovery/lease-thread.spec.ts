@@ -16,6 +16,7 @@ import { RedisServerProcess, supportsTls } from '../helpers/redis-server.js';
 import { RedisClusterProcess } from '../helpers/redis-cluster.js';
 import { RedisSentinelSet } from '../helpers/redis-sentinel.js';
 import { createTestCertificates, type TestCertificates } from '../helpers/tls-certificates.js';
+import { blockEventLoop } from '../helpers/block-event-loop.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -42,11 +43,6 @@ class SlowController {
     if (blockMs > 0) blockEventLoop(blockMs);
     await new Promise<void>((resolve) => (release = resolve));
   }
-}
-
-/** Blocks this thread (timers, I/O, the heartbeat) for `ms`, as a CPU-bound handler would. */
-function blockEventLoop(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** Each lease-thread connection on `client`'s server: its last command and the whole seconds since it (CLIENT LIST `cmd`, `idle`). */

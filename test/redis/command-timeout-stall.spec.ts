@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { closeConnection, openConnection } from '../../src/redis/connection.js';
 import { withTimeout } from '../../src/timeout.js';
+import { blockEventLoop } from '../helpers/block-event-loop.js';
 import { compiledPath, ensureCompiled } from '../helpers/compiled.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -22,10 +23,7 @@ function stallAfterNextWrite(redis: Redis, ms: number): void {
   const stall = (): void => {
     socket._write = write;
     socket._writev = writev;
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      // a synchronous busy loop: no timer and no socket read can run
-    }
+    blockEventLoop(ms); // synchronous: no timer and no socket read can run
   };
   socket._write = function (this: unknown, ...args: unknown[]) {
     write.apply(this, args);
