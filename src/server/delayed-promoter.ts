@@ -41,9 +41,14 @@ export class DelayedPromoter {
     private readonly report: (error: Error) => void,
   ) {}
 
-  start(): void {
+  /**
+   * Arms the first round: at once, or, when a wake-up subscription asks for it (`wake(0)` once
+   * subscribed, delayed-wake-listener.ts), then and at the latest after `firstRoundInMs`: one
+   * round at start instead of two.
+   */
+  start(firstRoundInMs = 0): void {
     if (this.streams.length === 0 || this.stopped) return;
-    this.schedule(0);
+    this.schedule(firstRoundInMs);
   }
 
   /**

@@ -10,9 +10,10 @@ import type { RedisClient } from '../redis/connection.js';
  * a hold that becomes its stream's earliest is announced there (hold.lua) with the time until it
  * is due, and `wake` re-arms the promoter's next round for it. Subscribed again on every
  * (re)connect, and after each subscription one round at once (`wake(0)`): a hold announced while
- * the connection was down is not left to the interval. A Cluster client's subscriber connection
+ * the connection was down is not left to the interval (at start this is the first round: the
+ * promoter waits for it). A Cluster client's subscriber connection
  * follows the topology and subscribes again by itself (ioredis). Refused by the ACL, it warns
- * once and ends its connection: the worker promotes by its interval rounds only.
+ * once, runs that round and ends its connection: the worker promotes by its interval rounds only.
  */
 export class DelayedWakeListener {
   private readonly channels: Set<string>;
@@ -70,6 +71,8 @@ export class DelayedWakeListener {
     }
     this.stop();
     this.end();
+    // The round a subscription would have run (the first one, when refused at start).
+    this.wake(0);
     this.logger.warn(
       `cannot subscribe to the delayed wake-up channels (${errorMessage(error)}): held entries are promoted by the interval rounds only, ` +
         `up to delayed.interval late; grant +subscribe ${[...this.channels].map((channel) => `&${channel}`).join(' ')} (docs/security.md)`,

@@ -297,10 +297,14 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     const streams = promotedStreams(this.parts as ServerParts);
     const promoter = new DelayedPromoter(this.commandConnection(), streams, delayed, this.logger, (error) => this.events.error(error));
     this.promoter = promoter;
-    promoter.start();
     // A hold due before the next round wakes it (docs/scheduling.md, "Wake-up").
     const wake = this.connections.delayedWake;
-    if (wake === undefined) return;
+    if (wake === undefined) {
+      promoter.start();
+      return;
+    }
+    // The listener's subscription (or its refusal) runs the first round; the interval bounds the wait for it.
+    promoter.start(delayed.intervalMs);
     this.wakeListener = new DelayedWakeListener(wake, streams, (inMs) => promoter.wake(inMs), this.logger, () => this.connections.endDelayedWake());
     this.wakeListener.start();
   }

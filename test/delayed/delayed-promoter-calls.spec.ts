@@ -1,13 +1,16 @@
-import { Logger } from '@nestjs/common';
+import { Controller, Logger } from '@nestjs/common';
+import { EventPattern } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
 import { redisNow } from '../../src/redis/server-time.js';
+import { delayedWakeChannel } from '../../src/delayed/wake-channel.js';
 import { DelayedPromoter } from '../../src/server/delayed-promoter.js';
+import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
-import { waitFor } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 /**
  * What one promotion round costs Redis (docs/scheduling.md, "Who promotes"): every worker runs a
@@ -17,13 +20,22 @@ import { waitFor } from '../helpers/wait.js';
  */
 const ONE_ROUND = { intervalMs: 60_000, batch: 100, maxPages: 10 };
 
+@Controller()
+class StartController {
+  @EventPattern<string>('started')
+  onStarted(): void {}
+}
+
 describe('delayed promotion: script calls per round', () => {
   const redis = useRedisServer();
   const promoters: DelayedPromoter[] = [];
   let client: RedisStreamsClient | undefined;
+  let worker: RunningServer | undefined;
 
   afterEach(async () => {
     for (const promoter of promoters.splice(0)) promoter.stop();
+    await worker?.app.close();
+    worker = undefined;
     await client?.close();
     client = undefined;
   });
@@ -70,5 +82,16 @@ describe('delayed promotion: script calls per round', () => {
     expect(runs).toBeGreaterThanOrEqual(4);
     expect(runs).toBeLessThanOrEqual(6);
     expect(await redis.client.zcard(delayedKeys('behind').schedule)).toBe(0);
+  });
+
+  it("a worker's start runs one round, not two: the wake-up subscription's round is the first", async () => {
+    await redis.client.config('RESETSTAT');
+    worker = await startServer({ connection: redis.server.url, group: 'g', consumer: 'w1', blockMs: 100, delayed: { interval: 60_000 } }, [StartController]);
+    const subscribed = async () => ((await redis.client.call('PUBSUB', 'NUMSUB', delayedWakeChannel('started'))) as [string, number])[1] === 1;
+    await waitFor(async () => (await subscribed()) && (await scriptRuns()) > 0, 'the subscription and the first round');
+    // A second round came right after the first reply (the subscription's wake-up); the next
+    // regular one is a minute away. 500 ms is dozens of round trips, even on a loaded host.
+    await sleep(500);
+    expect(await scriptRuns()).toBe(1);
   });
 });

@@ -368,6 +368,27 @@ describe('ACL least privilege: the documented worker, producer and operator rule
     }
   });
 
+  it('a worker refused the wake-up subscription at start still runs its first round at once, not an interval later', async () => {
+    const rules = RULES.worker.split(' ').filter((rule) => !['+subscribe', '&{orders}:delayed-wake', '&{quotes}:delayed-wake'].includes(rule));
+    await redis.client.call('ACL', 'SETUSER', 'unwoken-worker', 'reset', 'on', '>unwoken-pw', ...rules);
+    await allowHandshake('unwoken-worker');
+    client = new RedisStreamsClient({ connection: url('producer') });
+    await lastValueFrom(client.emit('orders', new RedisStreamsRecord({ n: 'due-at-start' }, { delay: 1 })));
+    Logger.overrideLogger(false);
+    try {
+      // The first round waits for the subscription, which is refused: the refusal runs it, not the minute's interval.
+      running = {
+        ...(await startServer({ connection: `redis://unwoken-worker:unwoken-pw@127.0.0.1:${redis.server.port}`, group: 'g', consumer: 'w1', blockMs: 100, delayed: { interval: 60_000 } }, [AclController])),
+        errors: [],
+        deadLetters: [],
+      };
+      await waitFor(() => handled.some((h) => (h.data as { n?: unknown }).n === 'due-at-start'), 'the entry due at start promoted by the first round', { timeout: 10_000 });
+      expect(await redis.client.call('PUBSUB', 'NUMSUB', '{orders}:delayed-wake')).toEqual(['{orders}:delayed-wake', 0]);
+    } finally {
+      Logger.overrideLogger(true as never);
+    }
+  });
+
   it('a worker without XACK keeps running and loses nothing: error events name xack and the stream, entries stay pending, all handled once restored', async () => {
     Logger.overrideLogger(false);
     await startWorker({ recovery: { minIdleTime: 500, interval: 100 } });
