@@ -47,8 +47,14 @@ describe('streamPrefix on the server and the client (real redis-server)', () => 
     const { app, server } = await startServer({ connection: redis.server.url, group: 'g', prefix: 'old:', blockMs: 100 }, [ShopController]);
     try {
       expect(server.recoveryHost().handledStreams().map((handled) => handled.stream)).toEqual(['old:orders']);
-      new RedisStreamsServer({ group: 'g', prefix: 'old:' });
-      new RedisStreamsServer({ group: 'g', prefix: 'old:', streamPrefix: 'old:' }); // both, same value: accepted
+      // Spec files share a worker's modules (vitest.config.ts `isolate: false`): another file may
+      // have warned in this process already, so the count is taken on a fresh copy of the package.
+      warn.mockClear();
+      vi.resetModules();
+      const fresh = await import('../../src/server/redis-streams.server.js');
+      new fresh.RedisStreamsServer({ group: 'g', prefix: 'old:' });
+      new fresh.RedisStreamsServer({ group: 'g', prefix: 'old:' });
+      new fresh.RedisStreamsServer({ group: 'g', prefix: 'old:', streamPrefix: 'old:' }); // both, same value: accepted
       const deprecations = warn.mock.calls.filter(([message]) => String(message).includes('prefix is deprecated'));
       expect(deprecations).toHaveLength(1);
     } finally {
