@@ -33,11 +33,11 @@ export interface DrainTarget {
   readonly streams: RunningStreams;
   /** The running deliveries' `ctx.signal`s: aborted when `shutdownTimeout` passes. */
   readonly aborts: DeliveryAborts | undefined;
-  /** Entries waiting here for their key's token (entry-handling.ts): not started, handed off with the queued ones. */
+  /** Entries waiting here for a rate-limit token (entry-handling.ts `takeTokenOrHold`): not started, handed off with the queued ones. */
   readonly takeHeldEntries: () => InFlightEntry[];
 }
 
-/** No handler starts any more (nor an entry held for its key's token); the readers stop (a blocked read is given a grace period). */
+/** No handler starts any more (nor an entry held for a rate-limit token); the readers stop (a blocked read is given a grace period). */
 export async function stopReading({ slots, lanes, readers, handling }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[]; handling: { readonly keyHolds: KeyHolds } }): Promise<void> {
   lanes.stop();
   handling.keyHolds.stop();

@@ -147,7 +147,7 @@ export class EntryHandling implements EntryRunner, EntrySettler {
    */
   private startOnFreshToken(entry: InFlightEntry): void {
     const rate = entry.binding.limits?.rate as SharedRateLimit;
-    this.takeTokenOrHold(entry, rate, undefined, this.startTokens.take(entry), () => {
+    this.takeTokenOrHold(entry, rate, undefined, this.startTokens.take(rate), () => {
       entry.needsStartToken = false;
       this.start(entry);
     }, () => this.start(entry));

@@ -1,8 +1,9 @@
 import type { InFlightEntry } from './in-flight.js';
 
 /**
- * Entries of a per-key rate limit waiting in this worker for their key's token (where recovery
- * does not run, so they cannot be parked with the retry consumer). Each waits on a timer that
+ * Entries waiting in this worker for a rate-limit token (their key's, or a fresh start token of
+ * their handler's: entry-handling.ts `takeTokenOrHold`), where recovery does not run, so they
+ * cannot be parked with the retry consumer. Each waits on a timer that
  * close() cancels: an entry whose handler never started must not keep close() waiting for
  * `shutdownTimeout`, nor start once close() began. close() then hands the entries back to the group.
  */

@@ -1,5 +1,5 @@
 import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
-import { refundTokens, type BindingLimits } from './binding-limits.js';
+import { refundTokens } from './binding-limits.js';
 import { EntryState, type InFlightEntry, type StreamBinding } from './in-flight.js';
 
 /**
@@ -21,7 +21,7 @@ interface QueuedRead {
  * for a whole read (up to `readBatch`), and entries queued behind busy handlers start later. So
  * the entries of a read still waiting for a handler once its tokens are no longer fresh give
  * their tokens back (one refund for all of them) and each takes a fresh one when it starts
- * (`takeStartToken`, entry-handling.ts). Refunded when they go stale, not when the entry starts:
+ * (`StartTokens`, asked by entry-handling.ts `startOnFreshToken`). Refunded when they go stale, not when the entry starts:
  * given back and taken again at once, the old token would count as spent back then. A batch
  * binding's entries are not tracked: a batch starts as one, when its gate says.
  *
@@ -105,8 +105,7 @@ interface TokenAsk {
 export class StartTokens {
   private readonly asks = new Map<SharedRateLimit, TokenAsk[]>();
 
-  take(entry: InFlightEntry): Promise<TokenGrant> {
-    const rate = (entry.binding.limits as BindingLimits).rate as SharedRateLimit;
+  take(rate: SharedRateLimit): Promise<TokenGrant> {
     return new Promise((resolve, reject) => {
       let asks = this.asks.get(rate);
       if (asks === undefined) {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { rateLimitKey } from '../../src/flow/flow-keys.js';
 import { SharedRateLimit } from '../../src/flow/shared-rate-limit.js';
-import type { InFlightEntry } from '../../src/server/in-flight.js';
 import { StartTokens } from '../../src/server/start-tokens.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -19,10 +18,9 @@ describe('StartTokens: the fresh tokens asked in one turn are one take', () => {
 
   it('asks of one turn make one script call; the first get the tokens there are, the rest none with a wait', async () => {
     const rate = new SharedRateLimit(redis.client, 'late', 'g', { max: 2, perMs: 60_000, key: undefined });
-    const entry = { binding: { limits: { rate } } } as unknown as InFlightEntry;
     const tokens = new StartTokens();
     const before = scriptCalls(String(await redis.client.info('commandstats')));
-    const grants = await Promise.all([tokens.take(entry), tokens.take(entry), tokens.take(entry)]);
+    const grants = await Promise.all([tokens.take(rate), tokens.take(rate), tokens.take(rate)]);
     expect(scriptCalls(String(await redis.client.info('commandstats')))).toBe(before + 1);
     expect(grants.map((grant) => grant.granted)).toEqual([1, 1, 0]);
     // One token's time at 2 a minute: the unserved ask waits for the next one, not a spin.
