@@ -1,4 +1,5 @@
 import { pausedGroupsOf } from '../flow/pause-state.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import type { RedisClient } from '../redis/connection.js';
 
 /**
@@ -8,6 +9,6 @@ import type { RedisClient } from '../redis/connection.js';
  */
 export function pausedGroupsOrNone(redis: RedisClient, key: string): Promise<Map<string, number>> {
   return pausedGroupsOf(redis, key).catch((error: unknown) =>
-    error instanceof Error && error.message.startsWith('NOPERM') ? new Map<string, number>() : Promise.reject(error),
+    isNoPermission(error) ? new Map<string, number>() : Promise.reject(error),
   );
 }

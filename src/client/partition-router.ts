@@ -1,7 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import { RedisStreamsOptionError, RedisStreamsPartitionMetadataError, RedisStreamsPartitionMismatchError } from '../errors.js';
 import { partitionIndexOf, partitionsMetadataKey, partitionStreamKey } from '../partitions/partition-keys.js';
-import { checkPartitionCount, checkUnpartitioned, isNoPermission } from '../partitions/partition-metadata.js';
+import { checkPartitionCount, checkUnpartitioned } from '../partitions/partition-metadata.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import { streamKeyFor } from '../redis/keys.js';
 import { describe } from '../validation.js';
 import { ConnectionClosedError } from './connection-closed.js';

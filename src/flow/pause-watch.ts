@@ -1,4 +1,5 @@
 import { errorMessage } from '../error-message.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import type { RedisClient } from '../redis/connection.js';
 import { pausedKey } from './flow-keys.js';
 
@@ -131,9 +132,6 @@ export class PauseWatch {
   }
 }
 
-function isNoPermission(error: unknown): boolean {
-  return errorMessage(error).startsWith('NOPERM');
-}
 
 function targetKey(stream: string, group: string): string {
   return `${stream}\u0000${group}`;

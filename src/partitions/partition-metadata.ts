@@ -41,10 +41,6 @@ export async function checkUnpartitioned(client: RedisClient, stream: string): P
   if (recorded > 1) throw new RedisStreamsPartitionMismatchError(stream, 1, recorded, partitionsMetadataKey(stream));
 }
 
-/** Whether a failed check is the ACL refusing the metadata key (rules written before it existed). */
-export function isNoPermission(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOPERM');
-}
 
 /**
  * The one reading of a metadata key's value: `undefined` when there is none, the count when it is

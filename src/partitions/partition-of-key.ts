@@ -1,5 +1,6 @@
 import type { RedisClient } from '../redis/connection.js';
-import { isNoPermission, recordedPartitionCount } from './partition-metadata.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
+import { recordedPartitionCount } from './partition-metadata.js';
 
 /** `orders:p3`: the name a partition key would be partition 3 of. */
 const PARTITION_KEY = /^(.+):p(\d+)$/;

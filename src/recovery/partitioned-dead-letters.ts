@@ -1,6 +1,7 @@
 import { RedisStreamsPartitionedStreamError } from '../errors.js';
 import { partitionStreamKey, partitionStreamKeys } from '../partitions/partition-keys.js';
-import { isNoPermission, recordedPartitionCount } from '../partitions/partition-metadata.js';
+import { recordedPartitionCount } from '../partitions/partition-metadata.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import { mergeById } from '../partitions/merge-by-id.js';
 import type { RedisClient } from '../redis/connection.js';
 

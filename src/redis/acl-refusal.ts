@@ -6,6 +6,16 @@
 const NOPERM = /^NOPERM\b.*?'([^']+)' command/;
 
 /**
+ * Whether `error` is the ACL refusing a command or a key (NOPERM), also when a wrapper put its own
+ * prefix before it ("…: NOPERM …", as the delayed promoter's check allowed for). A refusal inside a
+ * script says no NOPERM at all (ERR "The user executing the script can't …"): that is no match.
+ */
+export function isNoPermission(error: unknown): boolean {
+  const message = (error as { message?: unknown } | null | undefined)?.message;
+  return typeof message === 'string' && /(^|: )NOPERM\b/.test(message);
+}
+
+/**
  * When `error` is an ACL refusal of `command` (what was sent, as `['cluster', 'slots']`), the
  * sentence that says so and names the rule to add; `undefined` for any other error. `user` is the
  * ACL user of the connection (`default` without one).

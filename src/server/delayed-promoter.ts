@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import { delayedKeys } from '../delayed/delayed-keys.js';
 import { promoteDue, type PromotionResult } from '../delayed/promote.js';
 import type { RedisClient } from '../redis/connection.js';
@@ -113,7 +114,7 @@ export class DelayedPromoter {
           if (result.full) nextAt = 0;
           else if (result.nextDueMs !== undefined) nextAt = Math.min(nextAt, sentAt + Math.max(1, result.nextDueMs - result.nowMs));
         } catch (error) {
-          if (refusedByAcl(error)) this.warnRefused(stream, error as Error);
+          if (isNoPermission(error)) this.warnRefused(stream, error as Error);
           else failures.push(`"${stream}": ${(error as Error).message}`);
         }
       }),
@@ -195,7 +196,3 @@ export class DelayedPromoter {
   }
 }
 
-/** NOPERM for the script's keys, or (Redis 6.2 wraps errors inside a script: "ERR Error running script … NOPERM …") for a command in it. */
-function refusedByAcl(error: unknown): boolean {
-  return error instanceof Error && /(^|: )NOPERM\b/.test(error.message);
-}

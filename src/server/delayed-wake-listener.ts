@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import { Cluster } from '../redis/ioredis.js';
 import { delayedWakeChannel, wakeDelayMs } from '../delayed/wake-channel.js';
 import { errorMessage } from '../error-message.js';
-import { isNoPermission } from '../partitions/partition-metadata.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import type { RedisClient } from '../redis/connection.js';
 
 /**

@@ -7,7 +7,8 @@ import {
   type RedisStreamsCapabilities,
 } from '../redis/capabilities.js';
 import { partitionedStreamsOf } from '../partitions/partition-keys.js';
-import { checkPartitionCount, checkUnpartitioned, isNoPermission } from '../partitions/partition-metadata.js';
+import { checkPartitionCount, checkUnpartitioned } from '../partitions/partition-metadata.js';
+import { isNoPermission } from '../redis/acl-refusal.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';

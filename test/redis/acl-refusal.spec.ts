@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { aclRefusal } from '../../src/redis/acl-refusal.js';
+import { aclRefusal, isNoPermission } from '../../src/redis/acl-refusal.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 /** The replies a real server gives (6.2 names the command only, 7+ the subcommand), read by the one decision. */
@@ -41,5 +41,14 @@ describe('aclRefusal: is a reply an ACL refusal, and which rule does it ask for'
     expect(aclRefusal(wrongType, ['xadd'], 'narrow')).toBeUndefined();
     expect(aclRefusal(new Error('connect ECONNREFUSED 127.0.0.1:1'), ['cluster', 'slots'], 'narrow')).toBeUndefined();
     expect(aclRefusal(undefined, ['cluster', 'slots'], 'narrow')).toBeUndefined();
+  });
+
+  it('isNoPermission: a refused command or key; no other error', async () => {
+    expect(isNoPermission(await failureAs(['+get'], 'XADD', 's', '*', 'f', 'v'))).toBe(true);
+    expect(isNoPermission(await failureAs(['+get', 'resetkeys', '~allowed'], 'GET', 'other'))).toBe(true);
+    await redis.client.set('a-string', '1');
+    expect(isNoPermission(await failureAs(['+xadd'], 'XADD', 'a-string', '*', 'f', 'v'))).toBe(false);
+    expect(isNoPermission(new Error('ERR unknown command'))).toBe(false);
+    expect(isNoPermission(undefined)).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { isNoPermission } from '../../redis/acl-refusal.js';
 import type { StreamInspector } from '../../claim/stream-inspector.js';
 import type { RedisClient } from '../../redis/connection.js';
 import { flagsOf, type CliContext } from '../context.js';
@@ -68,7 +69,7 @@ async function pausedOf(redis: RedisClient, key: string): Promise<InfoOutput['pa
  */
 async function delayedOf(redis: RedisClient, key: string): Promise<InfoOutput['delayed']> {
   const { countDelayed } = await import('../../delayed/delayed-inspection.js');
-  const count = await countDelayed(redis, key).catch((error: unknown) => ((error as Error).message.startsWith('NOPERM') ? undefined : Promise.reject(error)));
+  const count = await countDelayed(redis, key).catch((error: unknown) => (isNoPermission(error) ? undefined : Promise.reject(error)));
   if (count === undefined || count.held === 0) return undefined;
   return { held: count.held, due: count.due, nextDueAt: count.nextDueAt };
 }

@@ -1,4 +1,5 @@
 import type { RedisClient } from '../../redis/connection.js';
+import { isNoPermission } from '../../redis/acl-refusal.js';
 import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
 import { countHeldAndDue } from '../../delayed/delayed-inspection.js';
@@ -100,6 +101,6 @@ async function delayedOf(redis: RedisClient, key: string, now: Promise<number | 
 
 /** Null for what the ACL refuses (the delayed keys, TIME), as `info` leaves them out: the rest of the row shows. */
 function nullWhenRefused(error: unknown): null {
-  if (error instanceof Error && error.message.startsWith('NOPERM')) return null;
+  if (isNoPermission(error)) return null;
   throw error;
 }
