@@ -203,7 +203,7 @@ function deadLetterOf(key: string, row: DeadLetterRow): GroupDeadLetter {
 /** The entry's progress and kept result (two GETs of its stream's slot). */
 async function readRecords(client: RedisClient, key: string, id: string): Promise<{ progress: EntryProgressRecord | null; result: EntryResultRecord | null }> {
   const [progress, result] = await Promise.all([client.getBuffer(progressKey(key, id)), client.getBuffer(resultKey(key, id))]);
-  return { progress: progress === null ? null : decodeRecord(progress), result: result === null ? null : decodeRecord(result) };
+  return { progress: progress === null ? null : decodeRecord(progress, progressKey(key, id)), result: result === null ? null : decodeRecord(result, resultKey(key, id)) };
 }
 
 /**

@@ -33,12 +33,17 @@ export function encodeRecord(record: object): string {
   return JSON.stringify(record, (_key, value: unknown) => (isBufferJson(value) ? { $base64: Buffer.from(value.data).toString('base64') } : value));
 }
 
-export function decodeRecord<T>(text: string | Buffer): T {
-  return JSON.parse(String(text), (_key, value: unknown) =>
-    value !== null && typeof value === 'object' && typeof (value as { $base64?: unknown }).$base64 === 'string' && Object.keys(value).length === 1
-      ? Buffer.from((value as { $base64: string }).$base64, 'base64')
-      : value,
-  ) as T;
+/** The record kept in `key`; a record that is not ours (not JSON) throws an error naming `key`, so the entry. */
+export function decodeRecord<T>(text: string | Buffer, key: string): T {
+  try {
+    return JSON.parse(String(text), (_key, value: unknown) =>
+      value !== null && typeof value === 'object' && typeof (value as { $base64?: unknown }).$base64 === 'string' && Object.keys(value).length === 1
+        ? Buffer.from((value as { $base64: string }).$base64, 'base64')
+        : value,
+    ) as T;
+  } catch (error) {
+    throw new Error(`Cannot decode the record "${key}": ${(error as Error).message}`, { cause: error });
+  }
 }
 
 /** A progress record's text, checked: JSON-serializable, at most MAX_PROGRESS_BYTES. */

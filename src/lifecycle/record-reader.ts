@@ -28,8 +28,8 @@ export interface ResultOptions {
 export async function readProgress(client: RedisClient, asked: EntryStreams, id: unknown): Promise<EntryProgressRecord | null> {
   const { streams, id: entryId } = await followPromotedHold(client, asked, entryIdOption(id));
   const values = await Promise.all(streams.keys.map((key) => client.getBuffer(progressKey(key, entryId))));
-  const found = values.find((value) => value !== null);
-  return found === undefined || found === null ? null : decodeRecord<EntryProgressRecord>(found);
+  const index = values.findIndex((value) => value !== null);
+  return index === -1 ? null : decodeRecord<EntryProgressRecord>(values[index] as Buffer, progressKey(streams.keys[index] as string, entryId));
 }
 
 /** The kept result of `id` (`consume`: deleted as it is read), waiting up to `wait` for it. */
@@ -44,7 +44,7 @@ export async function readResult(client: RedisClient, asked: EntryStreams, id: u
   const key = await keyOfEntry(client, streams, entryId);
   const read = async (): Promise<EntryResultRecord | null> => {
     const [record] = await lifecycleScripts(client).nrsReadRecordBuffer(resultKey(key, entryId), lifecycleNoticesKey(key), consume);
-    return record === null ? null : decodeRecord<EntryResultRecord>(record);
+    return record === null ? null : decodeRecord<EntryResultRecord>(record, resultKey(key, entryId));
   };
   if (waitMs === 0) return read();
   const deadline = Date.now() + waitMs;
@@ -111,7 +111,7 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
         (queue = queue.then(async () => {
           const record = await whileWatched(() => client.getBuffer(progressKey(key, entryId)));
           if (record === null || stopped) return;
-          const progress = decodeRecord<EntryProgressRecord>(record);
+          const progress = decodeRecord<EntryProgressRecord>(record, progressKey(key, entryId));
           if (last !== undefined && last.at === progress.at && last.delivery === progress.delivery) return;
           last = progress;
           subscriber.next(progress);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Controller, Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
@@ -10,7 +11,7 @@ import { delayedWakeChannel } from '../../src/delayed/wake-channel.js';
 import { DelayedPromoter } from '../../src/server/delayed-promoter.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * What one promotion round costs Redis (docs/scheduling.md, "Who promotes"): every worker runs a
@@ -85,13 +86,36 @@ describe('delayed promotion: script calls per round', () => {
   });
 
   it("a worker's start runs one round, not two: the wake-up subscription's round is the first", async () => {
-    await redis.client.config('RESETSTAT');
-    worker = await startServer({ connection: redis.server.url, group: 'g', consumer: 'w1', blockMs: 100, delayed: { interval: 60_000 } }, [StartController]);
-    const subscribed = async () => ((await redis.client.call('PUBSUB', 'NUMSUB', delayedWakeChannel('started'))) as [string, number])[1] === 1;
-    await waitFor(async () => (await subscribed()) && (await scriptRuns()) > 0, 'the subscription and the first round');
-    // A second round came right after the first reply (the subscription's wake-up); the next
-    // regular one is a minute away. 500 ms is dozens of round trips, even on a loaded host.
-    await sleep(500);
-    expect(await scriptRuns()).toBe(1);
+    // Each run of the promote script is one EVAL of its text or EVALSHA of its SHA; loaded before the
+    // worker starts, no EVALSHA is refused (NOSCRIPT) and sent again as an EVAL: one run, one command.
+    const promoteLua = readFileSync(new URL('../../src/delayed/scripts/promote.lua', import.meta.url), 'utf8');
+    const promoteSha = (await redis.client.script('LOAD', promoteLua)) as string;
+    // MONITOR quotes a script's text (its newlines as \n): an EVAL is known by its first line.
+    const promoteFirstLine = promoteLua.slice(0, promoteLua.indexOf('\n'));
+    const monitor = await redis.client.monitor();
+    let promoteRuns = 0;
+    let marked = false;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const [command, first] = args.map(String);
+      const name = command?.toLowerCase();
+      if ((name === 'evalsha' && first === promoteSha) || (name === 'eval' && first?.startsWith(promoteFirstLine) === true)) promoteRuns++;
+      if (name === 'echo' && first === 'promote-runs-counted') marked = true;
+    });
+    try {
+      worker = await startServer({ connection: redis.server.url, group: 'g', consumer: 'w1', blockMs: 100, recovery: false, delayed: { interval: 60_000 } }, [StartController]);
+      const subscribed = async () => ((await redis.client.call('PUBSUB', 'NUMSUB', delayedWakeChannel('started'))) as [string, number])[1] === 1;
+      await waitFor(async () => (await subscribed()) && promoteRuns > 0, 'the subscription and the first round');
+      // A hold due at once: its wake-up brings one round, which moves it (the next regular round is a minute away).
+      client = new RedisStreamsClient({ connection: redis.server.url });
+      await lastValueFrom(client.emit('started', new RedisStreamsRecord('late', { deliverAt: 0 })));
+      await waitFor(async () => (await redis.client.xlen('started')) === 1, 'the hold promoted by the wake-up round');
+      // MONITOR shows commands in the order Redis ran them: once it shows this ECHO, every promotion before it is counted.
+      await redis.client.echo('promote-runs-counted');
+      await waitFor(() => marked, 'the monitor to reach the ECHO');
+      // The start's round and the wake-up's: had the start run a second round, this would be 3.
+      expect(promoteRuns).toBe(2);
+    } finally {
+      monitor.disconnect();
+    }
   });
 });

@@ -2,6 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Controller, Logger } from '@nestjs/common';
 import { Ctx, EventPattern, Payload } from '@nestjs/microservices';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { rateLimitKey } from '../../src/flow/flow-keys.js';
 import { SharedRateLimit } from '../../src/flow/shared-rate-limit.js';
 import { RedisStreamsContext } from '../../src/server/context.js';
 import type { RedisStreamsServerOptions } from '../../src/server/options.js';
@@ -16,6 +17,8 @@ const PER_MS = 1_000;
 const STREAM = 'gated';
 /** The name of the limited handler's reader connection (it reads alone: server-reader:<group>). */
 const READER = 'nestjs-redis-streams:server-reader:g';
+/** The worker's command connection: its start-token asks, acks and retry releases go over it. */
+const COMMANDS = 'nestjs-redis-streams:server';
 /**
  * Starts are stamped in the handler, before any await, in this process: a start is later than its
  * tokens by the read's round trips (this much at most) and by however long this process' event loop
@@ -229,6 +232,52 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     expect(starts.map((s) => s.n)).toEqual([0]);
     const rows = await pendingRows(redis.client, STREAM, 'g');
     expect(rows.map((row) => [row.consumer, row.deliveries])).toEqual(Array.from({ length: 4 }, () => ['handoff', 1]));
+  });
+
+  it('close() with an entry asking for its fresh start token where recovery runs: the entry not started, its token given back, it waits with the retry consumer uncounted; the queued ones handed off', async () => {
+    await publish(5);
+    const ids = (await redis.client.xrange(STREAM, '-', '+')).map(([id]) => id);
+    closeGate();
+    await start({ connection: proxy.url, concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff' });
+    await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
+    // Busy for one period: the queued entries' tokens go stale (given back), the bucket is full again.
+    await sleep(PER_MS);
+    // The command connection (the asks) stops carrying commands: the next entry's ask stays unanswered.
+    proxy.freeze(COMMANDS);
+    openGate();
+    // Its ask: a take of 1 token (the reader's asks, for its next read, want more).
+    const startTokenAsk = `${rateLimitKey(STREAM, 'g')}\r\n$4\r\ntake\r\n$2\r\n${MAX}\r\n$4\r\n${PER_MS}\r\n$1\r\n1\r\n`;
+    await waitFor(() => proxy.heldText(COMMANDS).includes(startTokenAsk), 'the next entry asking for its start token');
+    const worker = running.pop() as RunningServer;
+    // Seen from here: the refund of the one token the ask is granted once close() began (the
+    // reader, stopped, gives back its next read's tokens too: more than one).
+    const monitor = await redis.client.monitor();
+    let refunds = 0;
+    let marked = false;
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const words = args.map(String);
+      if (words.includes(rateLimitKey(STREAM, 'g')) && words.includes('refund') && words.at(-1) === '1') refunds++;
+      if (words[0]?.toLowerCase() === 'echo' && words[1] === 'close-counted') marked = true;
+    });
+    try {
+      // close() begins (no held entry starts any more), then the ask is answered: a token granted.
+      const closing = worker.server.close();
+      proxy.thaw(COMMANDS);
+      await closing;
+      await worker.app.close();
+      await redis.client.echo('close-counted');
+      await waitFor(() => marked, 'the monitor to reach the ECHO');
+      expect(refunds).toBe(1);
+    } finally {
+      monitor.disconnect();
+    }
+    expect(starts.map((s) => s.n)).toEqual([0]);
+    // Nothing lost: the first acked, the asking one with the retry consumer (no delivery counted), the rest handed off.
+    const rows = await pendingRows(redis.client, STREAM, 'g');
+    expect(rows.map((row) => [row.id, row.consumer, row.deliveries])).toEqual([
+      [ids[1], 'retry', 0],
+      ...ids.slice(2).map((id) => [id, 'handoff', 1]),
+    ]);
   });
 
   it('the start-up re-read of its own pending entries takes tokens: a restarted worker starts them within the limit', async () => {

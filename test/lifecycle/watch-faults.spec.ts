@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStreamsClient, RedisStreamsServer } from '../../src/index.js';
+import { lifecycleNoticesKey, progressKey } from '../../src/lifecycle/lifecycle-keys.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { HoldingProxy } from '../helpers/holding-proxy.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -111,5 +112,31 @@ describe('client.watch when a restart cuts one of its reads', () => {
     await waitFor(() => proxy.failed === failedBefore + 2, 'both reads failed');
     await waitFor(() => completed, 'the watch to complete');
     expect(seen).toEqual([{ step: 1 }, { step: 2 }]);
+  });
+
+  it('notices lost to a restart and the kept progress undecodable at the resync: the watch errors, naming the entry', async () => {
+    const stream = 'resync-undecodable';
+    const { client, id, releases } = await steppedEntry(stream);
+    const seen: unknown[] = [];
+    let failure: Error | undefined;
+    client.watch(stream, id).subscribe({ next: (progress) => seen.push(progress.value), error: (error: Error) => (failure = error) });
+    await waitFor(() => seen.length === 1, 'the kept progress');
+    await redis.client.set(progressKey(stream, id), 'not json');
+    // The notices' next read fails, and so does the check of its place after it: notices lost, the watch resyncs.
+    const loading = 'LOADING Redis is loading the dataset in memory';
+    const failedBefore = proxy.failed;
+    proxy.failNext(CLIENT_WAITS, 'XREAD', loading);
+    proxy.failNext(CLIENT_COMMANDS, 'XRANGE', loading);
+    // A notice of another entry ends the listener's blocking read, so that its next one fails.
+    await redis.client.xadd(lifecycleNoticesKey(stream), '*', 'id', '0-1', 'kind', 'progress');
+    await waitFor(() => proxy.failed === failedBefore + 2, 'both reads failed');
+    await waitFor(() => failure !== undefined, 'the watch to error');
+    expect(failure!.message).toBe(`Cannot decode the record "${progressKey(stream, id)}": ${(failure!.cause as Error).message}`);
+    expect(failure!.message).toContain(id);
+    expect(seen).toEqual([{ step: 1 }]);
+    // The handler runs to its end, so that the worker closes at once.
+    releases[0]!();
+    await waitFor(() => releases.length === 2, 'the second progress');
+    releases[1]!();
   });
 });
