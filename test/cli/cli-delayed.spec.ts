@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
@@ -15,6 +16,8 @@ type Entry = [id: string, fields: string[]];
 describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, () => {
   let server: RedisServerProcess;
   let client: RedisStreamsClient;
+  /** The spec's own reads and writes: one connection, closed with the server (a client per call would outlive it, reconnecting). */
+  let admin: Redis;
   const cli = (...args: string[]): Promise<CliRun> => runCli([...args, '--url', server.url], {}, { timeoutMs: 60_000 });
   const json = (run: CliRun): unknown => {
     expect([run.code, run.stderr]).toEqual([0, '']);
@@ -27,8 +30,10 @@ describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, ()
     await ensureCompiled();
     server = await RedisServerProcess.start();
     client = new RedisStreamsClient({ connection: server.url });
+    admin = server.client();
   }, 240_000);
   afterAll(async () => {
+    admin.disconnect();
     await client.close();
     await server.stop();
   });
@@ -77,30 +82,30 @@ describe('CLI delayed count | list | promote | remove', { timeout: 180_000 }, ()
     const named = json(await cli('delayed', 'promote', 'promoted', later)) as { promoted: { hold: string; id: string }[] };
     // The named one, and the one that was due anyway.
     expect(named.promoted.map((row) => row.hold).sort()).toEqual([later, due].sort());
-    const entries = (await server.client().xrange('promoted', '-', '+')) as Entry[];
+    const entries = (await admin.xrange('promoted', '-', '+')) as Entry[];
     expect(entries.map(([id]) => id).sort()).toEqual(named.promoted.map((row) => row.id).sort());
     expect(json(await cli('delayed', 'promote', 'promoted'))).toEqual({ stream: 'promoted', promoted: [], skipped: [] });
     // A hold already promoted is not scheduled again by naming it.
     expect(json(await cli('delayed', 'promote', 'promoted', later))).toEqual({ stream: 'promoted', promoted: [], skipped: [] });
     expect(json(await cli('delayed', 'count', 'promoted'))).toMatchObject({ held: 1 });
-    expect(await server.client().zscore(delayedKeys('promoted').schedule, stays)).not.toBeNull();
+    expect(await admin.zscore(delayedKeys('promoted').schedule, stays)).not.toBeNull();
   });
 
   it('remove: the hold and its body are gone, and it is never promoted', async () => {
     const removed = await hold('removed', { n: 1 }, { deliverAt: 0 });
     expect(json(await cli('delayed', 'remove', 'removed', removed, 'no-such-hold'))).toEqual({ stream: 'removed', requested: 2, removed: 1 });
     const keys = delayedKeys('removed');
-    expect(await server.client().exists(keys.schedule, keys.bodies)).toBe(0);
+    expect(await admin.exists(keys.schedule, keys.bodies)).toBe(0);
     expect(json(await cli('delayed', 'promote', 'removed'))).toEqual({ stream: 'removed', promoted: [], skipped: [] });
-    expect(await server.client().exists('removed')).toBe(0);
+    expect(await admin.exists('removed')).toBe(0);
   });
 
   it('info shows the held entries of a stream that holds some, and nothing of the kind otherwise', async () => {
-    await server.client().xadd('shown', '*', 'n', '1');
+    await admin.xadd('shown', '*', 'n', '1');
     await hold('shown', { n: 2 }, { deliverAt: 5_000 });
     await hold('shown', { n: 3 }, { delay: 'PT1H' });
     expect(json(await cli('info', 'shown'))).toMatchObject({ key: 'shown', stream: { length: 1 }, delayed: { held: 2, due: 1, nextDueAt: new Date(5_000).toISOString() } });
-    await server.client().xadd('plain', '*', 'n', '1');
+    await admin.xadd('plain', '*', 'n', '1');
     expect(Object.keys(json(await cli('info', 'plain')) as object)).toEqual(['key', 'stream', 'groups']);
   });
 
