@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Controller, Logger } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
+import type { Redis } from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
@@ -30,11 +31,14 @@ class StartController {
 describe('delayed promotion: script calls per round', () => {
   const redis = useRedisServer();
   const promoters: DelayedPromoter[] = [];
+  /** The promoters' own connections: a promoter does not own its connection, so the spec closes them. */
+  const connections: Redis[] = [];
   let client: RedisStreamsClient | undefined;
   let worker: RunningServer | undefined;
 
   afterEach(async () => {
     for (const promoter of promoters.splice(0)) promoter.stop();
+    for (const connection of connections.splice(0)) connection.disconnect();
     await worker?.app.close();
     worker = undefined;
     await client?.close();
@@ -53,7 +57,9 @@ describe('delayed promotion: script calls per round', () => {
   };
 
   const startPromoter = (stream: string): void => {
-    const promoter = new DelayedPromoter(redis.client.duplicate(), [stream], ONE_ROUND, new Logger('promoter-spec'), (error) => {
+    const connection = redis.client.duplicate();
+    connections.push(connection);
+    const promoter = new DelayedPromoter(connection, [stream], ONE_ROUND, new Logger('promoter-spec'), (error) => {
       throw error;
     });
     promoters.push(promoter);
