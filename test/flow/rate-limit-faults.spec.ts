@@ -238,7 +238,9 @@ describe('extras.rateLimit keeps its bound when the reader\'s connection fails a
     await publish(5);
     const ids = (await redis.client.xrange(STREAM, '-', '+')).map(([id]) => id);
     closeGate();
-    await start({ connection: proxy.url, concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff' });
+    // The reader, out of entries, waits in XREAD BLOCK for the whole test: a read's grant of the
+    // whole bucket, frozen with the ask below and sent before it, would leave the ask no token.
+    await start({ connection: proxy.url, concurrency: 1, shutdownTimeout: 10_000, handoffConsumer: 'handoff', blockMs: 60_000 });
     await waitFor(() => starts.length === 1, 'the first entry running, the other 4 queued behind it');
     // Busy for one period: the queued entries' tokens go stale (given back), the bucket is full again.
     await sleep(PER_MS);
