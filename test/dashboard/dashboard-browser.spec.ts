@@ -74,6 +74,11 @@ describe.skipIf(!HAS_CHROMIUM)('dashboard in headless Chromium', () => {
     expect(await overviewCell(HANDLED_STREAM, 'length')).toBe('7');
     expect(await overviewCell(HANDLED_STREAM, 'dead-letters')).toBe('2');
     expect(await browser.page.$eval('#mode', (node) => node.textContent)).toBe('actions enabled');
+    // The sections not in use (bulk results, details, entries…) take no room: none shows as an empty box.
+    const shownHidden = await browser.page.$$eval('main > section[hidden]', (nodes) =>
+      (nodes as unknown as Array<{ id: string; getBoundingClientRect(): { height: number } }>).filter((node) => node.getBoundingClientRect().height > 0).map((node) => node.id),
+    );
+    expect(shownHidden).toEqual([]);
 
     // Delayed entries held for a minute: the page shows the count Redis holds, none due.
     const client = new RedisStreamsClient({ connection: redis.server.url });
