@@ -1,5 +1,6 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { RedisStreamsConnectionError } from '../errors.js';
+import { connectFailure } from '../redis/connect-failure.js';
 import { failCommandsOnClusterAclRefusal } from '../redis/cluster-acl-refused-commands.js';
 import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import type { RedisStreamsModuleOptions } from './redis-streams-module.options.js';
@@ -19,10 +20,10 @@ export class RedisStreamsConnectionHost implements OnModuleDestroy {
     // Nothing waits for this connection to be ready: a Cluster user the ACL refuses what ioredis
     // needs to connect fails the commands (the dashboard's, the claim services') naming the rule.
     const where = describeConnection(options.connection);
-    this.stopRefusals = failCommandsOnClusterAclRefusal(
-      this.opened.client,
-      (refusal) => new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${refusal.message}`, { cause: refusal.cause }),
-    );
+    this.stopRefusals = failCommandsOnClusterAclRefusal(this.opened.client, (refusal) => {
+      const { reason, cause } = connectFailure(refusal, undefined);
+      return new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${reason}`, { cause });
+    });
   }
 
   get client(): RedisClient {
