@@ -1,5 +1,6 @@
 import type { Command } from 'ioredis';
 import { watchClusterAclRefusals, type ClusterAclRefusalError } from './cluster-acl-refusals.js';
+import { isClusterClient } from './cluster-client.js';
 import type { RedisClient } from './connection.js';
 
 type SendCommand = (command: Command, stream?: unknown, ...rest: unknown[]) => unknown;
@@ -17,7 +18,7 @@ type SendCommand = (command: Command, stream?: unknown, ...rest: unknown[]) => u
  * with the connect attempt that cannot learn them).
  */
 export function failCommandsOnClusterAclRefusal(client: RedisClient, failure: (refusal: ClusterAclRefusalError) => Error): () => void {
-  if (!client.isCluster) return () => undefined;
+  if (!isClusterClient(client)) return () => undefined;
   let refused: Error | undefined;
   let stopped = false;
   const waiting = new Set<Command>();
