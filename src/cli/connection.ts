@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { ClusterAclRefusalError } from '../redis/cluster-acl-refusals.js';
+import { connectFailure } from '../redis/connect-failure.js';
 import { closeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { untilReady } from '../redis/ready.js';
 import { connectionOption } from '../redis/connection-option.js';
@@ -63,7 +63,7 @@ export async function withRedis<T>(url: string, work: (redis: RedisClient) => Pr
     try {
       await redis.connect();
     } catch (error) {
-      throw new CliError(`cannot connect to ${redactUrl(url)}: ${connectFailure(lastError ?? error, timeoutMs)}`);
+      throw new CliError(`cannot connect to ${redactUrl(url)}: ${connectFailure(error, lastError, (cause) => inCliWords(cause, timeoutMs)).reason}`);
     }
     if (!cluster && !(await clusterEnabled(redis))) return redis;
     // Past the deadline, this run has already failed: open nothing more.
@@ -166,12 +166,13 @@ async function connectCluster(opened: OpenedConnection, url: string, timeoutMs: 
   try {
     await untilReady(opened.client);
   } catch (error) {
-    const reason = error instanceof ClusterAclRefusalError ? error.message : connectFailure(lastError ?? error, timeoutMs);
+    const { reason } = connectFailure(error, lastError, (cause) => inCliWords(cause, timeoutMs));
     throw new CliError(`cannot connect to the Redis Cluster of ${redactUrl(url)}: ${reason}`);
   }
 }
 
-function connectFailure(error: unknown, timeoutMs: number): string {
+/** A connection's error as an operator reads it: which failure, and the flag that bounds the wait. */
+function inCliWords(error: unknown, timeoutMs: number): string {
   const code = (error as { code?: string }).code;
   if (code === 'ECONNREFUSED') return 'connection refused';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';

@@ -12,8 +12,8 @@ import {
   type RedisClient,
   type RedisConnection,
 } from '../redis/connection.js';
-import { ClusterAclRefusalError } from '../redis/cluster-acl-refusals.js';
 import { isClusterConnection } from '../redis/cluster-connection.js';
+import { connectFailure } from '../redis/connect-failure.js';
 import { untilReady } from '../redis/ready.js';
 import { batchThisTick } from '../redis/tick-batching.js';
 import type { Redactor } from '../redaction.js';
@@ -171,12 +171,8 @@ export class ProducerConnection {
       await withTimeout(untilReady(client), Math.min(MAX_TIMER_MS, commandTimeout + 1_000), 'connect');
     } catch (error) {
       client.disconnect();
-      // A refused CLUSTER SLOTS also arrives as an error event ("Failed to refresh slots cache."): the refusal says more.
-      const refused = error instanceof ClusterAclRefusalError;
-      const cause = refused ? error.cause : (lastError ?? error);
-      const reason = refused ? error.message : (cause as Error).message;
       // The socket's code (ECONNREFUSED…), else ETIMEDOUT when the deadline passed without one.
-      const code = refused ? undefined : (connectionErrorCode(lastError) ?? connectionErrorCode(error));
+      const { reason, cause, code } = connectFailure(error, lastError);
       throw redactor.error(new RedisStreamsConnectionError(`Cannot connect to Redis at ${describeConnection(config.connection)}: ${reason}`, { cause, code }));
     } finally {
       client.off('error', remember);

@@ -105,7 +105,9 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
       const key = await whileWatched(() => keyOfEntry(client, streams, entryId));
       if (key === null) return;
       let last: EntryProgressRecord | undefined;
-      // One read at a time, in order: a later report is never emitted before an earlier one.
+      // One read at a time, in order: a later report is never emitted before an earlier one. A read
+      // that fails errors the watch (every caller below does): the reads queued behind it, failing
+      // with its error, find the watch ended.
       let queue = Promise.resolve();
       const emitLatest = (): Promise<void> =>
         (queue = queue.then(async () => {
@@ -116,7 +118,8 @@ export function watchProgress(client: RedisClient, asked: EntryStreams, id: unkn
           last = progress;
           subscriber.next(progress);
         }));
-      const report = (): void => void emitLatest().catch(() => undefined);
+      // A read that fails (a kept record that does not decode: waiting cannot cure it) errors the watch.
+      const report = (): void => void emitLatest().catch((error: unknown) => subscriber.error(error));
       // Its last progress (read again: written before it settled), and done.
       const finish = (): Promise<void> => emitLatest().then(() => subscriber.complete());
       const settle = (): void => void finish().catch((error: unknown) => subscriber.error(error));

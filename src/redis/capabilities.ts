@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RedisStreamsMissingCommandError } from '../errors.js';
+import { isClusterClient } from './cluster-client.js';
 import type { RedisClient } from './connection.js';
-import type { Cluster } from './ioredis.js';
 
 /**
  * What the connected Redis (or Valkey) server supports, learned from its commands and its replies
@@ -153,8 +153,8 @@ export async function probeCapabilities(redis: RedisClient): Promise<RedisStream
  * Every node has the same commands.
  */
 async function probeCommandsBare(redis: RedisClient): Promise<(boolean | undefined)[]> {
-  // ioredis' own flag, not instanceof: this module must not load ioredis (the CLI's --help loads none).
-  const node = redis.isCluster ? (redis as Cluster).nodes('master')[0] : redis;
+  // Not instanceof: this module must not load ioredis (the CLI's --help loads none).
+  const node = isClusterClient(redis) ? redis.nodes('master')[0] : redis;
   if (node === undefined) return PROBED_COMMANDS.map(() => undefined);
   const pipeline = node.pipeline();
   for (const command of PROBED_COMMANDS) pipeline.call(command, []);

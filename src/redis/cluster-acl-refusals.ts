@@ -1,5 +1,6 @@
 import { aclRefusal } from './acl-refusal.js';
 import type { Cluster } from './ioredis.js';
+import { isClusterClient } from './cluster-client.js';
 import type { RedisClient } from './connection.js';
 
 /** A node of a Cluster refused, by the ACL, a command ioredis needs to connect; the message names the rule to add. */
@@ -22,8 +23,8 @@ type ReadyCheck = (callback: (error: Error | null | undefined, state?: string) =
  * If a later ioredis renames it, that refusal is reported at the deadline as before.
  */
 export function watchClusterAclRefusals(client: RedisClient, onRefused: (refusal: ClusterAclRefusalError) => void): () => void {
-  if (!client.isCluster) return () => undefined;
-  const cluster = client as Cluster;
+  if (!isClusterClient(client)) return () => undefined;
+  const cluster = client;
   const user = cluster.options.redisOptions?.username;
   const report = (error: unknown, command: readonly string[]): void => {
     const refusal = aclRefusal(error, command, user);

@@ -1,5 +1,6 @@
-import { connectionErrorCode, RedisStreamsConnectionError } from '../errors.js';
-import { watchClusterAclRefusals, type ClusterAclRefusalError } from './cluster-acl-refusals.js';
+import { RedisStreamsConnectionError } from '../errors.js';
+import { watchClusterAclRefusals } from './cluster-acl-refusals.js';
+import { connectFailure } from './connect-failure.js';
 import type { RedisClient } from './connection.js';
 
 /** Replies that mean "these credentials are wrong": retrying cannot help. */
@@ -33,32 +34,28 @@ export function whenReady(client: RedisClient, timeoutMs: number, where: string)
         finish(new RedisStreamsConnectionError(`Redis at ${where} refused the credentials: ${error.message}`, { cause: error }));
       }
     };
-    const onRefused = (refusal: ClusterAclRefusalError): void =>
-      finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${refusal.message}`, { cause: refusal.cause }));
-    const onEnd = (): void =>
-      finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${reason(lastError)}`, { cause: lastError }));
-    const timer = setTimeout(
-      () =>
-        finish(
-          new RedisStreamsConnectionError(`cannot connect to Redis at ${where} within ${timeoutMs} ms: ${reason(lastError)}`, {
-            cause: lastError,
-            // Refused until the deadline: ECONNREFUSED; no error at all (Redis accepts, never answers): a timeout.
-            code: connectionErrorCode(lastError) ?? 'ETIMEDOUT',
-          }),
-        ),
-      timeoutMs,
-    );
+    // A Cluster's ACL refusal (watched below), else the client ended (`undefined`: its last error says why).
+    const fail = (failed: unknown): void => {
+      const { reason, cause } = connectFailure(failed, lastError, socketReason);
+      finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where}: ${reason}`, { cause }));
+    };
+    const onEnd = (): void => fail(undefined);
+    const timer = setTimeout(() => {
+      const { reason, cause, code } = connectFailure(undefined, lastError, socketReason);
+      // Refused until the deadline: ECONNREFUSED; no error at all (Redis accepts, never answers): a timeout.
+      finish(new RedisStreamsConnectionError(`cannot connect to Redis at ${where} within ${timeoutMs} ms: ${reason}`, { cause, code: code ?? 'ETIMEDOUT' }));
+    }, timeoutMs);
     client.on('ready', onReady);
     client.on('error', onError);
     client.on('end', onEnd);
-    const stopWatching = watchClusterAclRefusals(client, onRefused);
+    const stopWatching = watchClusterAclRefusals(client, fail);
     // A lazy client connects on its first command; start it now. Failures arrive as events.
     if (client.status === 'wait') client.connect().catch(() => undefined);
   });
 }
 
-function reason(error: Error | undefined): string {
-  if (error === undefined) return 'no answer';
+function socketReason(error: unknown): string {
+  if (!(error instanceof Error)) return 'no answer';
   const code = (error as { code?: string }).code;
   if (code === 'ECONNREFUSED') return `connection refused (${error.message})`;
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `host not found (${error.message})`;

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import { Cluster } from '../redis/ioredis.js';
 import { delayedWakeChannel, wakeDelayMs } from '../delayed/wake-channel.js';
 import { errorMessage } from '../error-message.js';
 import { isNoPermission } from '../redis/acl-refusal.js';
+import { isClusterClient } from '../redis/cluster-client.js';
 import type { RedisClient } from '../redis/connection.js';
 
 /**
@@ -32,7 +32,7 @@ export class DelayedWakeListener {
 
   start(): void {
     this.subscriber.on('message', this.onMessage);
-    if (this.subscriber instanceof Cluster) {
+    if (isClusterClient(this.subscriber)) {
       this.subscribe();
       return;
     }

@@ -11,6 +11,7 @@ import { probeCapabilities } from '../../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
+import { RedisStreamsModule, StreamInspectionService } from '../../src/index.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
@@ -656,6 +657,34 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
         expect(elapsed).toBeLessThan(DEADLINE_MS / 2);
       } finally {
         await client.close();
+      }
+    }, 60_000);
+
+    it("module: the shared connection's commands (StreamInspectionService) fail at once, naming the rule, instead of waiting", async () => {
+      const app = await Test.createTestingModule({ imports: [RedisStreamsModule.forRoot({ connection: connection('operator') })] }).compile();
+      try {
+        const inspector = app.get(StreamInspectionService);
+        const outcome = async (read: Promise<unknown>): Promise<Error | undefined> => {
+          let timer: NodeJS.Timeout | undefined;
+          const deadline = new Promise<Error>((resolve) => (timer = setTimeout(() => resolve(new Error('no answer')), DEADLINE_MS)));
+          try {
+            return await Promise.race([read.then(() => undefined, (error: unknown) => error as Error), deadline]);
+          } finally {
+            clearTimeout(timer);
+          }
+        };
+        const started = Date.now();
+        // The first waits for the refusal; the second is sent once it is known.
+        expect((await outcome(inspector.groups('orders')))?.message).toContain(refusal('operator'));
+        expect((await outcome(inspector.stream('orders')))?.message).toContain(refusal('operator'));
+        expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+        // ioredis reconnects on: with the rule added, the same connection answers.
+        const admin = redis.cluster.client();
+        await admin.xadd('orders', '*', 'n', '1').finally(() => admin.disconnect());
+        await onEveryNode((node) => node.call('ACL', 'SETUSER', 'operator', `+${rule}`));
+        await waitFor(async () => Array.isArray(await inspector.groups('orders').catch(() => undefined)), 'the groups once the rule is added');
+      } finally {
+        await app.close();
       }
     }, 60_000);
 
