@@ -8,6 +8,7 @@ import { StreamClaimService } from '../../src/module/claim-services.js';
 import { StreamInspectionService } from '../../src/module/claim-services.js';
 import { moveToDeadLetter } from '../../src/recovery/dead-letter-move.js';
 import { releaseForRetry } from '../../src/recovery/retry-release.js';
+import { redisNow } from '../../src/redis/server-time.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli, type CliRun } from '../helpers/run-cli.js';
@@ -304,8 +305,9 @@ describe('CLI nestjs-redis-streams', { timeout: 180_000 }, () => {
       await redis.xreadgroup('GROUP', 'g', 'w1', 'STREAMS', 'jobs', '>');
       // As a server with `recovery.retryConsumer: 'backoff'` leaves a failed entry.
       const entries = [{ id: failed, deliveryCount: 1, delayMs: 600_000, error: 'Error: downstream 503' }];
+      // Redis' clock in ms, read before the release: the release's clock is not behind it.
+      const readAt = await redisNow(redis);
       await releaseForRetry(redis, { stream: 'jobs', group: 'g', consumer: 'w1', retryConsumer: 'backoff', entries });
-      const [seconds] = await redis.time();
       const list = async (...extra: string[]) => {
         const run = await cli(['pending', 'jobs', 'g', '--entries', ...extra, '--url', server.url]);
         expect(run.stderr).toBe('');
@@ -318,8 +320,8 @@ describe('CLI nestjs-redis-streams', { timeout: 180_000 }, () => {
         [running, 'w1', undefined],
       ]);
       // Released after we read the clock: the next retry is 10 minutes after that, on Redis' clock.
-      expect(named[0]!.retry!.nextRetryAt).toBeGreaterThanOrEqual(Number(seconds) * 1000 + 600_000);
-      expect(named[0]!.retry!.nextRetryAt).toBeLessThan(Number(seconds) * 1000 + 660_000);
+      expect(named[0]!.retry!.nextRetryAt).toBeGreaterThanOrEqual(readAt + 600_000);
+      expect(named[0]!.retry!.nextRetryAt).toBeLessThan(readAt + 660_000);
       // Without the flag the default retry consumer (`retry`) is looked for: plain rows.
       expect((await list()).map((entry) => [entry.consumer, entry.retry])).toEqual([['backoff', undefined], ['w1', undefined]]);
       expect(expectOneLineFailure(await cli(['pending', 'jobs', 'g', '--entries', '--retry-consumer', '', '--url', closedUrl]), 2)).toContain('--retry-consumer');
