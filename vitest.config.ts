@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongSpecsFirst } from './test/helpers/long-specs-first.js';
 
 /**
  * Specs that drive whole processes, fleets, sentinels, Chromium or timing-bound faults run each in
@@ -14,6 +15,8 @@ export default defineConfig({
     // Each spec file starts its own redis-server; two cores bound useful parallelism.
     maxWorkers: 2,
     fileParallelism: true,
+    // A clean clone has no durations to start the long files first by: a committed list of them.
+    sequence: { sequencer: LongSpecsFirst },
     projects: [
       {
         extends: true,

@@ -95,7 +95,8 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
       await producer.close();
     }
     const session = 'delayed';
-    const command = `'${process.execPath}' '${CLI}' top scheduled parted --url ${redis.server.url}; echo "top exited with $?"`;
+    // Refreshed every 200 ms: the first test covers the default second.
+    const command = `'${process.execPath}' '${CLI}' top scheduled parted --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
     tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
     tmux('set-option', '-t', session, 'remain-on-exit', 'on');
     const pane = () => tmux('capture-pane', '-p', '-t', session);
@@ -187,7 +188,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
       await client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
       client.disconnect();
       const session = 'paused';
-      const command = `'${process.execPath}' '${CLI}' top orders --timeout 1000 --url ${paused.url}; echo "top exited with $?"`;
+      const command = `'${process.execPath}' '${CLI}' top orders --timeout 1000 --interval 200 --url ${paused.url}; echo "top exited with $?"`;
       tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
       tmux('set-option', '-t', session, 'remain-on-exit', 'on');
       const pane = () => tmux('capture-pane', '-p', '-t', session);

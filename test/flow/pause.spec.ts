@@ -49,7 +49,8 @@ class PausableController {
 describe('pause / resume a stream\'s group for every worker (state in Redis)', () => {
   const redis = useRedisServer();
   const servers: RunningServer[] = [];
-  const BLOCK_MS = 1_000;
+  // A paused reader polls every blockMs / 2; the waits that show nothing was read are a blockMs and a bit.
+  const BLOCK_MS = 500;
   const start = (consumer: string) =>
     startServer({ connection: redis.server.url, group: 'g', consumer, blockMs: BLOCK_MS, recovery: { minIdleTime: 60_000 } }, [PausableController]);
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,12 @@ export interface RedisSentinelOptions {
   tls?: RedisServerTls;
 }
 
+/** A sentinel of a set as its peers' configs name it: port and run id (`sentinel myid`). */
+interface SentinelPeer {
+  port: number;
+  id: string;
+}
+
 const running = new Set<SentinelProcess>();
 process.once('exit', () => {
   for (const sentinel of running) sentinel.killNow();
@@ -42,11 +49,22 @@ export class SentinelProcess {
     private readonly tls: boolean,
   ) {}
 
-  static async start(primaryPort: number, options: Required<Pick<RedisSentinelOptions, 'name'>> & RedisSentinelOptions): Promise<SentinelProcess> {
+  /**
+   * `peers`: the set's sentinels, this one included (`self`), written into its config as known
+   * (`sentinel myid`, `known-sentinel`, `known-replica`): sentinels find each other by hellos
+   * published every 2 s, which made each set wait ~2 s more to be ready. A sentinel that had to
+   * take another port than its peer's is still found by hello, but its peers then count a stale
+   * one too: the set resets them (RedisSentinelSet.start).
+   */
+  static async start(
+    primaryPort: number,
+    options: Required<Pick<RedisSentinelOptions, 'name'>> & RedisSentinelOptions,
+    known: { peers: SentinelPeer[]; self: number; replicaPort: number },
+  ): Promise<SentinelProcess> {
     for (let attempt = 0; ; attempt++) {
-      const sentinel = new SentinelProcess(await freePort(), options.sentinelPassword, options.tls !== undefined);
+      const sentinel = new SentinelProcess(attempt === 0 ? known.peers[known.self]!.port : await freePort(), options.sentinelPassword, options.tls !== undefined);
       try {
-        await sentinel.launch(primaryPort, options);
+        await sentinel.launch(primaryPort, options, known);
         return sentinel;
       } catch (error) {
         sentinel.killNow();
@@ -118,8 +136,13 @@ export class SentinelProcess {
     }
   }
 
-  private launch(primaryPort: number, options: Required<Pick<RedisSentinelOptions, 'name'>> & RedisSentinelOptions): Promise<void> {
+  private launch(
+    primaryPort: number,
+    options: Required<Pick<RedisSentinelOptions, 'name'>> & RedisSentinelOptions,
+    { peers, self, replicaPort }: { peers: SentinelPeer[]; self: number; replicaPort: number },
+  ): Promise<void> {
     const { name } = options;
+    const others = peers.filter((_, index) => index !== self);
     const config = join(this.dir, 'sentinel.conf');
     writeFileSync(
       config,
@@ -148,6 +171,9 @@ export class SentinelProcess {
         ...(options.password === undefined ? [] : [`sentinel auth-pass ${name} ${options.password}`]),
         // Sentinels talk to each other with this password when they have one.
         ...(options.sentinelPassword === undefined ? [] : [`sentinel sentinel-pass ${options.sentinelPassword}`]),
+        `sentinel myid ${peers[self]!.id}`,
+        `sentinel known-replica ${name} 127.0.0.1 ${replicaPort}`,
+        ...others.map((peer) => `sentinel known-sentinel ${name} 127.0.0.1 ${peer.port} ${peer.id}`),
         '',
       ].join('\n'),
     );
@@ -210,9 +236,12 @@ export class RedisSentinelSet {
       const replica = await RedisServerProcess.start({ password: options.password, tls, args: [...auth, '--replicaof', '127.0.0.1', String(primary.port)] });
       started.push(replica);
       await waitFor(async () => /master_link_status:up/.test(await info(replica, 'replication')), 'the replica to sync with the primary', { timeout: 15_000, interval: 50 });
-      const sentinels = await Promise.all([0, 1, 2].map(() => SentinelProcess.start(primary.port, options)));
+      const peers = await Promise.all([0, 1, 2].map(async () => ({ port: await freePort(), id: randomBytes(20).toString('hex') })));
+      const sentinels = await Promise.all(peers.map((_, self) => SentinelProcess.start(primary.port, options, { peers, self, replicaPort: replica.port })));
       started.push(...sentinels);
       const set = new RedisSentinelSet(primary, replica, sentinels, options);
+      // A sentinel on another port than planned: forget the planned peers, find each other by hello.
+      if (sentinels.some((sentinel, index) => sentinel.port !== peers[index]!.port)) await set.resetSentinels();
       await set.waitUntilReady();
       return set;
     } catch (error) {
@@ -287,7 +316,20 @@ export class RedisSentinelSet {
     await Promise.all([...this.sentinels, this.primary, this.replica].map((process) => process.stop()));
   }
 
-  /** Every sentinel sees the primary up, knows the replica and the two other sentinels. */
+  /** SENTINEL RESET on every sentinel: each forgets the replica and the other sentinels, and finds them again. */
+  private async resetSentinels(): Promise<void> {
+    for (const sentinel of this.sentinels) {
+      const redis = sentinel.client();
+      try {
+        await redis.connect();
+        await redis.call('SENTINEL', 'RESET', this.name);
+      } finally {
+        redis.disconnect();
+      }
+    }
+  }
+
+  /** Every sentinel sees the primary up, knows the replica and the two other sentinels, and is linked to each. */
   private async waitUntilReady(timeout = 20_000): Promise<void> {
     await waitFor(
       async () => {
@@ -300,6 +342,11 @@ export class RedisSentinelSet {
             for (let i = 0; i + 1 < fields.length; i += 2) master.set(fields[i] as string, fields[i + 1] as string);
             if (master.get('flags') !== 'master') return false;
             if (master.get('num-slaves') !== '1' || master.get('num-other-sentinels') !== String(this.sentinels.length - 1)) return false;
+            // Linked to them, not only told of them (a config names them at once): no `disconnected` flag.
+            for (const kind of ['REPLICAS', 'SENTINELS']) {
+              const peers = (await redis.call('SENTINEL', kind, this.name)) as string[][];
+              if (peers.some((fields) => /\bdisconnected\b/.test(fields[fields.indexOf('flags') + 1] ?? 'disconnected'))) return false;
+            }
           } catch {
             return false;
           } finally {

@@ -356,16 +356,30 @@ describe('lease thread on a Redis Cluster and through Sentinel (real processes)'
     }
   }
 
-  /** renewsFromThread on a fresh local Cluster of 3 masters, stopped after. */
+  /** One local Cluster of 3 masters for both Cluster tests (a start costs about as much as a test), emptied between them. */
+  let cluster: RedisClusterProcess | undefined;
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  /** renewsFromThread on the Cluster, flushed and with none of this transport's connections left (a lazy test counts them) before. */
   async function renewsFromThreadOnCluster(consumer: string, lazy = false): Promise<void> {
-    const cluster = await RedisClusterProcess.start({ masters: 3, replicas: 0 });
+    cluster ??= await RedisClusterProcess.start({ masters: 3, replicas: 0 });
+    const on = cluster;
+    const checks = on.nodes.map((node) => on.nodeClient(node));
     try {
-      await renewsFromThread({ cluster: { nodes: cluster.urls } }, consumer, () => cluster.nodes.map((node) => cluster.nodeClient(node)), cluster.client(), lazy);
+      await Promise.all(checks.map((check) => check.flushall()));
+      const ours = async () => (await Promise.all(checks.map(streamsConnectionAges))).flat().length;
+      await waitFor(async () => (await ours()) === 0, "the last test's connections closed", { timeout: 10_000, interval: 50 });
+    } finally {
+      for (const check of checks) check.disconnect();
+    }
+    try {
+      await renewsFromThread({ cluster: { nodes: on.urls } }, consumer, () => on.nodes.map((node) => on.nodeClient(node)), on.client(), lazy);
     } finally {
       release?.();
       await running?.app.close();
       running = undefined;
-      await cluster.stop();
     }
   }
 
