@@ -19,14 +19,14 @@ type SendCommand = (command: Command, stream?: unknown, ...rest: unknown[]) => u
  */
 export function failCommandsOnClusterAclRefusal(client: RedisClient, failure: (refusal: ClusterAclRefusalError) => Error): () => void {
   if (!isClusterClient(client)) return () => undefined;
-  let refused: Error | undefined;
+  let refused: ClusterAclRefusalError | undefined;
   let stopped = false;
   const waiting = new Set<Command>();
   const send = (client.sendCommand as SendCommand).bind(client);
   const sendCommand: SendCommand = (command, stream, ...rest) => {
     if (stopped || stream !== undefined || !waitsForReady(client, command)) return send(command, stream, ...rest);
     if (refused !== undefined) {
-      command.reject(refused);
+      command.reject(failure(refused));
       return command.promise;
     }
     waiting.add(command);
@@ -40,9 +40,10 @@ export function failCommandsOnClusterAclRefusal(client: RedisClient, failure: (r
   };
   client.on('ready', onReady);
   const stopWatching = watchClusterAclRefusals(client, (refusal) => {
-    refused = failure(refusal);
+    refused = refusal;
     // Rejected where they wait: ioredis writes none of them later (./settled-command-guard.ts).
-    for (const command of waiting) command.reject(refused);
+    // A fresh error each: a caller that adds to its error changes no one else's.
+    for (const command of waiting) command.reject(failure(refusal));
     waiting.clear();
   });
   return () => {
