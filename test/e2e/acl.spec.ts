@@ -11,7 +11,8 @@ import { probeCapabilities } from '../../src/redis/capabilities.js';
 import type { DeadLetterNotice } from '../../src/recovery/recovery-events.js';
 import type { RedisStreamsContext } from '../../src/server/context.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
-import { RedisStreamsModule, StreamInspectionService } from '../../src/index.js';
+import { REDIS_STREAMS_CONNECTION, RedisStreamsModule, StreamInspectionService } from '../../src/index.js';
+import { removeDelayed } from '../../src/delayed/delayed-inspection.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
 import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
@@ -622,6 +623,17 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
     const DEADLINE_MS = 20_000;
     const refusal = (user: string) => `the ACL user "${user}" may not run ${command}: add +${rule} (docs/security.md)`;
 
+    /** How `read` ends: undefined when it answers, its error when it fails, 'no answer' after DEADLINE_MS. */
+    const outcome = async (read: Promise<unknown>): Promise<Error | undefined> => {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<Error>((resolve) => (timer = setTimeout(() => resolve(new Error('no answer')), DEADLINE_MS)));
+      try {
+        return await Promise.race([read.then(() => undefined, (error: unknown) => error as Error), deadline]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+
     beforeEach(async () => {
       const clusterRules = CLUSTER_RULES.split(' ').filter((each) => each !== `+${rule}`);
       await onEveryNode(async (admin) => {
@@ -664,25 +676,58 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
       const app = await Test.createTestingModule({ imports: [RedisStreamsModule.forRoot({ connection: connection('operator') })] }).compile();
       try {
         const inspector = app.get(StreamInspectionService);
-        const outcome = async (read: Promise<unknown>): Promise<Error | undefined> => {
-          let timer: NodeJS.Timeout | undefined;
-          const deadline = new Promise<Error>((resolve) => (timer = setTimeout(() => resolve(new Error('no answer')), DEADLINE_MS)));
-          try {
-            return await Promise.race([read.then(() => undefined, (error: unknown) => error as Error), deadline]);
-          } finally {
-            clearTimeout(timer);
-          }
-        };
         const started = Date.now();
         // The first waits for the refusal; the second is sent once it is known.
-        expect((await outcome(inspector.groups('orders')))?.message).toContain(refusal('operator'));
-        expect((await outcome(inspector.stream('orders')))?.message).toContain(refusal('operator'));
+        const first = await outcome(inspector.groups('orders'));
+        const later = await outcome(inspector.stream('orders'));
+        expect(first?.message).toContain(refusal('operator'));
+        expect(later?.message).toContain(refusal('operator'));
+        // An error object of its own each (one changed by its caller changes no other).
+        expect(later).not.toBe(first);
         expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
         // ioredis reconnects on: with the rule added, the same connection answers.
         const admin = redis.cluster.client();
         await admin.xadd('orders', '*', 'n', '1').finally(() => admin.disconnect());
         await onEveryNode((node) => node.call('ACL', 'SETUSER', 'operator', `+${rule}`));
         await waitFor(async () => Array.isArray(await inspector.groups('orders').catch(() => undefined)), 'the groups once the rule is added');
+      } finally {
+        await app.close();
+      }
+    }, 60_000);
+
+    it("module: the shared connection's MULTI (the dashboard's remove delayed) and pipelines fail at once, naming the rule; with the rule added its MULTI runs", async () => {
+      const app = await Test.createTestingModule({ imports: [RedisStreamsModule.forRoot({ connection: connection('operator') })] }).compile();
+      try {
+        const shared = app.get<Redis>(REDIS_STREAMS_CONNECTION);
+        const started = Date.now();
+        // Sent before the refusal is known (they wait for it), then after.
+        const first = await Promise.all([outcome(removeDelayed(shared, 'orders', ['h1'])), outcome(shared.pipeline().zcard('{orders}:delayed').exec())]);
+        const later = await Promise.all([outcome(shared.multi().hset('{orders}:delayed-refused', 'n', '1').exec()), outcome(shared.pipeline().zcard('{orders}:delayed').exec())]);
+        expect([...first, ...later].map((error) => error?.message)).toEqual(Array.from({ length: 4 }, () => expect.stringContaining(refusal('operator'))));
+        expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+        // ioredis reconnects on: with the rule added, the same connection's MULTI runs.
+        await onEveryNode((node) => node.call('ACL', 'SETUSER', 'operator', `+${rule}`));
+        await waitFor(async () => (await removeDelayed(shared, 'orders', ['h1']).catch(() => undefined))?.removed === 0, 'remove delayed once the rule is added');
+        expect(await shared.pipeline().zcard('{orders}:delayed').zcard('{orders}:delayed').exec()).toEqual([
+          [null, expect.any(Number)],
+          [null, expect.any(Number)],
+        ]);
+        // The MULTI its caller was told failed never ran.
+        expect(await shared.exists('{orders}:delayed-refused')).toBe(0);
+      } finally {
+        await app.close();
+      }
+    }, 60_000);
+
+    it("module: with enableAutoPipelining, the shared connection's commands fail at once, naming the rule", async () => {
+      const autoPipelined = { cluster: { ...connection('operator').cluster, options: { enableAutoPipelining: true } } };
+      const app = await Test.createTestingModule({ imports: [RedisStreamsModule.forRoot({ connection: autoPipelined })] }).compile();
+      try {
+        const inspector = app.get(StreamInspectionService);
+        const started = Date.now();
+        expect((await outcome(inspector.groups('orders')))?.message).toContain(refusal('operator'));
+        expect((await outcome(inspector.stream('orders')))?.message).toContain(refusal('operator'));
+        expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
       } finally {
         await app.close();
       }
