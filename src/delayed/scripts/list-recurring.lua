@@ -14,13 +14,7 @@ for _, hold in ipairs(redis.call('SMEMBERS', KEYS[3])) do
   if not due then
     redis.call('SREM', KEYS[3], hold)
   else
-    local body = redis.call('HGET', KEYS[2], hold)
-    local words = false
-    if body then
-      local ok, unpacked = pcall(cmsgpack.unpack, body)
-      if ok and type(unpacked) == 'table' then words = unpacked end
-    end
-    out[#out + 1] = { hold, tonumber(due), words }
+    out[#out + 1] = { hold, tonumber(due), heldBody(KEYS[2], hold) }
   end
 end
 return out

@@ -3,20 +3,24 @@ import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
 
 /**
  * The delayed-entry Lua scripts, each in its own `.lua` file next to this loader, registered by
- * the one Lua loader (redis/lua-scripts.ts). Every key they touch is in KEYS.
+ * the one Lua loader (redis/lua-scripts.ts), which puts the fragments a script names in front of
+ * it. Every key they touch is in KEYS.
  */
 
 type Reply = (string | number | Buffer)[];
 /** A body's words as a Buffer variant returns them: 5 XADD words, the recurrence (a cron table as an array), field/value pairs. */
 export type BufferWords = (Buffer | (Buffer | number)[])[];
 
+/** How a held entry is read back (its body, a page of them), written once for the list scripts. */
+const HELD_PAGE = ['held-page.lua'] as const;
+
 const SCRIPTS = {
   nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 3 },
   nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 5 },
-  nrsDelayedList: { file: 'list.lua', numberOfKeys: 2 },
+  nrsDelayedList: { file: 'list.lua', numberOfKeys: 2, fragments: HELD_PAGE },
   nrsDelayedRefill: { file: 'refill.lua', numberOfKeys: 2 },
-  nrsDelayedListRecurring: { file: 'list-recurring.lua', numberOfKeys: 3 },
-  nrsDelayedListPage: { file: 'list-page.lua', numberOfKeys: 2 },
+  nrsDelayedListRecurring: { file: 'list-recurring.lua', numberOfKeys: 3, fragments: HELD_PAGE },
+  nrsDelayedListPage: { file: 'list-page.lua', numberOfKeys: 2, fragments: HELD_PAGE },
 } as const satisfies Record<string, LuaScript>;
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
