@@ -1,5 +1,5 @@
 import type { RedisClient } from '../../redis/connection.js';
-import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
+import { LuaScripts, REDIS_NOW, type LuaScript } from '../../redis/lua-scripts.js';
 
 /**
  * The flow-control Lua scripts (shared rate limits and global concurrency), each in its own
@@ -9,8 +9,8 @@ import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
  */
 
 /** The token-bucket and permit arithmetic, each written once (functions the scripts below call). */
-const TOKEN_BUCKET = ['redis-now.lua', 'token-bucket.lua'] as const;
-const PERMIT_HOLDS = ['redis-now.lua', 'permit-holds.lua'] as const;
+const TOKEN_BUCKET = [REDIS_NOW, 'token-bucket.lua'] as const;
+const PERMIT_HOLDS = [REDIS_NOW, 'permit-holds.lua'] as const;
 
 const SCRIPTS = {
   nrsRateLimit: { file: 'rate-limit.lua', numberOfKeys: 1, fragments: TOKEN_BUCKET },

@@ -1,9 +1,0 @@
--- Time is Redis' clock, never a worker's: workers with skewed clocks share one state. Reading it
--- (TIME) before writing needs effects replication on Redis 6.2 (the default from 7.0).
-if redis.replicate_commands then redis.replicate_commands() end
-
--- Redis' time in ms.
-local function redisNowMs()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
