@@ -47,6 +47,13 @@ export class LuaScripts<Commands> {
     return client as unknown as Commands;
   }
 
+  /** The text script `name` is registered with (prelude, fragments, its file): what its SHA is taken of. */
+  source(name: string): string {
+    const lua = this.sources.get(name);
+    if (lua === undefined) throw new Error(`Lua script ${name}: not in this set (${Object.keys(this.scripts).join(', ')})`);
+    return lua;
+  }
+
   private build(name: string, script: LuaScript): string {
     const parts = [...(this.prelude === undefined ? [] : [this.prelude]), ...(script.fragments ?? []), script.file];
     return parts.map((file) => this.read(name, file)).join('\n');

@@ -6,9 +6,7 @@
 --
 -- Returns { now ms, { hold id, due ms, { word, ... } or false }, ... }
 
-if redis.replicate_commands then redis.replicate_commands() end
-local time = redis.call('TIME')
-local out = { tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) }
+local out = { redisNowMs() }
 for _, hold in ipairs(redis.call('SMEMBERS', KEYS[3])) do
   local due = redis.call('ZSCORE', KEYS[1], hold)
   if not due then

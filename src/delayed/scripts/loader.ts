@@ -1,10 +1,10 @@
 import type { RedisClient } from '../../redis/connection.js';
-import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
+import { LuaScripts, REDIS_NOW, type LuaScript } from '../../redis/lua-scripts.js';
 
 /**
  * The delayed-entry Lua scripts, each in its own `.lua` file next to this loader, registered by
  * the one Lua loader (redis/lua-scripts.ts), which puts the fragments a script names in front of
- * it. Every key they touch is in KEYS.
+ * it (Redis' clock, `REDIS_NOW`, for each script that reads it). Every key they touch is in KEYS.
  */
 
 type Reply = (string | number | Buffer)[];
@@ -12,11 +12,11 @@ type Reply = (string | number | Buffer)[];
 export type BufferWords = (Buffer | (Buffer | number)[])[];
 
 /** How a held entry is read back (its body, a page of them), written once for the list scripts. */
-const HELD_PAGE = ['held-page.lua'] as const;
+const HELD_PAGE = [REDIS_NOW, 'held-page.lua'] as const;
 
 const SCRIPTS = {
-  nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 3 },
-  nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 5 },
+  nrsDelayedHold: { file: 'hold.lua', numberOfKeys: 3, fragments: [REDIS_NOW] },
+  nrsDelayedPromote: { file: 'promote.lua', numberOfKeys: 5, fragments: [REDIS_NOW] },
   nrsDelayedList: { file: 'list.lua', numberOfKeys: 2, fragments: HELD_PAGE },
   nrsDelayedRefill: { file: 'refill.lua', numberOfKeys: 2 },
   nrsDelayedListRecurring: { file: 'list-recurring.lua', numberOfKeys: 3, fragments: HELD_PAGE },
@@ -36,6 +36,11 @@ export interface DelayedScriptCommands {
 }
 
 const SCRIPT_SET = new LuaScripts<DelayedScriptCommands>(new URL('./', import.meta.url), SCRIPTS);
+
+/** The text a delayed-entry script is registered with, fragments included (its SHA is taken of it). */
+export function delayedScriptSource(name: keyof typeof SCRIPTS): string {
+  return SCRIPT_SET.source(name);
+}
 
 /** Registers the delayed-entry scripts on `client` (idempotent per client) and returns it typed. */
 export function delayedScripts(client: RedisClient): DelayedScriptCommands {
