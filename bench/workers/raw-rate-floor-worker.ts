@@ -1,19 +1,14 @@
 // Worker child: the floor of a Redis-side rate limit (flow-cost): the raw XREADGROUP + XACK loop
-// plus one call of this package's token-bucket script (src/flow/scripts/rate-limit.lua, EVALSHA)
+// plus one call of this package's token-bucket script (src/flow/scripts/rate-limit.lua, EVALSHA,
+// registered by its loader, which puts the token-bucket arithmetic in front of it)
 // per read, for as many entries as the read asks; tokens a short read did not use go back. Options:
 // `rateLimitMax`, `rateLimitPer` (ms), as the server's `extras.rateLimit`.
-import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { rateLimitKey } from '../../src/flow/flow-keys.js';
+import { flowScripts } from '../../src/flow/scripts/loader.js';
 import { sleep } from '../clock.js';
 import { ensureGroup, RawConsumerLoop, type StreamReply } from '../raw-loop.js';
 import { serveWorker } from './harness.js';
-
-const SCRIPT = readFileSync(new URL('../../src/flow/scripts/rate-limit.lua', import.meta.url), 'utf8');
-
-interface TokenBucket {
-  rateLimitTake(bucket: string, op: 'take' | 'refund', max: number, perMs: number, n: number): Promise<[number, number]>;
-}
 
 class RateLimitedLoop extends RawConsumerLoop {
   private readonly bucket: string;
@@ -21,19 +16,18 @@ class RateLimitedLoop extends RawConsumerLoop {
   constructor(redis: Redis, key: string, group: string, handle: (payload: unknown) => void, private readonly max: number, private readonly perMs: number) {
     super(redis, key, group, 'raw-rate-floor', handle);
     this.bucket = rateLimitKey(key, group);
-    redis.defineCommand('rateLimitTake', { lua: SCRIPT, numberOfKeys: 1 });
   }
 
   protected override async read(count: number): Promise<StreamReply> {
-    const bucket = this.redis as unknown as TokenBucket;
-    const [granted, waitMs] = await bucket.rateLimitTake(this.bucket, 'take', this.max, this.perMs, count);
+    const bucket = flowScripts(this.redis);
+    const [granted, waitMs] = await bucket.nrsRateLimit(this.bucket, 'take', this.max, this.perMs, count);
     if (Number(granted) === 0) {
       await sleep(Number(waitMs));
       return null;
     }
     const reply = await super.read(Number(granted));
     const unused = Number(granted) - (reply?.[0]?.[1]?.length ?? 0);
-    if (unused > 0) await bucket.rateLimitTake(this.bucket, 'refund', this.max, this.perMs, unused);
+    if (unused > 0) await bucket.nrsRateLimit(this.bucket, 'refund', this.max, this.perMs, unused);
     return reply;
   }
 }

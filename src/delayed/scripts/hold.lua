@@ -35,7 +35,6 @@
 --
 -- Returns { hold id, due ms }
 
-if redis.replicate_commands then redis.replicate_commands() end
 local channel, recurrence = ARGV[1], ARGV[10]
 local firstField = recurrence == 'cron' and 14 or 11
 -- Past about 8000 words Lua's unpack() fails: such an entry could never be promoted, so it is refused here.
@@ -46,8 +45,7 @@ local hold, mode, ms = ARGV[2], ARGV[3], tonumber(ARGV[4])
 if ms == nil or (mode ~= 'in' and mode ~= 'at') then
   return redis.error_reply('ERR delayed hold script: the due time must be "in" or "at" a number of ms')
 end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = redisNowMs()
 local due = ms
 if mode == 'in' then due = now + ms end
 local words = {}

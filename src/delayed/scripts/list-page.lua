@@ -47,17 +47,4 @@ if afterDue ~= '' then
   end
 end
 
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local rows = redis.call('ZRANGE', schedule, start, start + count - 1, 'WITHSCORES')
-local out = { now, redis.call('ZCARD', schedule) }
-for i = 1, #rows, 2 do
-  local body = redis.call('HGET', bodies, rows[i])
-  local words = false
-  if body then
-    local ok, unpacked = pcall(cmsgpack.unpack, body)
-    if ok and type(unpacked) == 'table' then words = unpacked end
-  end
-  out[#out + 1] = { rows[i], tonumber(rows[i + 1]), words }
-end
-return out
+return heldPage(schedule, bodies, start, count)

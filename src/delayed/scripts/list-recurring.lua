@@ -6,21 +6,13 @@
 --
 -- Returns { now ms, { hold id, due ms, { word, ... } or false }, ... }
 
-if redis.replicate_commands then redis.replicate_commands() end
-local time = redis.call('TIME')
-local out = { tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) }
+local out = { redisNowMs() }
 for _, hold in ipairs(redis.call('SMEMBERS', KEYS[3])) do
   local due = redis.call('ZSCORE', KEYS[1], hold)
   if not due then
     redis.call('SREM', KEYS[3], hold)
   else
-    local body = redis.call('HGET', KEYS[2], hold)
-    local words = false
-    if body then
-      local ok, unpacked = pcall(cmsgpack.unpack, body)
-      if ok and type(unpacked) == 'table' then words = unpacked end
-    end
-    out[#out + 1] = { hold, tonumber(due), words }
+    out[#out + 1] = { hold, tonumber(due), heldBody(KEYS[2], hold) }
   end
 end
 return out

@@ -32,7 +32,6 @@
 -- left for inspection), or for a cron entry running low the table { 'refill', expression, time
 -- zone, its last occurrence ms or 0 } (after its own outcome when it also added an entry)
 
-if redis.replicate_commands then redis.replicate_commands() end
 local stream, schedule, bodies, promotedIds, promotedAt = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local limit = tonumber(ARGV[1])
 if limit == nil or limit < 1 then
@@ -41,8 +40,7 @@ end
 local refillBelow = tonumber(ARGV[2]) or 0
 local listIds = ARGV[3] ~= '0'
 local keepIdsMs = tonumber(ARGV[4]) or 0
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = redisNowMs()
 local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
 local out = { now, -1, 0 }
 -- An XADD's outcome: counted (its hold and id listed with ARGV[3] '1'), or 'dropped' when

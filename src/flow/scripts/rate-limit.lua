@@ -1,60 +1,7 @@
--- The token bucket of one handler's `extras.rateLimit`, shared by every worker of its group.
--- KEYS[1] the bucket (hash: tokens, at = ms of the last refill, until = ms a back-off ends).
--- ARGV: op ('take' | 'refund' | 'backoff'), max, per (ms), n.
---   take:    grants up to n tokens, but only once min(n, chunk) are there (chunk: what accrues in
---            a twentieth of `per`), so a worker short of tokens sleeps instead of polling per token.
---            Reply {granted, wait ms}: wait > 0 when nothing was granted.
---   refund:  gives back n tokens taken but not used (a read returned fewer entries), except during
---            a back-off. Reply {0, 0}.
---   backoff: no token for n ms from now, for every worker (a handler saw the API's 429); the bucket
---            is empty then and refills only after. Reply {0, n}.
--- Time is Redis' clock, never a worker's: workers with skewed clocks share one bucket.
-if redis.replicate_commands then redis.replicate_commands() end
-local op = ARGV[1]
-local max = tonumber(ARGV[2])
-local per = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at', 'until')
-local tokens = tonumber(state[1]) or max
-local at = tonumber(state[2]) or now
-local blocked = tonumber(state[3]) or 0
--- A failover onto a server whose clock is behind: no refill until it catches up. Nor during a
--- back-off: it ends with the bucket empty, so entries start again at the limit's pace, not `max` at once.
-local refillFrom = math.max(at, math.min(blocked, now))
-if now > refillFrom then
-  tokens = math.min(max, tokens + (now - refillFrom) * max / per)
-end
-if now > at then at = now end
-
-local granted = 0
-local wait = 0
-if op == 'take' then
-  if now < blocked then
-    wait = blocked - now
-  else
-    local chunk = math.max(1, math.min(n, math.floor(max / 20)))
-    if tokens >= chunk then
-      granted = math.min(n, math.floor(tokens))
-      tokens = tokens - granted
-    else
-      wait = math.ceil((chunk - tokens) * per / max)
-    end
-  end
-elseif op == 'refund' then
-  -- Tokens taken before a back-off and given back during it would all be there when it ends.
-  if now >= blocked then tokens = math.min(max, tokens + n) end
-elseif op == 'backoff' then
-  blocked = math.max(blocked, now + n)
-  tokens = 0
-  wait = n
-else
-  return redis.error_reply('ERR unknown rate-limit op ' .. tostring(op))
-end
-
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', at, 'until', blocked)
--- Idle for two periods (past any back-off), the bucket is full again: the key may go.
-redis.call('PEXPIRE', KEYS[1], math.max(blocked - now, 0) + 2 * per)
+-- The token bucket of one handler's `extras.rateLimit` (token-bucket.lua, put in front of this
+-- file with redis-now.lua by the loader).
+-- KEYS[1] the bucket. ARGV: op ('take' | 'refund' | 'backoff'), max, per (ms), n.
+-- Reply {granted, wait ms} (token-bucket.lua says what each op answers).
+local granted, wait = tokenBucket(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), redisNowMs())
+if granted == nil then return wait end
 return {granted, wait}

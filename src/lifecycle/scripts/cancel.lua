@@ -13,11 +13,9 @@
 -- Returns { previous: 'held' | 'waiting' | 'pending' | 'done' | 'gone', dead letter id or '' }
 -- ('pending': some group had it pending, running or not; 'done' and 'gone': nothing was changed)
 
-if redis.replicate_commands then redis.replicate_commands() end
 local stream, dead, schedule, bodies, recurring, marker = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local id, reason, isStreamId = ARGV[1], ARGV[2], ARGV[3] == '1'
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = redisNowMs()
 
 -- The header of dead-letter-format.ts, in its order, then the entry's fields.
 local function deadLetter(group, consumer, deliveries, fields)

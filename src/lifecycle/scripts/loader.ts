@@ -1,9 +1,10 @@
 import type { RedisClient } from '../../redis/connection.js';
-import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
+import { LuaScripts, REDIS_NOW, type LuaScript } from '../../redis/lua-scripts.js';
 
 /**
  * The entry-lifecycle Lua scripts, each in its own `.lua` file next to this loader, registered by
- * the one Lua loader (redis/lua-scripts.ts). Every key they touch is in KEYS.
+ * the one Lua loader (redis/lua-scripts.ts), which puts Redis' clock (`REDIS_NOW`) in front of the
+ * script that reads it. Every key they touch is in KEYS.
  */
 
 const SCRIPTS = {
@@ -11,7 +12,7 @@ const SCRIPTS = {
   nrsFindDeadLetter: { file: 'find-dead-letter.lua', numberOfKeys: 1 },
   nrsWriteRecord: { file: 'write-record.lua', numberOfKeys: 2 },
   nrsReadRecord: { file: 'read-record.lua', numberOfKeys: 2 },
-  nrsCancel: { file: 'cancel.lua', numberOfKeys: 6 },
+  nrsCancel: { file: 'cancel.lua', numberOfKeys: 6, fragments: [REDIS_NOW] },
 } as const satisfies Record<string, LuaScript>;
 
 /** One group's row of entry-status.lua: group, last-delivered id, consumer ('' when not pending), idle ms and deliveries (-1 when not pending). */

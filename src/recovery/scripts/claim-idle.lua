@@ -32,19 +32,7 @@ for i = 1, n do
   elseif tonumber(row[3]) < minIdle then
     results[i] = { id, 'not_due', '' }
   else
-    local claimed
-    if count == '' then
-      claimed = redis.call('XCLAIM', stream, group, claimer, 0, id)
-    else
-      claimed = redis.call('XCLAIM', stream, group, claimer, 0, id, 'RETRYCOUNT', count)
-    end
-    -- Redis 7.0+ leaves a deleted entry out (and drops its PEL ref); 6.2 answers nil for it.
-    local entry = claimed[1]
-    if entry and entry[2] then
-      results[i] = { id, 'claimed', entry[2] }
-    else
-      results[i] = { id, 'deleted', '' }
-    end
+    results[i] = claimEntry(stream, group, claimer, id, count ~= '' and count or nil)
   end
 end
 return results

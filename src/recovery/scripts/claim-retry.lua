@@ -31,13 +31,7 @@ for i = 1, n do
   if refused then
     results[i] = refused
   else
-    local claimed = redis.call('XCLAIM', stream, group, claimer, 0, id)
-    local entry = claimed[1]
-    if entry and entry[2] then
-      results[i] = { id, 'claimed', entry[2] }
-    else
-      results[i] = { id, 'deleted', '' }
-    end
+    results[i] = claimEntry(stream, group, claimer, id)
   end
 end
 return results

@@ -23,9 +23,6 @@
 -- Returns one row per id handled: { id, status, dead-letter id or error text or '', owner or '', deliveries }
 -- status: moved | tombstone | not_pending | not_owner | below_min_deliveries | not_idle | too_large | failed
 
--- Redis 6.2: TIME is non-deterministic, so writes after it need effects replication (7.0: always on).
-if redis.replicate_commands then redis.replicate_commands() end
-
 local source, dead = KEYS[1], KEYS[2]
 local group, expectedOwner = ARGV[1], ARGV[2]
 local minDeliveries, minIdle = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -56,8 +53,7 @@ end
 -- Most arguments one redis.call may get from unpack() (Lua 5.1 LUAI_MAXCSTACK is 8000), with margin.
 local MAX_XADD_ARGS = 7900
 
-local time = redis.call('TIME')
-local now = time[1] .. string.format('%03d', math.floor(tonumber(time[2]) / 1000))
+local now = string.format('%d', redisNowMs())
 
 local results = {}
 for i = 1, n do

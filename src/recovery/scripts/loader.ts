@@ -1,24 +1,29 @@
 import type { RedisClient } from '../../redis/connection.js';
-import { LuaScripts, type LuaScript } from '../../redis/lua-scripts.js';
+import { LuaScripts, REDIS_NOW, type LuaScript } from '../../redis/lua-scripts.js';
 
 /**
  * The recovery Lua scripts, each in its own `.lua` file next to this loader, each preceded by the
  * shared prelude `pending-checks.lua` (the owner and idle checks), registered by the one Lua
- * loader (redis/lua-scripts.ts). Every key a script touches is passed in KEYS.
+ * loader (redis/lua-scripts.ts), which also puts the fragments a script names in front of it (the
+ * claim both claim scripts make, `claim-entry.lua`; Redis' clock, `REDIS_NOW`). Every key a script
+ * touches is passed in KEYS.
  *
  * The wrappers return the scripts' raw rows; the typed functions in `../*.ts` interpret them.
  */
 
 type Row = (string | number)[];
 
+/** The XCLAIM of an entry and the row it makes, written once for both claim scripts. */
+const CLAIM_ENTRY = ['claim-entry.lua'] as const;
+
 const SCRIPTS = {
-  nrsDeadLetter: { file: 'dead-letter.lua', numberOfKeys: 2 },
+  nrsDeadLetter: { file: 'dead-letter.lua', numberOfKeys: 2, fragments: [REDIS_NOW] },
   nrsClaimIfOwned: { file: 'claim-if-owned.lua', numberOfKeys: 1 },
   nrsReapConsumers: { file: 'reap-consumers.lua' },
   nrsRedrive: { file: 'redrive.lua', numberOfKeys: 2 },
   nrsReleaseForRetry: { file: 'release-for-retry.lua' },
-  nrsClaimRetry: { file: 'claim-retry.lua', numberOfKeys: 1 },
-  nrsClaimIdle: { file: 'claim-idle.lua', numberOfKeys: 1 },
+  nrsClaimRetry: { file: 'claim-retry.lua', numberOfKeys: 1, fragments: CLAIM_ENTRY },
+  nrsClaimIdle: { file: 'claim-idle.lua', numberOfKeys: 1, fragments: CLAIM_ENTRY },
 } as const satisfies Record<string, LuaScript>;
 
 /** The commands `defineCommand` adds to a client; argument order is documented in each `.lua` file. */
