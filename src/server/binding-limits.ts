@@ -1,5 +1,5 @@
 import type { GlobalPermits } from '../flow/global-permits.js';
-import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
+import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
 
 /** A binding's shared limits (one object for every partition of a pattern in one group; server-flow.ts builds them). */
 export interface BindingLimits {
@@ -18,8 +18,14 @@ export type LimitsGrant = { readonly granted: number } & ({ readonly short?: und
  * first, at most `permitRoom` (what this worker may hold), then rate-limit tokens for those; what
  * one of them refused of the other's grant goes back. A token request that fails gives the permits
  * just taken back before it throws: kept, they would be renewed for good and stop the handler.
+ * `takeTokens`: where the tokens come from (a reader's read-tokens.ts), else the bucket itself.
  */
-export async function grantFromLimits(limits: BindingLimits, wanted: number, permitRoom: number): Promise<LimitsGrant> {
+export async function grantFromLimits(
+  limits: BindingLimits,
+  wanted: number,
+  permitRoom: number,
+  takeTokens?: (count: number) => Promise<TokenGrant>,
+): Promise<LimitsGrant> {
   let granted = wanted;
   const { permits, rate } = limits;
   if (permits !== undefined) {
@@ -28,9 +34,9 @@ export async function grantFromLimits(limits: BindingLimits, wanted: number, per
     if (granted === 0) return { granted, short: 'permits' };
   }
   if (rate === undefined) return { granted };
-  let tokens: { granted: number; waitMs: number };
+  let tokens: TokenGrant;
   try {
-    tokens = await rate.take(granted);
+    tokens = await (takeTokens === undefined ? rate.take(granted) : takeTokens(granted));
   } catch (error) {
     permits?.release(granted);
     throw error;

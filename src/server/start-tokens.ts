@@ -8,6 +8,11 @@ import { EntryState, type InFlightEntry, type StreamBinding } from './in-flight.
  */
 const FRESH_SHARE_OF_PER = 50;
 
+/** How long a rate-limit token taken at some time serves a start: a fiftieth of the limit's `per`. */
+export function freshTokenMs(rate: SharedRateLimit): number {
+  return rate.limit.perMs / FRESH_SHARE_OF_PER;
+}
+
 /** A read whose entries were still queued when it was handed to the lanes: its entries by admission number. */
 interface QueuedRead {
   /** performance.now() at which its tokens are no longer fresh. */
@@ -40,7 +45,7 @@ export class LateStarts {
     private readonly rate: SharedRateLimit,
     private readonly binding: StreamBinding,
   ) {
-    this.freshMs = rate.limit.perMs / FRESH_SHARE_OF_PER;
+    this.freshMs = freshTokenMs(rate);
   }
 
   /**

@@ -11,9 +11,10 @@ import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
 import { grantFromLimits, refundTokens, returnGrant, type BindingLimits } from './binding-limits.js';
 import { LateStarts } from './start-tokens.js';
+import { ReadTokens } from './read-tokens.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
-import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
+import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
 import { patternStreamOf } from './handled-stream.js';
 import { PERMIT_RETRY_MS } from './server-flow.js';
 
@@ -58,6 +59,9 @@ export class StreamReader {
   private readonly priorities: PriorityRead | undefined;
   /** A rate-limited (not batch) binding's read entries whose tokens go stale before they start (start-tokens.ts). */
   private readonly lateStarts: LateStarts | undefined;
+  /** Its tokens, taken for several reads at once while they keep being used (read-tokens.ts); with `lateStarts` only. */
+  private readonly readTokens: ReadTokens | undefined;
+  private readonly takeReadTokens: ((count: number) => Promise<TokenGrant>) | undefined;
 
   constructor(
     readonly group: string,
@@ -72,6 +76,10 @@ export class StreamReader {
     this.limited = StreamReader.limitedBindingOf(bindings);
     const rate = this.limited?.limits?.rate;
     this.lateStarts = rate === undefined || this.limited === undefined || this.limited.batch !== undefined ? undefined : new LateStarts(rate, this.limited);
+    // Tokens served from an earlier take are older than the read: only where late starters get fresh ones.
+    this.readTokens = rate === undefined || this.lateStarts === undefined ? undefined : new ReadTokens(rate);
+    const readTokens = this.readTokens;
+    this.takeReadTokens = readTokens === undefined ? undefined : (count) => readTokens.take(count);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
@@ -147,6 +155,7 @@ export class StreamReader {
       this.host.logger.error(`reader of group "${this.group}" stopped: ${errorMessage(error)}`);
     } finally {
       this.lateStarts?.stop();
+      this.readTokens?.giveBack();
     }
   }
 
@@ -285,8 +294,9 @@ export class StreamReader {
     let failure: { error: unknown } | undefined;
     try {
       await this.untilConnected();
-      const takenAt = performance.now();
+      let takenAt = performance.now();
       ({ granted, wait } = await this.grantFrom(binding, limits, count));
+      if (this.readTokens !== undefined) takenAt = this.readTokens.servedTakenAt;
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
         this.mustBeConnected();
@@ -305,6 +315,8 @@ export class StreamReader {
       this.host.slots.unreserveRead(count, bytes);
       // A read sent and unanswered keeps its tokens: it may have run.
       returnGrant(limits, granted - admitted, sent && failure !== undefined);
+      // Short or failed: the tokens left for further reads go back too.
+      if (granted > 0 && (admitted < granted || failure !== undefined)) this.readTokens?.giveBack();
     }
     if (failure !== undefined) {
       await this.recover(failure.error);
@@ -346,7 +358,7 @@ export class StreamReader {
    * then asks again.
    */
   private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<{ granted: number; wait?: () => Promise<void> }> {
-    const grant = await grantFromLimits(limits, wanted, this.permitRoom(binding, limits, wanted));
+    const grant = await grantFromLimits(limits, wanted, this.permitRoom(binding, limits, wanted), this.takeReadTokens);
     if (grant.short === 'permits') {
       const permits = limits.permits as GlobalPermits;
       return { granted: 0, wait: () => this.waitUntil(PERMIT_RETRY_MS, (wake) => permits.onNextRelease(wake)) };

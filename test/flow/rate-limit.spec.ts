@@ -77,6 +77,23 @@ class TenantsOnlyController {
   }
 }
 
+const roomyStarts: Array<{ n: number; deliveryCount: number }> = [];
+const ROOMY_MAX = 100_000;
+
+/** A limit a backlog never reaches, alone in its group (its reader's commands are all the server sees). */
+@Controller()
+class RoomyController {
+  @EventPattern<string>('roomy', { group: 'roomy', rateLimit: { max: ROOMY_MAX, per: 'PT1H' } })
+  onRoomy(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): void {
+    roomyStarts.push({ n: data.n, deliveryCount: ctx.getDeliveryCount() });
+  }
+}
+
+/** Calls of each command Redis ran so far (INFO commandstats). */
+async function commandCalls(redis: { info(section: string): Promise<string> }): Promise<Map<string, number>> {
+  return new Map([...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)].map((match) => [match[1] as string, Number(match[2])]));
+}
+
 /** The CLIENT LIST lines of connections blocked in `command`. */
 async function blockedIn(redis: { client(subcommand: 'LIST'): Promise<unknown> }, command: string): Promise<string[]> {
   return String(await redis.client('LIST'))
@@ -96,6 +113,7 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     starts.length = 0;
     limitedErrors.length = 0;
     tenantStarts.length = 0;
+    roomyStarts.length = 0;
   });
 
   it('three workers together start at most max per period (plus the full bucket at first), each entry once, nothing lost', async () => {
@@ -124,6 +142,27 @@ describe('extras.rateLimit: one token bucket in Redis for every worker of the gr
     expect((times[times.length - 1] as number) - (times[0] as number)).toBeGreaterThanOrEqual(((published - MAX) / MAX) * PER_MS - STAMP_SLACK_MS);
     // Shared, not per worker: more than one worker took part.
     expect(new Set(starts.map((s) => s.consumer)).size).toBeGreaterThan(1);
+  });
+
+  it('a backlog under a limit it never reaches: tokens for several reads per script call, each entry once, the tokens not used given back', async () => {
+    const published = 3_000;
+    const adds = [];
+    for (let n = 0; n < published; n++) adds.push(xaddEvent(redis.client, 'roomy', 'roomy', { n }));
+    await Promise.all(adds);
+    await redis.client.config('RESETSTAT');
+    running.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'w20', blockMs: 5_000, readBatch: 50 }, [RoomyController]));
+    await waitFor(() => roomyStarts.length === published, `${published} handled`, { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'roomy', 'roomy')) === 0, 'every entry acked');
+    expect(new Set(roomyStarts.map((s) => s.n)).size).toBe(published);
+    expect(roomyStarts.every((s) => s.deliveryCount === 1)).toBe(true);
+    const calls = await commandCalls(redis.client);
+    const reads = calls.get('xreadgroup') ?? 0;
+    const scripts = (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
+    // 60 full reads of 50: one take per read would be 60 script calls; doubling takes make ~10.
+    expect(reads).toBeGreaterThanOrEqual(published / 50);
+    expect(scripts).toBeLessThan(reads / 3);
+    // What the last takes left went back with the short read: the bucket lacks only the entries started.
+    expect(Math.floor(Number(await redis.client.hget(rateLimitKey('roomy', 'roomy'), 'tokens')))).toBeGreaterThanOrEqual(ROOMY_MAX - published);
   });
 
   it('the bucket lives on Redis\' clock and expires when idle', async () => {
