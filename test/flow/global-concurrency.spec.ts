@@ -43,6 +43,22 @@ class PlentifulController {
   }
 }
 
+const BOUND = 10;
+let boundRunning = 0;
+let boundMostRunning = 0;
+const boundHandled: Array<{ n: number; consumer: string; deliveryCount: number; at: number }> = [];
+@Controller()
+class BoundController {
+  @EventPattern<string>('bound', { globalConcurrency: BOUND })
+  async onBound(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    boundRunning++;
+    boundMostRunning = Math.max(boundMostRunning, boundRunning);
+    await sleep(20);
+    boundRunning--;
+    boundHandled.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount(), at: performance.now() });
+  }
+}
+
 /** Handlers whose permits another worker holds for good: each reader asks again every PERMIT_RETRY_MS. */
 const STARVED = 20;
 @Controller()
@@ -74,6 +90,9 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     handled.length = 0;
     running = 0;
     mostRunning = 0;
+    boundHandled.length = 0;
+    boundRunning = 0;
+    boundMostRunning = 0;
   });
 
   it('three workers of concurrency 10 run at most 3 handlers at once, all entries once, permits all given back', async () => {
@@ -176,6 +195,65 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     const reads = Number(/cmdstat_xreadgroup:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0);
     // Ten reads of 100, and one that finds the stream drained (then XREAD BLOCK waits, longer than this test).
     expect(reads).toBe(11);
+  });
+
+  it('a backlog under a limit never reached: the permits of settled entries serve the next reads, few script calls, all given back once idle', async () => {
+    await redis.client.flushall();
+    plentifulHandled = 0;
+    const entries = 3_000;
+    const adding = redis.client.multi();
+    for (let n = 0; n < entries; n++) adding.xadd('plentiful', '*', 'pattern', 'plentiful', 'data', JSON.stringify({ n }));
+    await adding.exec();
+    await redis.client.config('RESETSTAT');
+    servers.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'c9', blockMs: 30_000, readBatch: 50, recovery: false }, [PlentifulController]));
+    await waitFor(() => plentifulHandled === entries, `${entries} handled`, { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'plentiful', 'g')) === 0, 'every entry acked');
+    const stats = await redis.client.info('commandstats');
+    const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    const reads = calls('xreadgroup');
+    const scripts = calls('evalsha') + calls('eval');
+    // 60 full reads of 50: an acquire per read and a release per turn would be ~120 script calls.
+    expect(reads).toBeGreaterThanOrEqual(entries / 50);
+    expect(scripts, `${scripts} script calls for ${reads} reads`).toBeLessThan(reads / 2);
+    // The short read at the end gave the spares back; the last entries' permits went back after them.
+    const plentifulHeld = async () => ((await redis.client.hvals(permitKeys('plentiful', 'g').holders)) as string[]).reduce((sum, count) => sum + Number(count), 0);
+    await waitFor(async () => (await plentifulHeld()) === 0, 'every permit given back', { timeout: 5_000 });
+  });
+
+  it('a limit that binds two workers: the one that found permits plenty (spares kept) does not starve the other, at most n held, each entry once', async () => {
+    await redis.client.flushall();
+    const entries = 300;
+    const adding = redis.client.multi();
+    for (let n = 0; n < entries; n++) adding.xadd('bound', '*', 'pattern', 'bound', 'data', JSON.stringify({ n }));
+    await adding.exec();
+    const boundHeld = async () => ((await redis.client.hvals(permitKeys('bound', 'g').holders)) as string[]).reduce((sum, count) => sum + Number(count), 0);
+    const options = { connection: redis.server.url, group: 'g', blockMs: 200, recovery: false } as const;
+    // 4 of 10 held by all at its acquires: plenty, so the first worker keeps its settled entries' permits as spares.
+    servers.push(await startServer({ ...options, consumer: 'small', concurrency: 4, prefetch: 4 }, [BoundController]));
+    await waitFor(() => boundHandled.length >= 20, 'the first worker busy');
+    // The second wants all ten: the limit binds.
+    servers.push(await startServer({ ...options, consumer: 'large', concurrency: 10, prefetch: 10 }, [BoundController]));
+    let mostHeld = 0;
+    await waitFor(
+      async () => {
+        mostHeld = Math.max(mostHeld, await boundHeld());
+        return boundHandled.length === entries;
+      },
+      `${entries} handled`,
+      { timeout: 30_000, interval: 5 },
+    );
+    await waitFor(async () => (await pendingCount(redis.client, 'bound', 'g')) === 0, 'every entry acked');
+    expect(boundMostRunning).toBeLessThanOrEqual(BOUND);
+    expect(mostHeld).toBeLessThanOrEqual(BOUND);
+    expect(new Set(boundHandled.map((h) => h.n)).size).toBe(entries);
+    expect(boundHandled.every((h) => h.deliveryCount === 1)).toBe(true);
+    // Once both ran, the second had what the first left: 6 of 10 at once; starved, it would have ~none.
+    const firstOfLarge = boundHandled.findIndex((h) => h.consumer === 'large');
+    expect(firstOfLarge).toBeGreaterThanOrEqual(0);
+    const afterBoth = boundHandled.slice(firstOfLarge);
+    const byLarge = afterBoth.filter((h) => h.consumer === 'large').length;
+    expect(byLarge, `${byLarge} of ${afterBoth.length} by the second worker`).toBeGreaterThan(afterBoth.length * 0.4);
+    await waitFor(async () => (await boundHeld()) === 0, 'every permit given back', { timeout: 5_000 });
   });
 
   it('close() gives back the permits of entries it hands off', async () => {
