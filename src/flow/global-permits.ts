@@ -5,6 +5,13 @@ import type { ResolvedGlobalConcurrency } from './flow-options.js';
 import { flowScripts } from './scripts/loader.js';
 
 /**
+ * How long after this worker's last acquire its spare permits may serve reads: what that acquire
+ * told of the permits held by all (plenty or scarce) is at most this old when a spare is used, and
+ * spares unused this long go back. A starved reader asks again as often (PERMIT_RETRY_MS).
+ */
+export const SPARE_PERMIT_MS = 100;
+
+/**
  * One worker's share of a handler's `extras.globalConcurrency` (permits.lua): permits taken before
  * a read, one per entry read, given back as the entries settle (summed per event-loop turn, one
  * call for all). While it holds any, the worker renews its lease every third of it, and the
@@ -13,12 +20,24 @@ import { flowScripts } from './scripts/loader.js';
  * failover to a replica that missed writes) is set right within a third of the lease, or once the
  * worker holds none. A worker that dies stops renewing and its permits come back to the group
  * when the lease runs out.
+ *
+ * While permits are plenty, those of settled entries stay with the worker as spares and serve its
+ * next reads without a call (a release then an acquire each read cost the worker more CPU than
+ * Redis). Spares are held permits: counted in Redis, renewed, freed at the lease's end if the worker
+ * dies. They go back when permits are scarce, when the reader finds no backlog (`giveBackSpares`),
+ * `SPARE_PERMIT_MS` after the last acquire (so the worker learns within that time whether others
+ * now want them), and at close.
  */
 export class GlobalPermits {
   private readonly keys: PermitKeys;
   /** Permits this worker holds, including those queued to go back (`releasing`) until they are sent. */
   private held = 0;
   private releasing = 0;
+  /** Held permits no entry or read uses, kept for the next read while permits are plenty. */
+  private spare = 0;
+  private spareTimer: NodeJS.Timeout | undefined;
+  /** performance.now() of the last acquire's reply: when `heldByAll` was learnt. */
+  private acquiredAt = Number.NEGATIVE_INFINITY;
   private flushQueued = false;
   /** Acquires sent and not answered: a renewal then cannot know the count, so it only extends the lease. */
   private acquiring = 0;
@@ -41,9 +60,23 @@ export class GlobalPermits {
     this.keys = permitKeys(stream, group);
   }
 
-  /** Takes up to `wanted` free permits; resolves how many it got (0: all are held elsewhere). */
+  /** Takes up to `wanted` free permits, spares first; resolves how many it got (0: all are held elsewhere). */
   async acquire(wanted: number): Promise<number> {
     if (wanted <= 0) return 0;
+    if (this.spare > 0 && performance.now() >= this.acquiredAt + SPARE_PERMIT_MS) this.giveBackSpares();
+    const served = Math.min(wanted, this.spare);
+    this.spare -= served;
+    if (served === wanted) return served;
+    try {
+      return served + (await this.acquireFromRedis(wanted - served));
+    } catch (error) {
+      // Not handed out: back to the spares, or to Redis when they are scarce.
+      this.release(served);
+      throw error;
+    }
+  }
+
+  private async acquireFromRedis(wanted: number): Promise<number> {
     const { holders, leases } = this.keys;
     this.acquiring++;
     let reply: [number, number];
@@ -54,22 +87,65 @@ export class GlobalPermits {
     }
     const count = Number(reply[0]);
     this.heldByAll = Number(reply[1]);
+    this.acquiredAt = performance.now();
     this.held += count;
     if (this.held > 0) this.renewWhileHeld();
+    if (this.spare > 0) {
+      if (this.scarce()) this.giveBackSpares();
+      else this.giveBackSparesWhenStale();
+    }
     return count;
   }
 
-  /** Gives back `count` permits, in one call with the others released this turn. */
+  /**
+   * Gives back `count` permits: kept as spares while permits are plenty and the last acquire is
+   * recent, else to Redis in one call with the others released this turn.
+   */
   release(count: number): void {
-    const giving = Math.min(count, this.held - this.releasing);
+    const giving = Math.min(count, this.held - this.releasing - this.spare);
     if (giving <= 0) return;
-    this.releasing += giving;
+    if (!this.closed && !this.scarce() && performance.now() < this.acquiredAt + SPARE_PERMIT_MS) {
+      this.spare += giving;
+      if (this.spareTimer === undefined) this.giveBackSparesWhenStale();
+      if (this.releaseWaiters.size > 0) this.wakeReleaseWaiters();
+      return;
+    }
+    this.queueRelease(giving);
+  }
+
+  /** The spares go back to Redis (the reader found no backlog, or they are stale or scarce). */
+  giveBackSpares(): void {
+    if (this.spareTimer !== undefined) clearTimeout(this.spareTimer);
+    this.spareTimer = undefined;
+    const spare = this.spare;
+    this.spare = 0;
+    this.queueRelease(spare);
+  }
+
+  private queueRelease(count: number): void {
+    if (count <= 0) return;
+    this.releasing += count;
     if (this.flushQueued) return;
     this.flushQueued = true;
     setImmediate(() => {
       this.flushQueued = false;
       this.lastRelease = this.flush();
     });
+  }
+
+  /** Unused past `SPARE_PERMIT_MS` after the last acquire, the spares go back by themselves (re-armed by each acquire). */
+  private giveBackSparesWhenStale(): void {
+    if (this.spareTimer !== undefined) clearTimeout(this.spareTimer);
+    this.spareTimer = setTimeout(() => {
+      this.spareTimer = undefined;
+      this.giveBackSpares();
+    }, Math.max(0, this.acquiredAt + SPARE_PERMIT_MS - performance.now()));
+    this.spareTimer.unref();
+  }
+
+  /** Half or more of the permits were held by all at this worker's last acquire (scarce before the first). */
+  private scarce(): boolean {
+    return this.heldByAll * 2 >= this.limit.max;
   }
 
   /**
@@ -80,8 +156,8 @@ export class GlobalPermits {
    * left under `concurrency`.
    */
   roomHere(concurrency: number, plenty: number): number {
-    const scarce = this.heldByAll * 2 >= this.limit.max;
-    return Math.max(0, (scarce ? concurrency : Math.max(concurrency, plenty)) - this.held);
+    // Spares count as room: a read takes them first.
+    return Math.max(0, (this.scarce() ? concurrency : Math.max(concurrency, plenty)) - (this.held - this.spare));
   }
 
   /**
@@ -99,6 +175,9 @@ export class GlobalPermits {
   async close(): Promise<void> {
     this.closed = true;
     this.stopRenewing();
+    if (this.spareTimer !== undefined) clearTimeout(this.spareTimer);
+    this.spareTimer = undefined;
+    this.spare = 0;
     this.releasing = this.held;
     await this.lastRelease;
     await this.flush();

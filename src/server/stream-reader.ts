@@ -315,8 +315,11 @@ export class StreamReader {
       this.host.slots.unreserveRead(count, bytes);
       // A read sent and unanswered keeps its tokens: it may have run.
       returnGrant(limits, granted - admitted, sent && failure !== undefined);
-      // Short or failed: the tokens left for further reads go back too.
-      if (granted > 0 && (admitted < granted || failure !== undefined)) this.readTokens?.giveBack();
+      // Short or failed: the tokens left for further reads and the spare permits go back too.
+      if (granted > 0 && (admitted < granted || failure !== undefined)) {
+        this.readTokens?.giveBack();
+        limits.permits?.giveBackSpares();
+      }
     }
     if (failure !== undefined) {
       await this.recover(failure.error);

@@ -43,6 +43,32 @@ class PlentifulController {
   }
 }
 
+const BOUND = 30;
+const BOUND_ENTRIES = 900;
+let boundRunning = 0;
+let boundMostRunning = 0;
+const boundRunningBy = new Map<string, number>();
+const boundMostRunningBy = new Map<string, number>();
+const boundHandled: Array<{ n: number; consumer: string; deliveryCount: number; at: number }> = [];
+@Controller()
+class BoundController {
+  @EventPattern<string>('bound', { globalConcurrency: BOUND })
+  async onBound(@Payload() data: { n: number }, @Ctx() ctx: RedisStreamsContext): Promise<void> {
+    const consumer = ctx.getConsumer();
+    boundRunning++;
+    boundMostRunning = Math.max(boundMostRunning, boundRunning);
+    boundRunningBy.set(consumer, (boundRunningBy.get(consumer) ?? 0) + 1);
+    // Counted while the stream still has entries no worker read (fewer in hand than two full prefetches): both want permits.
+    if (boundHandled.length < BOUND_ENTRIES - 2 * BOUND) {
+      boundMostRunningBy.set(consumer, Math.max(boundMostRunningBy.get(consumer) ?? 0, boundRunningBy.get(consumer) as number));
+    }
+    await sleep(20);
+    boundRunning--;
+    boundRunningBy.set(consumer, (boundRunningBy.get(consumer) as number) - 1);
+    boundHandled.push({ n: data.n, consumer: ctx.getConsumer(), deliveryCount: ctx.getDeliveryCount(), at: performance.now() });
+  }
+}
+
 /** Handlers whose permits another worker holds for good: each reader asks again every PERMIT_RETRY_MS. */
 const STARVED = 20;
 @Controller()
@@ -74,6 +100,11 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     handled.length = 0;
     running = 0;
     mostRunning = 0;
+    boundHandled.length = 0;
+    boundRunning = 0;
+    boundMostRunning = 0;
+    boundRunningBy.clear();
+    boundMostRunningBy.clear();
   });
 
   it('three workers of concurrency 10 run at most 3 handlers at once, all entries once, permits all given back', async () => {
@@ -176,6 +207,62 @@ describe('extras.globalConcurrency: at most n entries of a handler in hand over 
     const reads = Number(/cmdstat_xreadgroup:calls=(\d+)/.exec(await redis.client.info('commandstats'))?.[1] ?? 0);
     // Ten reads of 100, and one that finds the stream drained (then XREAD BLOCK waits, longer than this test).
     expect(reads).toBe(11);
+  });
+
+  it('a backlog under a limit never reached: the permits of settled entries serve the next reads, few script calls, all given back once idle', async () => {
+    await redis.client.flushall();
+    plentifulHandled = 0;
+    const entries = 3_000;
+    const adding = redis.client.multi();
+    for (let n = 0; n < entries; n++) adding.xadd('plentiful', '*', 'pattern', 'plentiful', 'data', JSON.stringify({ n }));
+    await adding.exec();
+    await redis.client.config('RESETSTAT');
+    servers.push(await startServer({ connection: redis.server.url, group: 'g', consumer: 'c9', blockMs: 30_000, readBatch: 50, recovery: false }, [PlentifulController]));
+    await waitFor(() => plentifulHandled === entries, `${entries} handled`, { timeout: 20_000 });
+    await waitFor(async () => (await pendingCount(redis.client, 'plentiful', 'g')) === 0, 'every entry acked');
+    const stats = await redis.client.info('commandstats');
+    const calls = (command: string): number => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    const reads = calls('xreadgroup');
+    const scripts = calls('evalsha') + calls('eval');
+    // 60 full reads of 50: an acquire per read and a release per turn would be ~120 script calls.
+    expect(reads).toBeGreaterThanOrEqual(entries / 50);
+    expect(scripts, `${scripts} script calls for ${reads} reads`).toBeLessThan(reads / 2);
+    // The short read at the end gave the spares back; the last entries' permits went back after them.
+    const plentifulHeld = async () => ((await redis.client.hvals(permitKeys('plentiful', 'g').holders)) as string[]).reduce((sum, count) => sum + Number(count), 0);
+    await waitFor(async () => (await plentifulHeld()) === 0, 'every permit given back', { timeout: 5_000 });
+  });
+
+  it('a limit that binds two workers: the one that found permits plenty (spares kept) gives back what it cannot run, at most n held, each entry once', async () => {
+    await redis.client.flushall();
+    const entries = BOUND_ENTRIES;
+    const adding = redis.client.multi();
+    for (let n = 0; n < entries; n++) adding.xadd('bound', '*', 'pattern', 'bound', 'data', JSON.stringify({ n }));
+    await adding.exec();
+    const boundHeld = async () => ((await redis.client.hvals(permitKeys('bound', 'g').holders)) as string[]).reduce((sum, count) => sum + Number(count), 0);
+    const options = { connection: redis.server.url, group: 'g', blockMs: 200, recovery: false } as const;
+    // Alone, it holds what its prefetch holds (12 of 30 held by all at its acquires: plenty), spares kept; it runs 4 at once.
+    servers.push(await startServer({ ...options, consumer: 'small', concurrency: 4, prefetch: 12 }, [BoundController]));
+    await waitFor(() => boundHandled.length >= 20, 'the first worker busy');
+    // The second wants all 30: the limit binds, and the first's acquires now find permits scarce.
+    servers.push(await startServer({ ...options, consumer: 'large', concurrency: BOUND, prefetch: BOUND }, [BoundController]));
+    let mostHeld = 0;
+    await waitFor(
+      async () => {
+        mostHeld = Math.max(mostHeld, await boundHeld());
+        return boundHandled.length === entries;
+      },
+      `${entries} handled`,
+      { timeout: 30_000, interval: 5 },
+    );
+    await waitFor(async () => (await pendingCount(redis.client, 'bound', 'g')) === 0, 'every entry acked');
+    expect(boundMostRunning).toBeLessThanOrEqual(BOUND);
+    expect(mostHeld).toBeLessThanOrEqual(BOUND);
+    expect(new Set(boundHandled.map((h) => h.n)).size).toBe(entries);
+    expect(boundHandled.every((h) => h.deliveryCount === 1)).toBe(true);
+    // Scarce, the first keeps no more than its 4 handlers run, so the second gets up to 26 at once;
+    // were the first to keep its 12 (8 of them spares or queued), the second would never run more than 18.
+    expect(boundMostRunningBy.get('large') ?? 0).toBeGreaterThan(BOUND - 12);
+    await waitFor(async () => (await boundHeld()) === 0, 'every permit given back', { timeout: 5_000 });
   });
 
   it('close() gives back the permits of entries it hands off', async () => {
