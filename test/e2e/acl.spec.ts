@@ -14,6 +14,8 @@ import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { REDIS_STREAMS_CONNECTION, RedisStreamsModule, StreamInspectionService } from '../../src/index.js';
 import { removeDelayed } from '../../src/delayed/delayed-inspection.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startDashboardApp } from '../helpers/dashboard-app.js';
+import { ADAPTERS, getJson } from '../helpers/dashboard-http.js';
 import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli } from '../helpers/run-cli.js';
@@ -728,6 +730,23 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
         expect((await outcome(inspector.groups('orders')))?.message).toContain(refusal('operator'));
         expect((await outcome(inspector.stream('orders')))?.message).toContain(refusal('operator'));
         expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+      } finally {
+        await app.close();
+      }
+    }, 60_000);
+
+    it.each(ADAPTERS)("dashboard (%s): its reads answer 503 at once naming the rule, with no password and no node's address", async (adapter) => {
+      const app = await startDashboardApp(redis.cluster.urls[0]!, { streams: ['orders'] }, adapter, { connection: connection('operator'), worker: false });
+      try {
+        const started = Date.now();
+        const answers = [await getJson(app, 'overview'), await getJson(app, 'dead-letters', { stream: 'orders' })];
+        expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+        // Where the connection goes is masked: no dashboard answer carries a host or port.
+        const message = `cannot connect to Redis at ***: ${refusal('operator')}`;
+        expect(answers.map(({ status, body }) => ({ status, body }))).toEqual(Array.from({ length: 2 }, () => ({ status: 503, body: { statusCode: 503, error: 'Service Unavailable', message } })));
+        const text = JSON.stringify(answers.map(({ body }) => body));
+        expect(text).not.toContain(PASSWORDS.operator);
+        for (const node of redis.cluster.nodes) expect(text).not.toContain(String(node.port));
       } finally {
         await app.close();
       }
