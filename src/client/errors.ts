@@ -1,6 +1,7 @@
 import { NO_MESSAGE_HANDLER } from '../codec/reply.js';
 import { connectionErrorCode } from '../errors.js';
 import { errorMessage } from '../error-message.js';
+import { isConnectionDown, NOT_WRITEABLE } from '../redis/redis-unavailable.js';
 
 /** Nest's own text for "no handler", so callers can match it the same way on every transport. */
 export { NO_MESSAGE_HANDLER };
@@ -85,17 +86,9 @@ export class RedisStreamsPublishError extends Error {
   }
 }
 
-const NOT_WRITEABLE = "Stream isn't writeable and enableOfflineQueue options is false";
-
 function describeCause(cause: unknown): string {
   const message = errorMessage(cause);
   if (message === NOT_WRITEABLE) return 'the Redis connection is not ready (disconnected or reconnecting)';
   if (message === 'Command timed out') return 'Redis did not answer within commandTimeout';
   return message;
-}
-
-/** ioredis' errors of a command sent while the connection is down, or lost with it; they carry no code. */
-function isConnectionDown(cause: unknown): boolean {
-  const message = cause instanceof Error ? cause.message : undefined;
-  return message === NOT_WRITEABLE || message === 'Connection is closed.';
 }

@@ -3,7 +3,8 @@ import { StreamClaimer } from '../claim/stream-claimer.js';
 import { StreamInspector } from '../claim/stream-inspector.js';
 import type { RedisStreamsModuleOptions } from '../module/redis-streams-module.options.js';
 import { REDIS_STREAMS_CONNECTION, REDIS_STREAMS_MODULE_OPTIONS } from '../tokens.js';
-import type { RedisClient } from '../redis/connection.js';
+import { describeConnection, type RedisClient } from '../redis/connection.js';
+import { connectionSecrets, Redactor } from '../redaction.js';
 import { DeadLetterService } from '../recovery/dead-letter.service.js';
 import { listeningServers } from '../server/liveness.js';
 import type { ResolvedDashboardOptions } from './dashboard.options.js';
@@ -20,6 +21,12 @@ export class DashboardContext {
   readonly inspector: StreamInspector;
   readonly claimer: StreamClaimer;
   readonly deadLetters: DeadLetterService;
+  /**
+   * Cleans the errors an HTTP answer shows: of the connection's passwords, and of where it connects
+   * (a connection failure names it, `cannot connect to Redis at <where>: …`), since no answer
+   * carries the connection's URL, host or port (docs/dashboard.md). Logs keep the location.
+   */
+  readonly answerRedactor: Redactor;
 
   constructor(
     @Inject(REDIS_STREAMS_CONNECTION) readonly redis: RedisClient,
@@ -30,6 +37,7 @@ export class DashboardContext {
     this.claimer = new StreamClaimer(redis, moduleOptions);
     // The module's dead-letter key setting, as the servers RedisStreamsServerFactory builds use.
     this.deadLetters = new DeadLetterService(redis, moduleOptions.deadLetters ?? {});
+    this.answerRedactor = new Redactor([...connectionSecrets(redis), describeConnection(moduleOptions.connection)]);
   }
 
   /**

@@ -29,7 +29,7 @@ export class CsrfTokens {
     @Inject(REDIS_STREAMS_DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly context: DashboardContext,
   ) {
-    this.redactor = Redactor.for(context.redis);
+    this.redactor = context.answerRedactor;
   }
 
   async issue(now = Date.now()): Promise<string> {

@@ -59,7 +59,7 @@ export function dashboardController(options: ResolvedDashboardOptions): Type<unk
       private readonly bulk: DashboardBulk,
       private readonly history: StreamHistory,
     ) {
-      this.redactor = Redactor.for(context.redis);
+      this.redactor = context.answerRedactor;
     }
 
     @Get()

@@ -6,6 +6,7 @@ import type { RedisClient } from '../redis/connection.js';
 import type { ConsumerView, DelayedView, GroupView, StreamView } from './dashboard-views.js';
 import type { StreamTarget } from './stream-targets.js';
 import { errorMessage } from '../error-message.js';
+import { isRedisUnavailable } from '../redis/redis-unavailable.js';
 import { parseConsumers, parseGroups, parseStreamInfo } from '../claim/inspection-replies.js';
 import type { GroupInfo, StreamInfo } from '../claim/inspection.types.js';
 import { batchThisTick } from '../redis/tick-batching.js';
@@ -117,6 +118,8 @@ async function sampleKey(
   try {
     [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
   } catch (error) {
+    // Redis unreachable is no stream's error: the whole read fails, answered 503 naming why.
+    if (isRedisUnavailable(error)) throw error;
     const view = { ...empty, deadLetters: await deadLetters, delayed: await delayed };
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') return { view, partitionKeys: error.partitionKeys };
     return { view: { ...view, error: errorMessage(error) } };

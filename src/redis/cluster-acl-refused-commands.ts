@@ -32,6 +32,10 @@ type WaitingBatch = { send(): void; refuse(refusal: ClusterAclRefusalError): voi
  * command sent before the Cluster has its slot map waits in ioredis for the connect attempt
  * (`delayUntilReady`, an ioredis 6 internal, also wrapped here): that attempt's error is replaced by
  * the refusal it met.
+ *
+ * ioredis' deprecated `execBuffer()` needs nothing of its own: a MULTI's calls the instance's
+ * `exec` (the wrapped one) after queueing EXEC, and a plain pipeline's only queues an EXEC command
+ * and returns the pipeline, sending nothing (its `exec()` then sends, decided as above).
  */
 export function failCommandsOnClusterAclRefusal(client: RedisClient, failure: (refusal: ClusterAclRefusalError) => Error): () => void {
   if (!isClusterClient(client)) return () => undefined;

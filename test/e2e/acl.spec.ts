@@ -14,6 +14,8 @@ import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { REDIS_STREAMS_CONNECTION, RedisStreamsModule, StreamInspectionService } from '../../src/index.js';
 import { removeDelayed } from '../../src/delayed/delayed-inspection.js';
 import { startServer, type RunningServer } from '../fixtures/server-app.js';
+import { startDashboardApp } from '../helpers/dashboard-app.js';
+import { ADAPTERS, getJson } from '../helpers/dashboard-http.js';
 import { pendingCount } from '../helpers/stream-state.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli } from '../helpers/run-cli.js';
@@ -719,6 +721,32 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
       }
     }, 60_000);
 
+    it("module: the shared connection's multi().execBuffer() (ioredis' deprecated buffer exec) fails at once, naming the rule; a pipeline's execBuffer() sends nothing", async () => {
+      const app = await Test.createTestingModule({ imports: [RedisStreamsModule.forRoot({ connection: connection('operator') })] }).compile();
+      /** ioredis 6 has `execBuffer` on its pipelines at run time only (deprecated, untyped). */
+      type Buffered = { execBuffer(): unknown; exec(): Promise<unknown> };
+      try {
+        const shared = app.get<Redis>(REDIS_STREAMS_CONNECTION);
+        const started = Date.now();
+        const refused = shared.multi().hset('{orders}:delayed-buffered', 'n', '1') as unknown as Buffered;
+        expect((await outcome(refused.execBuffer() as Promise<unknown>))?.message).toContain(refusal('operator'));
+        // A plain pipeline's execBuffer() only queues an EXEC and returns the pipeline: nothing
+        // waits; its exec() is what sends, decided as a whole.
+        const pipeline = shared.pipeline().zcard('{orders}:delayed') as unknown as Buffered;
+        expect(pipeline.execBuffer()).toBe(pipeline);
+        expect((await outcome(pipeline.exec()))?.message).toContain(refusal('operator'));
+        expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+        // With the rule added, the same connection's execBuffer() runs its MULTI; the refused one never ran.
+        await onEveryNode((node) => node.call('ACL', 'SETUSER', 'operator', `+${rule}`));
+        const runs = () => (shared.multi().hset('{orders}:delayed-buffered-later', 'n', '1') as unknown as Buffered).execBuffer() as Promise<unknown>;
+        await waitFor(async () => (await runs().catch(() => undefined)) !== undefined, 'multi().execBuffer() once the rule is added');
+        expect(await shared.hget('{orders}:delayed-buffered-later', 'n')).toBe('1');
+        expect(await shared.exists('{orders}:delayed-buffered')).toBe(0);
+      } finally {
+        await app.close();
+      }
+    }, 60_000);
+
     it("module: with enableAutoPipelining, the shared connection's commands fail at once, naming the rule", async () => {
       const autoPipelined = { cluster: { ...connection('operator').cluster, options: { enableAutoPipelining: true } } };
       const app = await Test.createTestingModule({ imports: [RedisStreamsModule.forRoot({ connection: autoPipelined })] }).compile();
@@ -728,6 +756,23 @@ describe('ACL least privilege on a Redis Cluster: the documented rules plus the 
         expect((await outcome(inspector.groups('orders')))?.message).toContain(refusal('operator'));
         expect((await outcome(inspector.stream('orders')))?.message).toContain(refusal('operator'));
         expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+      } finally {
+        await app.close();
+      }
+    }, 60_000);
+
+    it.each(ADAPTERS)("dashboard (%s): its reads answer 503 at once naming the rule, with no password and no node's address", async (adapter) => {
+      const app = await startDashboardApp(redis.cluster.urls[0]!, { streams: ['orders'] }, adapter, { connection: connection('operator'), worker: false });
+      try {
+        const started = Date.now();
+        const answers = [await getJson(app, 'overview'), await getJson(app, 'dead-letters', { stream: 'orders' })];
+        expect(Date.now() - started).toBeLessThan(DEADLINE_MS / 2);
+        // Where the connection goes is masked: no dashboard answer carries a host or port.
+        const message = `cannot connect to Redis at ***: ${refusal('operator')}`;
+        expect(answers.map(({ status, body }) => ({ status, body }))).toEqual(Array.from({ length: 2 }, () => ({ status: 503, body: { statusCode: 503, error: 'Service Unavailable', message } })));
+        const text = JSON.stringify(answers.map(({ body }) => body));
+        expect(text).not.toContain(PASSWORDS.operator);
+        for (const node of redis.cluster.nodes) expect(text).not.toContain(String(node.port));
       } finally {
         await app.close();
       }

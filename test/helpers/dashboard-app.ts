@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { RedisStreamsDashboardModule, type RedisStreamsDashboardOptions } from '../../src/dashboard/index.js';
 import type { Redis } from 'ioredis';
 import { RedisStreamsModule } from '../../src/module/redis-streams.module.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
 import { DeadLetterService } from '../../src/recovery/dead-letter.service.js';
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 
@@ -62,21 +63,26 @@ export interface DashboardAppOptions {
   host?: string;
   /** The port (default: a free one). */
   port?: number;
+  /** The module's connection (the dashboard's), e.g. with a `commandTimeout` (default: `url`). */
+  connection?: RedisConnection;
+  /** Whether a RedisStreamsServer reads HANDLED_STREAM (default true; it needs Redis up at the start). */
+  worker?: boolean;
 }
 
 /**
- * A Nest HTTP app on a free loopback port with RedisStreamsModule (connection `url`), the
- * dashboard at `/streams` and a RedisStreamsServer whose handler reads HANDLED_STREAM (and, with
- * `partitioned`, another one reads PARTITIONED_STREAM's two partitions).
+ * A Nest HTTP app on a free loopback port with RedisStreamsModule (connection `url`, or the
+ * `connection` option), the dashboard at `/streams` and (unless `worker: false`) a
+ * RedisStreamsServer on `url` whose handler reads HANDLED_STREAM (and, with `partitioned`, another
+ * one reads PARTITIONED_STREAM's two partitions).
  */
 export async function startDashboardApp(
   url: string,
   dashboard: RedisStreamsDashboardOptions = {},
   adapter: 'express' | 'fastify' = 'express',
-  { partitioned = false, cors = false, prefix, host = '127.0.0.1', port = 0 }: DashboardAppOptions = {},
+  { partitioned = false, cors = false, prefix, host = '127.0.0.1', port = 0, connection = url, worker = true }: DashboardAppOptions = {},
 ): Promise<DashboardApp> {
   const controllers = partitioned ? [OrdersHandler, PartitionedHandler] : [OrdersHandler];
-  @Module({ imports: [RedisStreamsModule.forRoot({ connection: url }), RedisStreamsDashboardModule.forRoot(dashboard)], controllers })
+  @Module({ imports: [RedisStreamsModule.forRoot({ connection }), RedisStreamsDashboardModule.forRoot(dashboard)], controllers: worker ? controllers : [] })
   class AppModule {}
 
   const logger = new CapturingLogger();
@@ -84,8 +90,10 @@ export async function startDashboardApp(
   // Chromium keeps (and pre-opens) sockets that close() would wait for until the server's headersTimeout.
   const options = { logger, forceCloseConnections: true };
   const app = adapter === 'fastify' ? moduleRef.createNestApplication(new FastifyAdapter(), options) : moduleRef.createNestApplication(options);
-  const strategy = new RedisStreamsServer({ connection: url, group: 'billing', consumer: 'billing-1', blockMs: 200 });
-  app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+  if (worker) {
+    const strategy = new RedisStreamsServer({ connection: url, group: 'billing', consumer: 'billing-1', blockMs: 200 });
+    app.connectMicroservice({ strategy }, { inheritAppConfig: true });
+  }
   if (cors) app.enableCors({ origin: true, credentials: true });
   if (prefix !== undefined) app.setGlobalPrefix(prefix);
   await app.startAllMicroservices();
