@@ -10,6 +10,7 @@ import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { partitionIndexOf, partitionStreamKey } from '../../src/partitions/partition-keys.js';
 import { redisNow } from '../../src/redis/server-time.js';
+import { hourHalfADayAfter } from '../helpers/cron-far-from-now.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 const JOBS = Symbol('JOBS');
@@ -41,7 +42,9 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     const { scheduler } = moduleRef.get(Jobs);
     expect(scheduler).toBeInstanceOf(RedisStreamsScheduler);
     expect(await scheduler.schedule('jobs', { report: 'hourly' }, { every: 'PT1H', key: 'hourly' })).toBe('repeat:hourly');
-    expect(await scheduler.schedule('jobs', { report: 'nightly' }, { cron: '0 2 * * *', timezone: 'Europe/Berlin', key: 'nightly' })).toBe('repeat:nightly');
+    // About half a day from now: no run falls between the schedule and the clock read its next run is checked against.
+    const nightlyRule = { expression: `0 ${hourHalfADayAfter(await serverMs(), 'Europe/Berlin')} * * *`, timezone: 'Europe/Berlin' };
+    expect(await scheduler.schedule('jobs', { report: 'nightly' }, { cron: nightlyRule.expression, timezone: nightlyRule.timezone, key: 'nightly' })).toBe('repeat:nightly');
     // partitionKey puts the hold on another partition than repeat:<key> would: list and remove still find it.
     const pinned = partitionStreamKey('jobs', (partitionIndexOf('repeat:pinned', 4) + 1) % 4);
     const partitionKey = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => partitionStreamKey('jobs', partitionIndexOf(k, 4)) === pinned) as string;
@@ -54,7 +57,8 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
       hourly: partitionStreamKey('jobs', partitionIndexOf('repeat:hourly', 4)),
       nightly: partitionStreamKey('jobs', partitionIndexOf('repeat:nightly', 4)),
     });
-    // Soonest first (the nightly one may come before the hourly one, depending on the hour).
+    // Soonest first.
+    expect(listed.map((e) => e.key)).toEqual(['pinned', 'hourly', 'nightly']);
     expect(listed.map((e) => e.nextAt)).toEqual(listed.map((e) => e.nextAt).sort());
     const byKey = (key: string) => listed.find((e) => e.key === key);
     const [first, hourly, nightly] = [byKey('pinned'), byKey('hourly'), byKey('nightly')];
@@ -62,8 +66,8 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     expect(first?.fields).toContainEqual(['headers', JSON.stringify({ team: 'ops' })]);
     expect(hourly).toMatchObject({ every: 3_600_000, cron: null, data: { report: 'hourly' } });
     expect(Date.parse(hourly!.nextAt) - now).toBeGreaterThan(3_590_000);
-    const [nextNightly] = occurrencesAfter({ expression: '0 2 * * *', timezone: 'Europe/Berlin' }, now, 1);
-    expect(nightly).toMatchObject({ every: null, nextAt: new Date(nextNightly as number).toISOString(), cron: { expression: '0 2 * * *', timezone: 'Europe/Berlin' } });
+    const [nextNightly] = occurrencesAfter(nightlyRule, now, 1);
+    expect(nightly).toMatchObject({ every: null, nextAt: new Date(nextNightly as number).toISOString(), cron: nightlyRule });
 
     // Scheduling a key again (the next start-up) replaces the payload and keeps the schedule.
     await scheduler.schedule('jobs', { report: 'hourly', v: 2 }, { every: 'PT1H', key: 'hourly' });
