@@ -277,5 +277,7 @@ describe('top figures and units', () => {
 
   it('durations', () => {
     expect([850, 12_300, 245_000, 7_380_000, 273_600_000, null].map(formatDuration)).toEqual(['850ms', '12.3s', '4m05s', '2h03m', '3d04h', '-']);
+    // Just below a unit's end: still that unit, cut (a rounded 59_960 ms was `60.0s`, 999.6 ms `1000ms`).
+    expect([999.6, 9_999, 59_960, 3_599_999, 86_399_999].map(formatDuration)).toEqual(['999ms', '9.9s', '59.9s', '59m59s', '23h59m']);
   });
 });
