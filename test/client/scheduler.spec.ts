@@ -6,6 +6,7 @@ import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import { occurrencesAfter } from '../../src/delayed/cron-rule.js';
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { listRecurring } from '../../src/delayed/delayed-inspection.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { partitionIndexOf, partitionStreamKey } from '../../src/partitions/partition-keys.js';
@@ -118,6 +119,25 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     const byHand = new RedisStreamsScheduler(moduleRef.get<RedisStreamsClient>('REPORTS'));
     expect(await byHand.remove('reports', 'tick')).toBe(true);
     expect(await scheduler.list('reports')).toEqual([]);
+  });
+
+  it('entries due at the same ms are listed by hold id in byte order (Redis’ order, the dashboard’s), whatever the host’s locale', async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url, partitions: { ties: 2 } });
+    try {
+      const scheduler = new RedisStreamsScheduler(client);
+      const rule = { cron: `0 ${hourHalfADayAfter(await serverMs(), 'UTC')} * * *`, timezone: 'UTC' };
+      // A locale's collation puts a before B (and in Danish aa after z); bytes put B first.
+      for (const key of ['z', 'aa', 'a', 'B']) await scheduler.schedule('ties', { key }, { ...rule, key });
+      const listed = await scheduler.list('ties');
+      expect(new Set(listed.map((entry) => entry.nextAt)).size).toBe(1);
+      expect(listed.map((entry) => entry.key)).toEqual(['B', 'a', 'aa', 'z']);
+      // Each partition's own list, as its schedule holds them.
+      for (const stream of [partitionStreamKey('ties', 0), partitionStreamKey('ties', 1)]) {
+        expect((await listRecurring(redis.client, stream)).map((entry) => entry.hold)).toEqual(await redis.client.zrange(delayedKeys(stream).schedule, 0, -1));
+      }
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses bad input by name: the scheduler option, two schedulers under one token, pattern, key, options schedule() does not take', async () => {
