@@ -1,10 +1,13 @@
 /** Numbers for people: durations and rates as a terminal shows them. */
 
-/** 850 → `850ms`, 12_300 → `12.3s`, 245_000 → `4m05s`, 7_380_000 → `2h03m`, 273_600_000 → `3d04h`. */
+/**
+ * 850 → `850ms`, 12_300 → `12.3s`, 245_000 → `4m05s`, 7_380_000 → `2h03m`, 273_600_000 → `3d04h`.
+ * Every unit is cut, not rounded, as a clock shows time: rounded, 59_960 would show as `60.0s`.
+ */
 export function formatDuration(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || ms < 0) return '-';
-  if (ms < 1_000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
+  if (ms < 1_000) return `${Math.floor(ms)}ms`;
+  if (ms < 60_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
   const pair = (big: number, small: number, bigUnit: string, smallUnit: string) => `${big}${bigUnit}${String(small).padStart(2, '0')}${smallUnit}`;
   const seconds = Math.floor(ms / 1_000);
   if (seconds < 3_600) return pair(Math.floor(seconds / 60), seconds % 60, 'm', 's');

@@ -1,6 +1,7 @@
 import { lastValueFrom } from 'rxjs';
 import { WireField } from '../codec/wire-format.js';
 import { listRecurring, removeDelayed, type HeldCron, type RecurringEntry } from '../delayed/delayed-inspection.js';
+import { inDueOrder } from '../delayed/due-order.js';
 import { repeatHoldId, type RepeatOptions } from '../delayed/repeat-option.js';
 import { RedisStreamsOptionError } from '../errors.js';
 import { describe } from '../validation.js';
@@ -58,7 +59,7 @@ export class RedisStreamsScheduler {
     const perStream = await Promise.all(this.client.streamKeysOf(pattern).map((stream) => listRecurring(redis, stream)));
     return perStream
       .flat()
-      .sort((a, b) => a.dueAt.localeCompare(b.dueAt) || a.hold.localeCompare(b.hold))
+      .sort((a, b) => inDueOrder(dueOf(a), dueOf(b)))
       .map((entry) => scheduledEntry(pattern, entry));
   }
 
@@ -77,6 +78,11 @@ export class RedisStreamsScheduler {
     const removed = await Promise.all(this.client.streamKeysOf(pattern).map((stream) => removeDelayed(redis, stream, [hold])));
     return removed.some((result) => result.removed > 0);
   }
+}
+
+/** An entry's place in due order (its `dueAt` is its due ms written out). */
+function dueOf(entry: RecurringEntry): { dueMs: number; hold: string } {
+  return { dueMs: Date.parse(entry.dueAt), hold: entry.hold };
 }
 
 function scheduledEntry(pattern: string, entry: RecurringEntry): ScheduledEntry {

@@ -48,10 +48,21 @@ function idEnd(option: string, value: unknown, seq: string): string | null {
     if (isStreamId(value)) return value;
     if (MS.test(value) && BigInt(value) <= BigInt(MAX_MS)) return `${BigInt(value)}-${seq}`;
     // A time without a zone is UTC (Date.parse would take the server's zone, which the operator does not see).
-    const ms = ISO_TIME.test(value) ? Date.parse(/T[^Z+-]*$/.test(value) ? `${value}Z` : value) : Number.NaN;
+    const ms = ISO_TIME.test(value) && dayExists(value) ? Date.parse(/T[^Z+-]*$/.test(value) ? `${value}Z` : value) : Number.NaN;
     if (Number.isFinite(ms) && ms >= 0) return `${ms}-${seq}`;
   }
   throw new RedisStreamsOptionError(option, `must be a stream id ("1700000000000-0"), a time in ms ("1700000000000") or an ISO-8601 time ("2026-12-05T09:30:00Z"), got ${describe(value)}`);
+}
+
+/**
+ * Whether the date of an ISO_TIME text is a day of its month: Date.parse rolls a day the month
+ * lacks over into the next one (`2026-02-29` is 1 March, `2026-04-31` is 1 May), which would
+ * show another range than the one asked for.
+ */
+function dayExists(text: string): boolean {
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  // Day 0 of the next month is the last day of this one (a year below 100 maps to 19xx: the same leap years).
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
 /** A list's `cursor`: `(<id>` (after that id in the list's order, as a `next` said), or absent for the first page. */

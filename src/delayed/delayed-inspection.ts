@@ -3,6 +3,7 @@ import type { RedisClient } from '../redis/connection.js';
 import { redisNow } from '../redis/server-time.js';
 import { integerOption } from '../validation.js';
 import { delayedKeys } from './delayed-keys.js';
+import { inDueOrder } from './due-order.js';
 import { DEFAULT_PROMOTION_BATCH, promoteDue, type PromotionResult } from './promote.js';
 import { delayedScripts } from './scripts/loader.js';
 
@@ -141,8 +142,9 @@ export async function listRecurring(client: RedisClient, stream: string): Promis
   const { schedule, bodies, recurring } = delayedKeys(stream);
   const [now, ...rows] = await delayedScripts(client).nrsDelayedListRecurring(schedule, bodies, recurring);
   return (rows as [string, number, BodyWords | null][])
-    .map(([hold, dueMs, words]) => ({ stream, ...heldEntry(String(hold), Number(dueMs), words, Number(now)) }))
-    .sort((a, b) => a.dueAt.localeCompare(b.dueAt) || a.hold.localeCompare(b.hold));
+    .map(([hold, dueMs, words]) => ({ hold: String(hold), dueMs: Number(dueMs), words }))
+    .sort(inDueOrder)
+    .map(({ hold, dueMs, words }) => ({ stream, ...heldEntry(hold, dueMs, words, Number(now)) }));
 }
 
 function describeTrim(words: BodyWords): string {

@@ -1,5 +1,6 @@
 import type { RedisClient } from '../redis/connection.js';
 import { delayedKeys } from './delayed-keys.js';
+import { inDueOrder } from './due-order.js';
 import { delayedScripts, type BufferWords } from './scripts/loader.js';
 
 /**
@@ -54,11 +55,6 @@ export async function recurringPage(client: RedisClient, stream: string, count: 
 }
 
 type Row = [Buffer, number, BufferWords | null];
-
-/** Due time, then hold id in byte order: the schedule's own order. */
-function inDueOrder(a: { dueMs: number; hold: string }, b: { dueMs: number; hold: string }): number {
-  return a.dueMs - b.dueMs || Buffer.compare(Buffer.from(a.hold), Buffer.from(b.hold));
-}
 
 function heldEntryOf([hold, dueMs, words]: Row, nowMs: number): HeldEntryBytes {
   const recurrence = words?.[5];

@@ -9,6 +9,7 @@ import { partitionsMetadataKey, partitionStreamKey } from '../../src/partitions/
 import { RedisStreamsServer } from '../../src/server/redis-streams.server.js';
 import { ensureCompiled } from '../helpers/compiled.js';
 import { runCli, type CliRun } from '../helpers/run-cli.js';
+import { SHOWN_DURATION } from '../helpers/shown-duration.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -86,8 +87,8 @@ describe('CLI pause / resume (real redis-server)', { timeout: 120_000 }, () => {
       code: 0, err: '', out: 'paused group bill\\x1b[2Jing on orders: its workers stop reading within a second; handlers already running finish\n',
     });
     const again = await atTerminal('pause', 'orders', group);
-    expect(again.out).toMatch(/^group bill\\x1b\[2Jing on orders already paused since \d{4}-\d\d-\d\dT[\d:.]+Z \(\d+ms ago\)\n$/);
-    expect((await atTerminal('resume', 'orders', group)).out).toMatch(/^resumed group bill\\x1b\[2Jing on orders \(paused for \d+ms\)\n$/);
+    expect(again.out).toMatch(new RegExp(String.raw`^group bill\\x1b\[2Jing on orders already paused since \d{4}-\d\d-\d\dT[\d:.]+Z \(${SHOWN_DURATION} ago\)\n$`));
+    expect((await atTerminal('resume', 'orders', group)).out).toMatch(new RegExp(String.raw`^resumed group bill\\x1b\[2Jing on orders \(paused for ${SHOWN_DURATION}\)\n$`));
     expect((await atTerminal('resume', 'orders', group)).out).toBe('group bill\\x1b[2Jing on orders was not paused\n');
   });
 

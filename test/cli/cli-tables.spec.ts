@@ -8,6 +8,7 @@ import { topRows } from '../../src/cli/top/top-rows.js';
 import { partitionedSamples } from '../../src/cli/top/partitioned-sample.js';
 import type { StreamSample, TopSample } from '../../src/cli/top/top-sampler.js';
 import { topView } from '../../src/cli/views/top.view.js';
+import { SHOWN_DURATION } from '../helpers/shown-duration.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 /** Captures what the CLI prints; `terminal` set means "stdout is a terminal". */
@@ -72,8 +73,8 @@ describe('CLI output at a terminal: aligned tables; JSON otherwise', () => {
     const entries = (await run(['pending', 'orders', 'billing', '--entries'])).split('\n');
     // IDLE is right-aligned: its width follows the longest idle time shown ("900ms", "12.5s").
     expect(entries[0]).toMatch(/^ID {15}CONSUMER {2,}IDLE {2}DELIVERIES$/);
-    expect(entries[1]).toMatch(/^1700000000001-0  w1 +\d+(ms|\.\ds) +1$/);
-    expect(entries[2]).toMatch(/^1700000000002-0  w1 +\d+(ms|\.\ds) +1$/);
+    expect(entries[1]).toMatch(new RegExp(`^1700000000001-0  w1 +${SHOWN_DURATION} +1$`));
+    expect(entries[2]).toMatch(new RegExp(`^1700000000002-0  w1 +${SHOWN_DURATION} +1$`));
   });
 
   it('pending --entries: an entry waiting for its retry adds its next retry time and last error', async () => {
@@ -81,8 +82,8 @@ describe('CLI output at a terminal: aligned tables; JSON otherwise', () => {
     await releaseForRetry(redis.client, { stream: 'orders', group: 'billing', consumer: 'w1', retryConsumer: 'backoff', entries });
     const lines = (await run(['pending', 'orders', 'billing', '--entries', '--retry-consumer', 'backoff'])).trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID {15}CONSUMER {2,}IDLE {2}DELIVERIES {2}NEXT RETRY {16}LAST ERROR$/);
-    expect(lines[1]).toMatch(/^1700000000001-0  backoff +\d+(ms|\.\ds) +1  \d{4}-\d\d-\d\dT[\d:.]+Z  Error: downstream 503$/);
-    expect(lines[2]).toMatch(/^1700000000002-0  w1 +\d+(ms|\.\ds) +1$/);
+    expect(lines[1]).toMatch(new RegExp(String.raw`^1700000000001-0  backoff +${SHOWN_DURATION} +1  \d{4}-\d\d-\d\dT[\d:.]+Z  Error: downstream 503$`));
+    expect(lines[2]).toMatch(new RegExp(`^1700000000002-0  w1 +${SHOWN_DURATION} +1$`));
   });
 
   it('dlq list: one row per dead letter', async () => {
@@ -172,8 +173,9 @@ describe('hostile names and error text from Redis are shown, not obeyed, at a te
     );
     const entries = (await run(['pending', 'orders', group, '--entries'])).trimEnd().split('\n');
     expect(entries.join('\n')).not.toMatch(RAW_CONTROL);
-    expect(entries[0]).toMatch(/^ID {15}CONSUMER {12}IDLE {2}DELIVERIES$/);
-    expect(entries[1]).toMatch(new RegExp(`^1700000000001-0  ${escapeRegExp(shownConsumer)} +\\d+(ms|\\.\\ds) +1$`));
+    // IDLE is right-aligned: its header moves right when the idle time shown is wider ("850ms").
+    expect(entries[0]).toMatch(/^ID {15}CONSUMER {12,}IDLE {2}DELIVERIES$/);
+    expect(entries[1]).toMatch(new RegExp(`^1700000000001-0  ${escapeRegExp(shownConsumer)} +${SHOWN_DURATION} +1$`));
     expect(entries[1]!.length).toBe(entries[0]!.length);
   });
 
@@ -277,5 +279,7 @@ describe('top figures and units', () => {
 
   it('durations', () => {
     expect([850, 12_300, 245_000, 7_380_000, 273_600_000, null].map(formatDuration)).toEqual(['850ms', '12.3s', '4m05s', '2h03m', '3d04h', '-']);
+    // Just below a unit's end: still that unit, cut (a rounded 59_960 ms was `60.0s`, 999.6 ms `1000ms`).
+    expect([999.6, 9_999, 59_960, 3_599_999, 86_399_999].map(formatDuration)).toEqual(['999ms', '9.9s', '59.9s', '59m59s', '23h59m']);
   });
 });

@@ -6,10 +6,12 @@ import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import { occurrencesAfter } from '../../src/delayed/cron-rule.js';
 import { delayedKeys } from '../../src/delayed/delayed-keys.js';
+import { listRecurring } from '../../src/delayed/delayed-inspection.js';
 import { promoteDue } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { partitionIndexOf, partitionStreamKey } from '../../src/partitions/partition-keys.js';
 import { redisNow } from '../../src/redis/server-time.js';
+import { hourHalfADayAfter } from '../helpers/cron-far-from-now.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
 const JOBS = Symbol('JOBS');
@@ -41,7 +43,9 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     const { scheduler } = moduleRef.get(Jobs);
     expect(scheduler).toBeInstanceOf(RedisStreamsScheduler);
     expect(await scheduler.schedule('jobs', { report: 'hourly' }, { every: 'PT1H', key: 'hourly' })).toBe('repeat:hourly');
-    expect(await scheduler.schedule('jobs', { report: 'nightly' }, { cron: '0 2 * * *', timezone: 'Europe/Berlin', key: 'nightly' })).toBe('repeat:nightly');
+    // About half a day from now: no run falls between the schedule and the clock read its next run is checked against.
+    const nightlyRule = { expression: `0 ${hourHalfADayAfter(await serverMs(), 'Europe/Berlin')} * * *`, timezone: 'Europe/Berlin' };
+    expect(await scheduler.schedule('jobs', { report: 'nightly' }, { cron: nightlyRule.expression, timezone: nightlyRule.timezone, key: 'nightly' })).toBe('repeat:nightly');
     // partitionKey puts the hold on another partition than repeat:<key> would: list and remove still find it.
     const pinned = partitionStreamKey('jobs', (partitionIndexOf('repeat:pinned', 4) + 1) % 4);
     const partitionKey = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => partitionStreamKey('jobs', partitionIndexOf(k, 4)) === pinned) as string;
@@ -54,7 +58,8 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
       hourly: partitionStreamKey('jobs', partitionIndexOf('repeat:hourly', 4)),
       nightly: partitionStreamKey('jobs', partitionIndexOf('repeat:nightly', 4)),
     });
-    // Soonest first (the nightly one may come before the hourly one, depending on the hour).
+    // Soonest first.
+    expect(listed.map((e) => e.key)).toEqual(['pinned', 'hourly', 'nightly']);
     expect(listed.map((e) => e.nextAt)).toEqual(listed.map((e) => e.nextAt).sort());
     const byKey = (key: string) => listed.find((e) => e.key === key);
     const [first, hourly, nightly] = [byKey('pinned'), byKey('hourly'), byKey('nightly')];
@@ -62,8 +67,8 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     expect(first?.fields).toContainEqual(['headers', JSON.stringify({ team: 'ops' })]);
     expect(hourly).toMatchObject({ every: 3_600_000, cron: null, data: { report: 'hourly' } });
     expect(Date.parse(hourly!.nextAt) - now).toBeGreaterThan(3_590_000);
-    const [nextNightly] = occurrencesAfter({ expression: '0 2 * * *', timezone: 'Europe/Berlin' }, now, 1);
-    expect(nightly).toMatchObject({ every: null, nextAt: new Date(nextNightly as number).toISOString(), cron: { expression: '0 2 * * *', timezone: 'Europe/Berlin' } });
+    const [nextNightly] = occurrencesAfter(nightlyRule, now, 1);
+    expect(nightly).toMatchObject({ every: null, nextAt: new Date(nextNightly as number).toISOString(), cron: nightlyRule });
 
     // Scheduling a key again (the next start-up) replaces the payload and keeps the schedule.
     await scheduler.schedule('jobs', { report: 'hourly', v: 2 }, { every: 'PT1H', key: 'hourly' });
@@ -114,6 +119,25 @@ describe('RedisStreamsScheduler: recurring emits scheduled, listed and removed i
     const byHand = new RedisStreamsScheduler(moduleRef.get<RedisStreamsClient>('REPORTS'));
     expect(await byHand.remove('reports', 'tick')).toBe(true);
     expect(await scheduler.list('reports')).toEqual([]);
+  });
+
+  it('entries due at the same ms are listed by hold id in byte order (Redis’ order, the dashboard’s), whatever the host’s locale', async () => {
+    const client = new RedisStreamsClient({ connection: redis.server.url, partitions: { ties: 2 } });
+    try {
+      const scheduler = new RedisStreamsScheduler(client);
+      const rule = { cron: `0 ${hourHalfADayAfter(await serverMs(), 'UTC')} * * *`, timezone: 'UTC' };
+      // A locale's collation puts a before B (and in Danish aa after z); bytes put B first.
+      for (const key of ['z', 'aa', 'a', 'B']) await scheduler.schedule('ties', { key }, { ...rule, key });
+      const listed = await scheduler.list('ties');
+      expect(new Set(listed.map((entry) => entry.nextAt)).size).toBe(1);
+      expect(listed.map((entry) => entry.key)).toEqual(['B', 'a', 'aa', 'z']);
+      // Each partition's own list, as its schedule holds them.
+      for (const stream of [partitionStreamKey('ties', 0), partitionStreamKey('ties', 1)]) {
+        expect((await listRecurring(redis.client, stream)).map((entry) => entry.hold)).toEqual(await redis.client.zrange(delayedKeys(stream).schedule, 0, -1));
+      }
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses bad input by name: the scheduler option, two schedulers under one token, pattern, key, options schedule() does not take', async () => {

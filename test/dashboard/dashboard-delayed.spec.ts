@@ -6,6 +6,7 @@ import { RedisStreamsRecord } from '../../src/client/redis-streams-record.js';
 import { RedisStreamsScheduler } from '../../src/client/redis-streams-scheduler.js';
 import type { DelayedListView } from '../../src/dashboard/dashboard-reads.js';
 import { holdEntry, holdHead } from '../../src/delayed/hold.js';
+import { hourHalfADayAfter } from '../helpers/cron-far-from-now.js';
 import { type DashboardApp } from '../helpers/dashboard-app.js';
 import { useDashboardApp } from '../helpers/use-dashboard-app.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
@@ -53,24 +54,14 @@ async function pages(app: DashboardApp, path: string): Promise<DelayedListView[]
   return all;
 }
 
-/**
- * The nightly schedule's hour in Berlin: about half a day from now, so its next run never falls among the
- * held entries (all due within 15 minutes) whatever the hour the spec runs at. Hours 2 and 3, which
- * daylight saving skips or repeats, are left out.
- */
-function nightlyHour(now: number): number {
-  const berlinHour = (ms: number) => Number(new Date(ms).toLocaleTimeString('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', hourCycle: 'h23' }));
-  const hour = berlinHour(now + 12 * 3_600_000);
-  return hour === 2 || hour === 3 ? hour + 10 : hour;
-}
-
 describe('dashboard delayed entries and recurring schedules (Express and Fastify)', () => {
   const redis = useRedisServer();
   const dashboard = useDashboardApp(redis);
 
   /** 60 entries due first at the same time (ties: ordered by hold id), one with a 10 KB value, 60 due one by one, an hourly and a nightly schedule. */
   async function seed(): Promise<string> {
-    const nightly = `0 ${nightlyHour(Date.now())} * * *`;
+    // About half a day from now: its next run never falls among the held entries (all due within 15 minutes).
+    const nightly = `0 ${hourHalfADayAfter(Date.now(), 'Europe/Berlin')} * * *`;
     const client = new RedisStreamsClient({ connection: redis.server.url });
     try {
       const emit = (data: unknown, options: ConstructorParameters<typeof RedisStreamsRecord>[1]) => lastValueFrom(client.emit(STREAM, new RedisStreamsRecord(data, options)));

@@ -73,6 +73,11 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
         if (zone === undefined) delete process.env.TZ;
         else process.env.TZ = zone;
       }
+      // A leap day and a month's last day are days of their month: the range is theirs.
+      expect((await get<EntriesView>(app, 'entries', { stream: STREAM, from: '2024-02-29', to: '2026-12-31T23:59:59.999Z' })).body.range).toEqual({
+        from: `${Date.UTC(2024, 1, 29)}-0`,
+        to: `${Date.UTC(2026, 11, 31, 23, 59, 59, 999)}-18446744073709551615`,
+      });
       // An id range of more than a page: not counted (Redis cannot without reading it all), paged within the range.
       const byId = await get<EntriesView>(app, 'entries', { stream: STREAM, from: `${BASE + 5}-0`, to: String(BASE + 64) });
       expect(byId.body).toMatchObject({ total: 120, rangeCount: null, more: true });
@@ -96,6 +101,10 @@ describe('dashboard entries list and entry view over HTTP (Express and Fastify)'
         [{ stream: STREAM, from: 'yesterday' }, 'from'],
         [{ stream: STREAM, to: '12-x' }, 'to'],
         [{ stream: STREAM, from: '2026-13-45T99:00:00Z' }, 'from'],
+        // Days their month lacks (Date.parse made them 1 March, 1 May, 3 March): refused, not moved on.
+        [{ stream: STREAM, from: '2026-02-29' }, 'from'],
+        [{ stream: STREAM, to: '2026-04-31' }, 'to'],
+        [{ stream: STREAM, from: '2026-02-31T10:00:00Z' }, 'from'],
         [{ stream: STREAM, from: String(BASE + 2), to: String(BASE + 1) }, 'to'],
         [{ stream: STREAM, cursor: '1-0' }, 'cursor'],
         [{ stream: '' }, 'stream'],

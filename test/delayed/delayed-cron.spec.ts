@@ -9,6 +9,7 @@ import { holdEntry, holdHead } from '../../src/delayed/hold.js';
 import { promoteDue, refillOccurrences } from '../../src/delayed/promote.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { redisNow } from '../../src/redis/server-time.js';
+import { weekdayThreeDaysAfter } from '../helpers/cron-far-from-now.js';
 import { raceToPromote } from '../helpers/racing-promoters.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 
@@ -29,7 +30,8 @@ describe('recurring emits by cron expression (repeat: { cron, timezone, key })',
 
   it('is scheduled at the rule’s next occurrence in its zone, listed with its upcoming occurrences; registering again keeps the schedule', async () => {
     const c = client();
-    const rule = { expression: '30 9 * * 1', timezone: 'Europe/Berlin' };
+    // Weekly, 2 to 4 days from now: no run falls between the emit and the clock read its due time is checked against.
+    const rule = { expression: `30 9 * * ${weekdayThreeDaysAfter(await serverMs(), 'Europe/Berlin')}`, timezone: 'Europe/Berlin' };
     const record = () => new RedisStreamsRecord({ v: 1 }, { repeat: { cron: rule.expression, timezone: rule.timezone, key: 'weekly' } });
     expect(await lastValueFrom(c.emit('cron-reg', record()))).toBe('repeat:weekly');
     const now = await serverMs();
@@ -112,11 +114,13 @@ describe('recurring emits by cron expression (repeat: { cron, timezone, key })',
 
   it('50 connections promoting a per-second cron entry for 2.5 s: at most one entry per occurrence', async () => {
     const c = client();
+    // Occurrences are counted from before the emit: one that falls between the hold and the race's start is promoted too.
+    const beforeHold = await serverMs();
     await lastValueFrom(c.emit('cron-raced', new RedisStreamsRecord({ r: 1 }, { repeat: { cron: '* * * * * *', key: 'r' }, trim: false })));
     const start = await serverMs();
     const end = await raceToPromote(redis.server, 'cron-raced', 50, start, 2_500);
     const entries = await redis.client.xrange('cron-raced', '-', '+');
-    const seconds = occurrencesAfter({ expression: '* * * * * *', timezone: 'UTC' }, start - 1, 10).filter((at) => at <= end).length;
+    const seconds = occurrencesAfter({ expression: '* * * * * *', timezone: 'UTC' }, beforeHold - 1, 10).filter((at) => at <= end).length;
     expect(entries.length).toBeGreaterThanOrEqual(2);
     expect(entries.length).toBeLessThanOrEqual(seconds);
   });
