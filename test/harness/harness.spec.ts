@@ -67,3 +67,24 @@ describe('test harness: private redis-server', () => {
     }
   });
 });
+
+describe('test harness: the host locale', () => {
+  it('starts redis-server when LC_ALL names a locale this host has not generated (Redis 7+ would refuse to)', async () => {
+    const saved = process.env.LC_ALL;
+    process.env.LC_ALL = 'xx_NOWHERE.UTF-8';
+    let server: RedisServerProcess | undefined;
+    try {
+      server = await RedisServerProcess.start();
+      const redis = server.client();
+      try {
+        expect(await redis.ping()).toBe('PONG');
+      } finally {
+        redis.disconnect();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.LC_ALL;
+      else process.env.LC_ALL = saved;
+      await server?.stop();
+    }
+  });
+});

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { freePort, RedisServerProcess, type RedisServerTls } from './redis-server.js';
+import { freePort, RedisServerProcess, redisServerEnv, type RedisServerTls } from './redis-server.js';
 import { waitFor } from './wait.js';
 
 /** How long the harness' sentinels wait before they call a silent primary down. */
@@ -177,7 +177,7 @@ export class SentinelProcess {
         '',
       ].join('\n'),
     );
-    const child = spawn(sentinelServerBinary(), [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(sentinelServerBinary(), [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'], env: redisServerEnv() });
     this.child = child;
     running.add(this);
     let output = '';

@@ -184,7 +184,7 @@ export class RedisServerProcess {
       ...(this.options.args ?? []),
     ];
     const binary = this.options.binary ?? redisServerBinary();
-    const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env: redisServerEnv() });
     this.child = child;
     running.add(this);
     let output = '';
@@ -232,6 +232,15 @@ export class RedisServerProcess {
   }
 }
 
+/**
+ * The environment a redis-server (or sentinel) child runs in: ours, with the C locale. Redis 7 and
+ * later refuse to start when LC_ALL / LANG name a locale the host has not generated (a container
+ * with `LANG=en_US.UTF-8` and no locales package), and nothing here depends on its collation.
+ */
+export function redisServerEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, LC_ALL: 'C' };
+}
+
 const HOW_TO_GET_REDIS_SERVER =
   'install redis-server (Debian/Ubuntu: sudo apt-get install -y redis-server) or set REDIS_SERVER_BIN to a redis-server binary';
 
@@ -244,7 +253,7 @@ export function supportsTls(): boolean {
   const run = spawnSync(
     redisServerBinary(),
     ['--port', '0', '--tls-port', '1', '--tls-cert-file', '/nonexistent', '--tls-key-file', '/nonexistent', '--save', ''],
-    { encoding: 'utf8', timeout: 10_000 },
+    { encoding: 'utf8', timeout: 10_000, env: redisServerEnv() },
   );
   return /Failed to configure TLS/.test(`${run.stdout}${run.stderr}`);
 }
