@@ -135,15 +135,16 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     if (this.state === 'closed' || this.state === 'closing') return;
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
-    // One wait on a Redis that does not answer, shared by the reader stop and the QUITs.
+    // One wait on a Redis that does not answer, shared by the reader stop, a recovery tick in progress and the QUITs.
     const budget = new CloseBudget();
     listeningServers.delete(this);
     try {
       // Stop taking work: no handler starts, the readers stop, then recovery's ticks (entries of a
-      // claim in flight are queued, so the handoff below gets them). Leases keep the running
-      // handlers' entries until drained.
+      // claim in flight are queued, so the handoff below gets them; a tick Redis does not answer is
+      // given what the budget left). Leases keep the running handlers' entries until drained.
       if (wasRunning) await stopReading(this.parts as ServerParts, budget);
-      await this.parts?.recovery.stopTicks();
+      const recovery = this.parts?.recovery;
+      if (recovery !== undefined) await budget.spend((waitMs) => recovery.stopTicks(waitMs));
       this.promoter?.stop();
       this.wakeListener?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
