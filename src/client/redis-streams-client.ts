@@ -219,7 +219,7 @@ export class RedisStreamsClient
    * the next call connects again.
    */
   close(): Promise<void> {
-    this.closing ??= this.closeConnections().finally(() => {
+    this.closing ??= this.closeAll().finally(() => {
       this.closing = undefined;
       this.producer.closed();
     });
@@ -231,7 +231,7 @@ export class RedisStreamsClient
    * answering, the DEL spends it and the connection is dropped at once (the stream expires after
    * `replyTtl` in any case); with Redis answering, the QUIT still follows the queued XADDs.
    */
-  private async closeConnections(): Promise<void> {
+  private async closeAll(): Promise<void> {
     const budget = new CloseBudget();
     const listeners = this.noticeListeners;
     this.noticeListeners = undefined;
