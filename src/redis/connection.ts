@@ -92,7 +92,8 @@ export function isClusterConnectionOption(connection: RedisConnection | undefine
 
 /**
  * Closes a connection we own: `quit` first so queued commands are answered, `disconnect` if that
- * fails or takes longer than `quitTimeoutMs` (0: disconnect at once, Redis was found not to answer).
+ * fails or takes longer than `quitTimeoutMs` (0: disconnect at once, when nothing is queued or
+ * Redis was found not to answer).
  */
 export async function closeConnection(opened: OpenedConnection | undefined, quitTimeoutMs = CLOSE_BUDGET_MS): Promise<void> {
   if (!opened?.owned) return;
