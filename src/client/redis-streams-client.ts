@@ -7,7 +7,8 @@ import { entryStatus, type EntryStatus, type EntryStatusOptions } from '../lifec
 import { partitionStreamKeys } from '../partitions/partition-keys.js';
 import { priorityStreamKeys } from '../priorities/priority-lanes.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
-import { closeConnection, openConnection, type RedisClient } from '../redis/connection.js';
+import { CloseBudget } from '../redis/close-budget.js';
+import { closeConnections, openConnection, type RedisClient } from '../redis/connection.js';
 import type { EntryProgressRecord, EntryResultRecord } from '../lifecycle/lifecycle-records.js';
 import { NoticeListeners } from '../lifecycle/notice-listeners.js';
 import { readProgress, readResult, watchProgress, type ResultOptions } from '../lifecycle/record-reader.js';
@@ -22,6 +23,7 @@ import { ProducerConnection } from './producer-connection.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RequestSender } from './request-sender.js';
 import { XAddWriter } from './xadd-writer.js';
+import { withTimeout } from '../timeout.js';
 
 export type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client-events.js';
 
@@ -217,14 +219,20 @@ export class RedisStreamsClient
    * the next call connects again.
    */
   close(): Promise<void> {
-    this.closing ??= this.closeConnections().finally(() => {
+    this.closing ??= this.closeAll().finally(() => {
       this.closing = undefined;
       this.producer.closed();
     });
     return this.closing;
   }
 
-  private async closeConnections(): Promise<void> {
+  /**
+   * The reply stream's DEL and the producer's QUIT share one wait (CloseBudget): with Redis not
+   * answering, the DEL spends it and the connection is dropped at once (the stream expires after
+   * `replyTtl` in any case); with Redis answering, the QUIT still follows the queued XADDs.
+   */
+  private async closeAll(): Promise<void> {
+    const budget = new CloseBudget();
     const listeners = this.noticeListeners;
     this.noticeListeners = undefined;
     await listeners?.close();
@@ -234,10 +242,11 @@ export class RedisStreamsClient
     if (replies) {
       await this.requests.closeReplies(replies);
       if (producer && producer.client.status === 'ready') {
-        await producer.client.del(this.replyKey).catch(noop);
+        const client = producer.client;
+        await budget.spend((remainingMs) => withTimeout(client.del(this.replyKey), remainingMs, 'DEL of the reply stream')).catch(noop);
       }
     }
-    await closeConnection(producer);
+    await closeConnections([producer], budget);
     this._status$.next('disconnected');
   }
 

@@ -97,11 +97,14 @@ export class LeaseRenewal {
     return renewedNow;
   }
 
-  /** Closes the connection; a connect under way ends (rejects) with it. */
+  /**
+   * Drops the connection; a connect under way ends (rejects) with it. No QUIT: a round in progress
+   * finished first, so nothing is queued on it, and a QUIT would only wait on a Redis that does not answer.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const opened = this.opened;
     this.opened = undefined;
-    await closeConnection(opened);
+    await closeConnection(opened, 0);
   }
 }

@@ -18,6 +18,7 @@ import { runRecoveryTick, type TickTarget } from './recovery-tick.js';
 import { TrimWatch } from './trim-watch.js';
 import { MIN_RETRY_TICK_MS, retryTickInterval } from './retry-ticks.js';
 import { MAX_TIMER_MS } from '../validation.js';
+import { withTimeout } from '../timeout.js';
 
 /**
  * Recovery of one running server: a timer of ticks (each: reclaim idle entries, dead-letter
@@ -154,25 +155,32 @@ export class RecoveryScheduler {
   }
 
   /**
-   * Stops taking new work (the tick timer, `runOnce()`) and waits for a tick in progress. Leases
-   * keep running so handlers still finishing during shutdown keep their entries; `stop()` ends them.
+   * Stops taking new work (the tick timer, `runOnce()`) and waits for a tick in progress (what it
+   * claims is queued, for the server's handoff), up to `waitMs`: a tick Redis does not answer is
+   * given up on, it stops at its next step, and what it still claims stays pending for this
+   * consumer until claimed again after minIdleTime (a delay, never a loss). Leases keep running so
+   * handlers still finishing during shutdown keep their entries; `stop()` ends them.
    */
-  async stopTicks(): Promise<void> {
-    if (this.state === 'running') this.state = 'draining';
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.tail.catch(() => undefined);
+  async stopTicks(waitMs: number): Promise<void> {
+    this.haltTicks();
+    await withTimeout(this.tail, waitMs, 'recovery tick').catch(() => undefined);
   }
 
-  /** Stops everything (ticks, leases) and leaves the registry. */
+  /** Stops everything (ticks, leases) and leaves the registry; a tick in progress was waited for by `stopTicks()`, within its bound. */
   async stop(): Promise<void> {
     if (this.state === 'stopped') return;
-    await this.stopTicks();
+    this.haltTicks();
     this.state = 'stopped';
     recoveryRegistry.delete(this);
     this.host.setLeaseExtender(undefined);
     await this.leases?.stop();
     await this.errorRecords.settled();
+  }
+
+  private haltTicks(): void {
+    if (this.state === 'running') this.state = 'draining';
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   /** Runs one tick now (after a tick in progress). Works with `enabled: false`. */

@@ -2,6 +2,7 @@ import type { RedisOptions } from 'ioredis';
 import { Cluster, Redis } from './ioredis.js';
 import { redactUrl } from '../redaction.js';
 import { withTimeout } from '../timeout.js';
+import { CLOSE_BUDGET_MS, type CloseBudget } from './close-budget.js';
 import { judgeCommandTimeoutsAfterReads } from './command-timeout.js';
 import { dropFailoverDetectorOnClose } from './failover-detector-guard.js';
 import { absorbLateSocketErrors } from './late-socket-error-guard.js';
@@ -89,19 +90,32 @@ export function isClusterConnectionOption(connection: RedisConnection | undefine
   return connection instanceof Cluster || isClusterConnection(connection);
 }
 
-/** Closes a connection we own; `quit` first so queued replies arrive, `disconnect` if that fails. */
-export async function closeConnection(opened: OpenedConnection | undefined): Promise<void> {
+/**
+ * Closes a connection we own: `quit` first so queued commands are answered, `disconnect` if that
+ * fails or takes longer than `quitTimeoutMs` (0: disconnect at once, when nothing is queued or
+ * Redis was found not to answer).
+ */
+export async function closeConnection(opened: OpenedConnection | undefined, quitTimeoutMs = CLOSE_BUDGET_MS): Promise<void> {
   if (!opened?.owned) return;
   const { client } = opened;
   if (client.status === 'end') return;
   try {
-    if (client.status === 'ready') {
-      await withTimeout(client.quit(), 2_000, 'QUIT');
+    if (client.status === 'ready' && quitTimeoutMs > 0) {
+      await withTimeout(client.quit(), quitTimeoutMs, 'QUIT');
     }
   } catch {
     // fall through to a hard disconnect
   }
   client.disconnect(false);
+}
+
+/**
+ * Closes `connections` together (`closeConnection`) within what is left of `budget`: one step of
+ * it. Closed one group after another, a later group's QUITs go out after the earlier ones ended,
+ * and wait only what those left.
+ */
+export async function closeConnections(connections: ReadonlyArray<OpenedConnection | undefined>, budget: CloseBudget): Promise<void> {
+  await budget.spend((remainingMs) => Promise.all(connections.map((opened) => closeConnection(opened, remainingMs))));
 }
 
 // Masking lives in the one redaction layer; re-exported for callers of this module.

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import type { CloseBudget } from '../redis/close-budget.js';
 import type { RedisClient } from '../redis/connection.js';
 import { withTimeout } from '../timeout.js';
 import type { AckBatcher } from './ack-batcher.js';
@@ -14,7 +15,6 @@ import type { ServerEventEmitter } from './server-events.js';
 import type { StreamReader } from './stream-reader.js';
 import { RedisStreamsAbortError, type DeliveryAborts } from '../lifecycle/delivery-abort.js';
 
-const READER_STOP_GRACE_MS = 2_000;
 /** Bound of each Redis step of close() (handoff, final acks) when Redis does not answer. */
 const CLOSE_STEP_TIMEOUT_MS = 5_000;
 
@@ -37,12 +37,20 @@ export interface DrainTarget {
   readonly takeHeldEntries: () => InFlightEntry[];
 }
 
-/** No handler starts any more (nor an entry held for a rate-limit token); the readers stop (a blocked read is given a grace period). */
-export async function stopReading({ slots, lanes, readers, handling }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[]; handling: { readonly keyHolds: KeyHolds } }): Promise<void> {
+/**
+ * No handler starts any more (nor an entry held for a rate-limit token); the readers stop. A
+ * blocked read is given what is left of close()'s `budget` to return: all of it with Redis
+ * answering (the read returns at once), and a Redis that does not answer spends it here, not again
+ * on the QUITs after.
+ */
+export async function stopReading(
+  { slots, lanes, readers, handling }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[]; handling: { readonly keyHolds: KeyHolds } },
+  budget: CloseBudget,
+): Promise<void> {
   lanes.stop();
   handling.keyHolds.stop();
   slots.stopAccepting();
-  await Promise.all(readers.map((reader) => reader.stop(READER_STOP_GRACE_MS)));
+  await budget.spend((graceMs) => Promise.all(readers.map((reader) => reader.stop(graceMs))));
 }
 
 /**

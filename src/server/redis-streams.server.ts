@@ -7,6 +7,7 @@ import {
   type MsPattern,
 } from '@nestjs/microservices';
 import { JsonStreamDeserializer, type StreamDeserializer } from '../codec/stream-deserializer.js';
+import { CloseBudget } from '../redis/close-budget.js';
 import type { RedisStreamsCapabilities } from '../redis/capabilities.js';
 import type { RedisClient } from '../redis/connection.js';
 import { RedactingLogger } from '../redacting-logger.js';
@@ -134,13 +135,16 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     if (this.state === 'closed' || this.state === 'closing') return;
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
+    // One wait on a Redis that does not answer, shared by the reader stop, a recovery tick in progress and the QUITs.
+    const budget = new CloseBudget();
     listeningServers.delete(this);
     try {
       // Stop taking work: no handler starts, the readers stop, then recovery's ticks (entries of a
-      // claim in flight are queued, so the handoff below gets them). Leases keep the running
-      // handlers' entries until drained.
-      if (wasRunning) await stopReading(this.parts as ServerParts);
-      await this.parts?.recovery.stopTicks();
+      // claim in flight are queued, so the handoff below gets them; a tick Redis does not answer is
+      // given what the budget left). Leases keep the running handlers' entries until drained.
+      if (wasRunning) await stopReading(this.parts as ServerParts, budget);
+      const recovery = this.parts?.recovery;
+      if (recovery !== undefined) await budget.spend((waitMs) => recovery.stopTicks(waitMs));
       this.promoter?.stop();
       this.wakeListener?.stop();
       if (wasRunning) await this.drain(this.parts as ServerParts);
@@ -148,7 +152,7 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       await this.stopFlow();
       await this.parts?.recovery.stop();
       this.observation.stop();
-      await this.connections.close();
+      await this.connections.close(budget);
       this.state = 'closed';
       if (wasRunning) this._status$.next('disconnected');
     }

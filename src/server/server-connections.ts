@@ -10,7 +10,8 @@ import { partitionedStreamsOf } from '../partitions/partition-keys.js';
 import { checkPartitionCount, checkUnpartitioned } from '../partitions/partition-metadata.js';
 import { isNoPermission } from '../redis/acl-refusal.js';
 import { requireCapabilities } from '../redis/capability-requirements.js';
-import { closeConnection, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
+import { CloseBudget } from '../redis/close-budget.js';
+import { closeConnection, closeConnections, describeConnection, openConnection, type OpenedConnection, type RedisClient } from '../redis/connection.js';
 import { whenReady } from '../redis/ready.js';
 import { MAX_TIMER_MS } from '../validation.js';
 import { serverRequirements } from './ack-policy.js';
@@ -208,14 +209,18 @@ export class ServerConnections {
     }
   }
 
-  /** Stops watching and closes every connection (also those of a failed start). */
-  async close(): Promise<void> {
+  /**
+   * Stops watching and closes every connection (also those of a failed start): the readers and the
+   * wake-up first, the command connection last, within what is left of close()'s `budget` (with
+   * Redis not answering, the first QUITs spend it and the command connection is dropped at once).
+   */
+  async close(budget = new CloseBudget()): Promise<void> {
     this.statusTracker?.stop();
     this.capabilityWatch?.stop();
     const wake = this.wakeConnection;
     this.wakeConnection = undefined;
-    await Promise.all([...this.readerConnections, wake].map((opened) => closeConnection(opened)));
-    await closeConnection(this.opened);
+    await closeConnections([...this.readerConnections, wake], budget);
+    await closeConnections([this.opened], budget);
   }
 
   /** Logged once per distinct result; a reconnect to a server lacking a command we need is an error. */

@@ -211,19 +211,34 @@ describe('RedisStreamsClient with Redis going away', () => {
     }
   });
 
-  it('close() with a request pending and Redis paused still ends, failing the request', async () => {
-    const client = new RedisStreamsClient({ connection: server.url, commandTimeout: 300 });
+  it('close() with a request pending and Redis paused ends within one QUIT timeout, failing the request, leaving no connection', async () => {
+    // The default commandTimeout (5 s): the reply stream's DEL and the QUIT share one 2 s wait.
+    const client = new RedisStreamsClient({ connection: server.url });
     const redis = server.client();
+    const ours = async () =>
+      String(await redis.client('LIST'))
+        .split('\n')
+        .filter((line) => /name=nestjs-redis-streams:client/.test(line));
     try {
       await redis.xadd('paused-request', '*', 'seed', '1');
       const pending = lastValueFrom(client.send('paused-request', 1)).catch((error: unknown) => error);
       await waitFor(async () => (await redis.xlen('paused-request')) === 2, 'the request entry');
+      const producer = client.unwrap<Redis>();
       server.pause();
+      const started = performance.now();
       const { error } = await settleWithin(client.close(), 10_000);
       expect(error).toBeUndefined();
+      // It took 7 s: the DEL waited out commandTimeout, then the QUIT its own 2 s.
+      expect(performance.now() - started).toBeLessThan(4_000);
       expect(await pending).toMatchObject({ message: 'Connection closed' });
+      await waitFor(() => producer.status === 'end', 'the producer connection ended');
     } finally {
       server.resume();
+    }
+    try {
+      // Redis, answering again, holds none of the client's connections (producer, replies).
+      await waitFor(async () => (await ours()).length === 0, 'no client connection left in Redis');
+    } finally {
       redis.disconnect();
     }
   });

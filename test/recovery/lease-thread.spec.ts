@@ -174,6 +174,23 @@ describe('lease thread in-process (real redis-server, compiled thread)', () => {
     expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
   });
 
+  it('close() while Redis does not answer: the thread drops its connection without a QUIT, and close() ends within one QUIT timeout', async () => {
+    await serve(redis.server.url);
+    await waitFor(async () => (await leaseConnections()) === 1, 'the lease thread connected', { timeout: 10_000 });
+    redis.server.pause();
+    try {
+      const closing = performance.now();
+      await (running as RunningServer).app.close();
+      running = undefined;
+      // The reader's blocked read waits out the one 2 s wait; the thread's QUIT waited 2 s more (4 s).
+      expect(performance.now() - closing).toBeLessThan(3_500);
+    } finally {
+      redis.server.resume();
+    }
+    await waitFor(async () => (await leaseConnections()) === 0, 'the lease connection closed', { timeout: 5_000 });
+    expect(warnings.filter((w) => w.includes('lease'))).toEqual([]);
+  });
+
   it('lazy connect: no connection while entries are short; one in flight for a lease interval makes the thread connect while the loop is live, and the thread renews from there when the next handler blocks', async () => {
     vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
     running = await startServer(

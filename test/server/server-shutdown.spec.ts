@@ -10,6 +10,7 @@ import { RedisStreamsServer, type RedisStreamsConnections } from '../../src/serv
 import { startServer } from '../fixtures/server-app.js';
 import { ourClients, pendingRows, xaddEvent } from '../helpers/stream-state.js';
 import { RedisStreamsClient } from '../../src/client/redis-streams-client.js';
+import { RedisStreamsRecovery } from '../../src/recovery/redis-streams-recovery.js';
 import { RedisServerProcess } from '../helpers/redis-server.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -164,22 +165,31 @@ describe('RedisStreamsServer: shutdown and Redis restarts', () => {
     }
   });
 
-  it('close() while Redis is paused (a blocked read never answered) still ends', async () => {
+  it('close() while Redis is paused (a blocked read never answered) ends within one QUIT timeout and leaves nothing behind', async () => {
     const { app, server } = await startServer({ connection: redis.url, group: 'g-paused', consumer: 'paused' }, [AfterRestartController]);
-    const { readers } = server.unwrap<RedisStreamsConnections>();
-    // The reader is blocked in XREADGROUP; Redis then stops answering anything.
+    const { commands, readers } = server.unwrap<RedisStreamsConnections>();
+    // The reader is blocked in XREADGROUP (and the delayed wake-up subscribed); Redis then stops answering anything.
     await waitFor(async () => String(await client.client('LIST')).includes('nestjs-redis-streams:server-reader'), 'reader connected');
     redis.pause();
+    // A recovery tick in progress, its first command unanswered: close() waited for it for good.
+    const tick = new RedisStreamsRecovery().runOnce({ consumer: 'paused' }).catch(() => undefined);
     try {
+      const started = performance.now();
       await app.close();
+      // One wait of ~2 s (the blocked read's grace) for the reader stop, the tick and every QUIT
+      // together; it took 6 s when each QUIT waited its own 2 s (and for good with a tick in progress).
+      expect(performance.now() - started).toBeLessThan(4_000);
       // Closed for good: ended, or a cancelled reconnect with no timer left (see the test above).
       const shutDown = (connection: RedisClient) =>
         connection.status === 'end' ||
         (connection.status === 'reconnecting' && (connection as unknown as { reconnectTimeout: unknown }).reconnectTimeout == null);
-      await waitFor(() => readers.every(shutDown), 'reader shut down');
+      await waitFor(() => [commands, ...readers].every(shutDown), 'every connection shut down');
     } finally {
       redis.resume();
     }
+    await tick;
+    // Redis, answering again, holds none of the server's connections (the delayed wake-up's included).
+    await waitFor(async () => (await ourClients(client)).length === 0, 'no server connection left in Redis');
   }, 30_000);
 });
 
