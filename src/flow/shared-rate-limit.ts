@@ -10,11 +10,20 @@ export interface TokenGrant {
 }
 
 /**
+ * Where a grant's rate-limit tokens come from: the bucket itself (`SharedRateLimit`), or a reader's
+ * tokens taken for several reads (server/read-tokens.ts), which answers at once, without a promise,
+ * while it holds fresh ones.
+ */
+export interface TokenSource {
+  take(wanted: number): TokenGrant | Promise<TokenGrant>;
+}
+
+/**
  * One handler's `extras.rateLimit`, a token bucket in Redis (rate-limit.lua) that every worker
  * of the group draws from. A reader takes tokens for the entries it is about to read and gives
  * back those its read did not use, so tokens are spent only on entries handed to handlers.
  */
-export class SharedRateLimit {
+export class SharedRateLimit implements TokenSource {
   private readonly key: string;
 
   constructor(

@@ -1,5 +1,5 @@
 import type { GlobalPermits } from '../flow/global-permits.js';
-import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
+import type { SharedRateLimit, TokenGrant, TokenSource } from '../flow/shared-rate-limit.js';
 
 /** A binding's shared limits (one object for every partition of a pattern in one group; server-flow.ts builds them). */
 export interface BindingLimits {
@@ -18,30 +18,42 @@ export type LimitsGrant = { readonly granted: number } & ({ readonly short?: und
  * first, at most `permitRoom` (what this worker may hold), then rate-limit tokens for those; what
  * one of them refused of the other's grant goes back. A token request that fails gives the permits
  * just taken back before it throws: kept, they would be renewed for good and stop the handler.
- * `takeTokens`: where the tokens come from (a reader's read-tokens.ts), else the bucket itself.
+ * `tokens`: where the tokens come from (a reader's read-tokens.ts), by default the bucket itself.
+ * Answered at once, without a promise, when the token source has the tokens in hand and no permit
+ * is asked for (a rate-limited read that makes no call: no promise hop either).
  */
-export async function grantFromLimits(
+export function grantFromLimits(
   limits: BindingLimits,
   wanted: number,
   permitRoom: number,
-  takeTokens?: (count: number) => Promise<TokenGrant>,
-): Promise<LimitsGrant> {
-  let granted = wanted;
-  const { permits, rate } = limits;
-  if (permits !== undefined) {
-    const room = Math.min(wanted, permitRoom);
-    granted = room > 0 ? await permits.acquire(room) : 0;
-    if (granted === 0) return { granted, short: 'permits' };
-  }
-  if (rate === undefined) return { granted };
-  let tokens: TokenGrant;
-  try {
-    tokens = await (takeTokens === undefined ? rate.take(granted) : takeTokens(granted));
-  } catch (error) {
-    permits?.release(granted);
-    throw error;
-  }
-  if (tokens.granted < granted) permits?.release(granted - tokens.granted);
+  tokens: TokenSource | undefined = limits.rate,
+): LimitsGrant | Promise<LimitsGrant> {
+  const { permits } = limits;
+  return permits === undefined ? grantTokens(limits, wanted, tokens) : grantPermitsThenTokens(limits, permits, Math.min(wanted, permitRoom), tokens);
+}
+
+async function grantPermitsThenTokens(limits: BindingLimits, permits: GlobalPermits, room: number, tokens: TokenSource | undefined): Promise<LimitsGrant> {
+  const granted = room > 0 ? await permits.acquire(room) : 0;
+  if (granted === 0) return { granted, short: 'permits' };
+  return grantTokens(limits, granted, tokens);
+}
+
+/** Tokens for `granted` entries (their permits, if any, taken): what the tokens cut of them goes back to the permits. */
+function grantTokens(limits: BindingLimits, granted: number, tokens: TokenSource | undefined): LimitsGrant | Promise<LimitsGrant> {
+  if (tokens === undefined) return { granted };
+  const taken = tokens.take(granted);
+  if (!(taken instanceof Promise)) return limitedByTokens(limits, granted, taken);
+  return taken.then(
+    (grant) => limitedByTokens(limits, granted, grant),
+    (error: unknown) => {
+      limits.permits?.release(granted);
+      throw error;
+    },
+  );
+}
+
+function limitedByTokens(limits: BindingLimits, granted: number, tokens: TokenGrant): LimitsGrant {
+  if (tokens.granted < granted) limits.permits?.release(granted - tokens.granted);
   return tokens.granted === 0 ? { granted: 0, short: 'tokens', waitMs: tokens.waitMs } : { granted: tokens.granted };
 }
 

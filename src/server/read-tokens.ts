@@ -1,4 +1,4 @@
-import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
+import type { SharedRateLimit, TokenGrant, TokenSource } from '../flow/shared-rate-limit.js';
 import { refundTokens } from './binding-limits.js';
 import { freshTokenMs } from './start-tokens.js';
 
@@ -14,7 +14,7 @@ const MAX_READS_PER_TAKE = 16;
  * (the limit binds) starts over at one read's worth: the workers then share the bucket read by
  * read, as without this.
  */
-export class ReadTokens {
+export class ReadTokens implements TokenSource {
   private readonly freshMs: number;
   /** What is left of the last take, and when it was taken. */
   private left = 0;
@@ -29,9 +29,16 @@ export class ReadTokens {
     this.freshMs = freshTokenMs(rate);
   }
 
-  /** Up to `wanted` tokens for one read: what is left of the last take while fresh, else a new take. */
-  async take(wanted: number): Promise<TokenGrant> {
+  /**
+   * Up to `wanted` tokens for one read: what is left of the last take while fresh, at once (no
+   * call, no promise), else a new take.
+   */
+  take(wanted: number): TokenGrant | Promise<TokenGrant> {
     if (this.left > 0 && performance.now() < this.takenAt + this.freshMs) return this.serve(wanted);
+    return this.takeFromBucket(wanted);
+  }
+
+  private async takeFromBucket(wanted: number): Promise<TokenGrant> {
     this.refundLeft();
     const asked = wanted * this.reads;
     const takenAt = performance.now();

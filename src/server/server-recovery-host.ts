@@ -87,7 +87,7 @@ export class ServerRecoveryHost implements RecoveryHost {
     const { permits, rate } = limits;
     // Claimed entries run as read ones do: within the handler's shared limits. None to be had (or
     // Redis refused the request): the claim waits for a later tick.
-    const granted = await grantFromLimits(limits, reserved, permits?.roomHere(binding.concurrency, binding.concurrency) ?? reserved).then(
+    const granted = await Promise.resolve(grantFromLimits(limits, reserved, permits?.roomHere(binding.concurrency, binding.concurrency) ?? reserved)).then(
       (grant) => grant.granted,
       () => 0,
     );

@@ -33,7 +33,9 @@ interface QueuedRead {
  * A read is kept as its entries' admission numbers, not the entries: held by a timer for a
  * fiftieth of `per`, entries (and their replies) would outlive their handling and the young
  * generation, each then copied and promoted by the GC (most of the limited reader's extra CPU per
- * entry). One timer, for the oldest read.
+ * entry). One timer, for the oldest read whose entries are not all started: when it fires, the
+ * reads whose entries all left the queue since are forgotten, so with reads every millisecond and
+ * handlers keeping up it fires once per fresh window, not once per read.
  */
 export class LateStarts {
   private readonly freshMs: number;
@@ -67,6 +69,7 @@ export class LateStarts {
   }
 
   private arm(): void {
+    this.forgetStarted();
     const oldest = this.reads[0];
     if (oldest === undefined) return;
     this.timer = setTimeout(() => {
@@ -75,6 +78,18 @@ export class LateStarts {
       this.arm();
     }, Math.max(0, oldest.staleAt - performance.now()));
     this.timer.unref();
+  }
+
+  /** Reads none of whose entries is still queued (all started, or handed off): none of them can go stale. */
+  private forgetStarted(): void {
+    const firstQueued = this.firstQueuedAdmission();
+    while (this.reads.length > 0 && (this.reads[0] as QueuedRead).last < firstQueued) this.reads.shift();
+  }
+
+  /** The admission number of the binding's first entry waiting for a handler (the queue is in admission order; its front may hold started ones). */
+  private firstQueuedAdmission(): number {
+    for (const entry of this.binding.queue) if (entry.state === EntryState.Queued) return entry.admission;
+    return Number.POSITIVE_INFINITY;
   }
 
   /** The reads whose tokens are stale now: their entries still queued (and still held here) go stale. */

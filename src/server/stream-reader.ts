@@ -9,12 +9,12 @@ import { PriorityRead } from './priority-read.js';
 import { forEachStreamOfRawReply, forEachStreamOfReply, type ReadEntry, type ReplyEntry } from './read-reply.js';
 import type { ReaderHost } from './reader-host.js';
 import { deliverReRead } from './reread-delivery.js';
-import { grantFromLimits, refundTokens, returnGrant, type BindingLimits } from './binding-limits.js';
+import { grantFromLimits, refundTokens, returnGrant, type BindingLimits, type LimitsGrant } from './binding-limits.js';
 import { LateStarts } from './start-tokens.js';
 import { ReadTokens } from './read-tokens.js';
 import { limitsTheReader } from './handler-extras.js';
 import type { GlobalPermits } from '../flow/global-permits.js';
-import type { SharedRateLimit, TokenGrant } from '../flow/shared-rate-limit.js';
+import type { SharedRateLimit } from '../flow/shared-rate-limit.js';
 import { patternStreamOf } from './handled-stream.js';
 import { PERMIT_RETRY_MS } from './server-flow.js';
 
@@ -61,7 +61,6 @@ export class StreamReader {
   private readonly lateStarts: LateStarts | undefined;
   /** Its tokens, taken for several reads at once while they keep being used (read-tokens.ts); with `lateStarts` only. */
   private readonly readTokens: ReadTokens | undefined;
-  private readonly takeReadTokens: ((count: number) => Promise<TokenGrant>) | undefined;
 
   constructor(
     readonly group: string,
@@ -78,8 +77,6 @@ export class StreamReader {
     this.lateStarts = rate === undefined || this.limited === undefined || this.limited.batch !== undefined ? undefined : new LateStarts(rate, this.limited);
     // Tokens served from an earlier take are older than the read: only where late starters get fresh ones.
     this.readTokens = rate === undefined || this.lateStarts === undefined ? undefined : new ReadTokens(rate);
-    const readTokens = this.readTokens;
-    this.takeReadTokens = readTokens === undefined ? undefined : (count) => readTokens.take(count);
     this.priorities = PriorityRead.of(bindings, host.consumer, host.blockMs, client, this.readsBytes, (...args) => this.xreadgroup(...args));
     const streams = bindings.map((binding) => binding.stream);
     this.blockingHead = ['GROUP', group, host.consumer, 'COUNT'];
@@ -293,9 +290,11 @@ export class StreamReader {
     let wait: (() => Promise<void>) | undefined;
     let failure: { error: unknown } | undefined;
     try {
-      await this.untilConnected();
+      if (!this.connected()) await this.untilConnected();
       let takenAt = performance.now();
-      ({ granted, wait } = await this.grantFrom(binding, limits, count));
+      // Tokens in hand (read-tokens.ts) and no permit asked: granted at once, no promise to await.
+      const grant = grantFromLimits(limits, count, this.permitRoom(binding, limits, count), this.readTokens);
+      ({ granted, wait } = this.grantOutcome(limits, grant instanceof Promise ? await grant : grant));
       if (this.readTokens !== undefined) takenAt = this.readTokens.servedTakenAt;
       // Paused while it waited for slots or for its grant: nothing is read, all goes back.
       if (granted > 0 && pauses.version === pauseVersion) {
@@ -355,13 +354,11 @@ export class StreamReader {
   }
 
   /**
-   * How many entries the limited binding's shared limits let this read take (≤ `wanted`,
-   * binding-limits.ts). None granted: `wait`, until a permit may be free (PERMIT_RETRY_MS, or sooner
-   * when one of ours comes back) or the bucket has tokens again (the script says when); the loop
-   * then asks again.
+   * How many entries the limited binding's shared limits let this read take (binding-limits.ts).
+   * None granted: `wait`, until a permit may be free (PERMIT_RETRY_MS, or sooner when one of ours
+   * comes back) or the bucket has tokens again (the script says when); the loop then asks again.
    */
-  private async grantFrom(binding: StreamBinding, limits: BindingLimits, wanted: number): Promise<{ granted: number; wait?: () => Promise<void> }> {
-    const grant = await grantFromLimits(limits, wanted, this.permitRoom(binding, limits, wanted), this.takeReadTokens);
+  private grantOutcome(limits: BindingLimits, grant: LimitsGrant): { granted: number; wait?: () => Promise<void> } {
     if (grant.short === 'permits') {
       const permits = limits.permits as GlobalPermits;
       return { granted: 0, wait: () => this.waitUntil(PERMIT_RETRY_MS, (wake) => permits.onNextRelease(wake)) };

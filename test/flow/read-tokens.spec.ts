@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { rateLimitKey } from '../../src/flow/flow-keys.js';
 import { SharedRateLimit } from '../../src/flow/shared-rate-limit.js';
+import { grantFromLimits, type BindingLimits } from '../../src/server/binding-limits.js';
 import { ReadTokens } from '../../src/server/read-tokens.js';
 import { useRedisServer } from '../helpers/use-redis-server.js';
 import { waitFor } from '../helpers/wait.js';
@@ -18,14 +19,23 @@ describe('ReadTokens: tokens for several reads in one take, used only while fres
   const redis = useRedisServer();
   const bucketTokens = async (stream: string): Promise<number> => Number(await redis.client.hget(rateLimitKey(stream, 'g'), 'tokens'));
 
-  it('a take used up doubles the next; reads served from what is left make no script call; what is left goes back when a read comes back short', async () => {
+  it('a take used up doubles the next; reads served from what is left make no script call and answer at once; what is left goes back when a read comes back short', async () => {
     // 1,000 an hour: fresh for 72 s, and no token refills while the test runs.
     const rate = new SharedRateLimit(redis.client, 'doubling', 'g', { max: 1_000, perMs: 3_600_000, key: undefined });
     const tokens = new ReadTokens(rate);
+    const limits: BindingLimits = { rate, perKey: undefined, permits: undefined };
     const before = await scriptCalls(redis.client);
     const served: number[] = [];
-    for (let read = 0; read < 4; read++) served.push((await tokens.take(10)).granted);
+    const atOnce: boolean[] = [];
+    for (let read = 0; read < 4; read++) {
+      // As the limited reader asks (stream-reader.ts readLimited): no promise to await while the tokens are in hand.
+      const grant = grantFromLimits(limits, 10, 10, tokens);
+      atOnce.push(!(grant instanceof Promise));
+      served.push((await grant).granted);
+    }
     expect(served).toEqual([10, 10, 10, 10]);
+    // The third read is served from what the second take (two reads' worth) left.
+    expect(atOnce).toEqual([false, false, true, false]);
     // Takes of 10 (used up), 20 (two reads), 40: three calls for four reads.
     expect((await scriptCalls(redis.client)) - before).toBe(3);
     expect(Math.floor(await bucketTokens('doubling'))).toBe(1_000 - 70);
