@@ -23,7 +23,6 @@ import { ProducerConnection } from './producer-connection.js';
 import { resolveClientOptions, type RedisStreamsClientOptions, type ResolvedClientOptions } from './redis-streams-client.options.js';
 import { RequestSender } from './request-sender.js';
 import { XAddWriter } from './xadd-writer.js';
-import { withTimeout } from '../timeout.js';
 
 export type { RedisStreamsClientEvents, RedisStreamsClientStatus } from './client-events.js';
 
@@ -227,12 +226,12 @@ export class RedisStreamsClient
   }
 
   /**
-   * The reply stream's DEL and the producer's QUIT share one wait (CloseBudget): with Redis not
-   * answering, the DEL spends it and the connection is dropped at once (the stream expires after
-   * `replyTtl` in any case); with Redis answering, the QUIT still follows the queued XADDs.
+   * The reply stream's DEL is sent, not waited for: the QUIT after it on the same connection waits
+   * for both (CloseBudget's one wait), after the queued XADDs. With Redis not answering the
+   * connection is dropped once that wait is spent (the stream expires after `replyTtl` in any case).
+   * A DEL waited for on its own would spend the wait meant for the QUIT behind emits already sent.
    */
   private async closeAll(): Promise<void> {
-    const budget = new CloseBudget();
     const listeners = this.noticeListeners;
     this.noticeListeners = undefined;
     await listeners?.close();
@@ -241,12 +240,9 @@ export class RedisStreamsClient
     this.requests.failPending(new ConnectionClosedError());
     if (replies) {
       await this.requests.closeReplies(replies);
-      if (producer && producer.client.status === 'ready') {
-        const client = producer.client;
-        await budget.spend((remainingMs) => withTimeout(client.del(this.replyKey), remainingMs, 'DEL of the reply stream')).catch(noop);
-      }
+      if (producer && producer.client.status === 'ready') producer.client.del(this.replyKey).catch(noop);
     }
-    await closeConnections([producer], budget);
+    await closeConnections([producer], new CloseBudget());
     this._status$.next('disconnected');
   }
 
