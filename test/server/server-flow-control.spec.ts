@@ -59,7 +59,14 @@ describe('RedisStreamsServer: flow control by bytes (maxPrefetchBytes)', () => {
     // The first entry gives the size: before it a read assumes 64 KiB entries (the documented first-read overshoot).
     const ids = [await addBig(redis.client, 'big', MB)];
     await waitFor(() => seen.big.length === 1, 'the first entry handled');
-    for (let i = 0; i < 29; i++) ids.push(await addBig(redis.client, 'big', MB));
+    // The rest at once (one MULTI), a backlog: one at a time, a quick worker could keep up and never hold two.
+    const backlog = redis.client.multi();
+    for (let i = 0; i < 29; i++) backlog.xadd('big', '*', 'pattern', 'big', 'data', 'x'.repeat(MB));
+    for (const [error, id] of (await backlog.exec()) ?? []) {
+      expect(error).toBeNull();
+      ids.push(id as string);
+    }
+    expect(ids).toHaveLength(30);
     await waitFor(() => seen.big.length === ids.length, 'every big entry handled', { timeout: 30_000 });
     await waitFor(async () => (await pendingCount(redis.client, 'big', 'g')) === 0, 'nothing pending');
     expect(seen.big.map((entry) => entry.id).sort()).toEqual([...ids].sort());
