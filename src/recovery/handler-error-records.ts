@@ -1,5 +1,6 @@
 import { companionKey } from '../redis/keys.js';
 import type { RedisClient } from '../redis/connection.js';
+import { withTimeout } from '../timeout.js';
 
 /**
  * The handler's own error of a failed entry, kept in Redis next to the entry so that whichever
@@ -19,14 +20,17 @@ export type RecordFailureReport = (what: 'write' | 'read' | 'delete', error: Err
 
 /** Writes, reads and deletes the error records of one server. */
 export class HandlerErrorRecords {
-  /** Writes in flight: `close()` waits for them before the connection goes. */
+  /** Writes in flight: `close()` waits for them before the connection goes, within its bound. */
   private readonly writes = new Set<Promise<void>>();
   private readonly reported = new Set<string>();
+  /** stop() ran: the connection closes; nothing is written or reported any more. */
+  private stopped = false;
 
   constructor(private readonly report: RecordFailureReport) {}
 
   /** Records `text` for the entry (fire and forget; a failure is reported once and the memory fallback stays). */
   write(redis: RedisClient, stream: string, group: string, id: string, text: string, minIdleTime: number): void {
+    if (this.stopped) return;
     const write = redis
       .set(handlerErrorKey(stream, group, id), text, 'PX', minIdleTime + HANDLER_ERROR_RETENTION_MS)
       .then(
@@ -65,13 +69,27 @@ export class HandlerErrorRecords {
     }
   }
 
-  /** Resolves once the writes in flight are done. */
-  async settled(): Promise<void> {
+  /**
+   * Waits for the writes in flight up to `waitMs` (what close() has left to wait on Redis), then
+   * stops: a write given up on ends on the closed connection, unreported (the memory fallback and
+   * the retry records still say why the entry failed, on this worker).
+   */
+  async stop(waitMs: number): Promise<void> {
+    try {
+      await withTimeout(this.settled(), waitMs, 'handler error records');
+    } catch {
+      // given up on: see above
+    } finally {
+      this.stopped = true;
+    }
+  }
+
+  private async settled(): Promise<void> {
     while (this.writes.size > 0) await Promise.all(this.writes);
   }
 
   private reportOnce(what: 'write' | 'read' | 'delete', error: unknown): void {
-    if (this.reported.has(what)) return;
+    if (this.stopped || this.reported.has(what)) return;
     this.reported.add(what);
     this.report(what, error instanceof Error ? error : new Error(String(error)));
   }

@@ -3,6 +3,7 @@ import { renewLeases, type LostLease } from './leases.js';
 import { LeaseThread, type LeaseThreadSettings } from './lease-thread-handle.js';
 import type { LeaseLostNotice } from './recovery-events.js';
 import type { RecoveryHost } from './recovery-host.js';
+import { withTimeout } from '../timeout.js';
 
 /**
  * Keeps this process's in-flight entries from looking idle while their handlers run: every
@@ -15,6 +16,8 @@ import type { RecoveryHost } from './recovery-host.js';
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** stop() ran: nothing is renewed or reported any more. */
+  private stopped = false;
   private thread: LeaseThread | undefined;
   /** stream NUL group NUL id of entries we lost, so they are reported and skipped once. */
   private readonly lost = new Set<string>();
@@ -52,10 +55,18 @@ export class LeaseKeeper {
     this.thread.start();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops renewing, and waits for a renewal round in flight up to `waitMs` (what close() has left
+   * to wait on Redis: a Redis not answering holds it no longer) and for the lease thread (its own
+   * bound). A renewal given up on ends on the closed connection: its failure is not reported, nor
+   * is anything renewed after (the server is closed; its entries not acked stay pending).
+   */
+  async stop(waitMs: number): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    await Promise.all([this.running, this.thread?.stop()]);
+    this.stopped = true;
+    const running = this.running === undefined ? undefined : withTimeout(this.running, waitMs, 'lease renewal').catch(() => undefined);
+    await Promise.all([running, this.thread?.stop()]);
   }
 
   /** Renews every in-flight entry of every handled stream + group now (on this thread's connection). */
@@ -108,7 +119,7 @@ export class LeaseKeeper {
   /** Renews the given ids of one stream + group (what `ctx.extendLease()` does for one entry). */
   async renew(stream: string, group: string, ids: readonly string[]): Promise<void> {
     const wanted = ids.filter((id) => !this.lost.has(key(stream, group, id)));
-    if (wanted.length === 0) return;
+    if (wanted.length === 0 || this.stopped) return;
     try {
       const { renewed, lost } = await renewLeases(this.host.commandConnection(), {
         stream,
@@ -116,9 +127,11 @@ export class LeaseKeeper {
         consumer: this.host.consumer,
         ids: wanted,
       });
+      if (this.stopped) return;
       this.onRenewed(renewed.length);
       this.reportLostOf(stream, group, lost);
     } catch (error) {
+      if (this.stopped) return;
       this.onError(new Error(`lease renewal on "${stream}" (group "${group}") failed: ${(error as Error).message}`));
     }
   }

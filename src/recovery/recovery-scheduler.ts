@@ -166,15 +166,19 @@ export class RecoveryScheduler {
     await withTimeout(this.tail, waitMs, 'recovery tick').catch(() => undefined);
   }
 
-  /** Stops everything (ticks, leases) and leaves the registry; a tick in progress was waited for by `stopTicks()`, within its bound. */
-  async stop(): Promise<void> {
+  /**
+   * Stops everything (ticks, leases) and leaves the registry; a tick in progress was waited for by
+   * `stopTicks()`, within its bound. A lease renewal round and handler error records in flight are
+   * waited for together, up to `waitMs` (what close() has left to wait on Redis); what is given up
+   * on ends on the closed connection, unreported, and its entries stay pending (delivered again).
+   */
+  async stop(waitMs: number): Promise<void> {
     if (this.state === 'stopped') return;
     this.haltTicks();
     this.state = 'stopped';
     recoveryRegistry.delete(this);
     this.host.setLeaseExtender(undefined);
-    await this.leases?.stop();
-    await this.errorRecords.settled();
+    await Promise.all([this.leases?.stop(waitMs), this.errorRecords.stop(waitMs)]);
   }
 
   private haltTicks(): void {

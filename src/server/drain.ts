@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { CloseBudget } from '../redis/close-budget.js';
+import { CLOSE_BUDGET_MS, type CloseBudget } from '../redis/close-budget.js';
 import type { RedisClient } from '../redis/connection.js';
 import { withTimeout } from '../timeout.js';
 import type { AckBatcher } from './ack-batcher.js';
@@ -39,9 +39,12 @@ export interface DrainTarget {
 
 /**
  * No handler starts any more (nor an entry held for a rate-limit token); the readers stop. A
- * blocked read is given what is left of close()'s `budget` to return: all of it with Redis
- * answering (the read returns at once), and a Redis that does not answer spends it here, not again
- * on the QUITs after.
+ * blocked read that can be unblocked is given what is left of close()'s `budget` to return: all
+ * of it with Redis answering (the read returns at once), and a Redis that does not answer spends
+ * it here, not again on the QUITs after. A read that cannot be unblocked (a Cluster's) returns
+ * after its `blockMs` even with Redis answering: it gets its own grace of at most the whole
+ * budget's length, in parallel and not charged, so the recovery tick and the QUITs after keep
+ * theirs.
  */
 export async function stopReading(
   { slots, lanes, readers, handling }: { slots: PrefetchSlots; lanes: HandlerLanes; readers: readonly StreamReader[]; handling: { readonly keyHolds: KeyHolds } },
@@ -50,7 +53,12 @@ export async function stopReading(
   lanes.stop();
   handling.keyHolds.stop();
   slots.stopAccepting();
-  await budget.spend((graceMs) => Promise.all(readers.map((reader) => reader.stop(graceMs))));
+  const unblockable = readers.filter((reader) => reader.unblockable);
+  const waitedOut = readers.filter((reader) => !reader.unblockable);
+  await Promise.all([
+    budget.spend((graceMs) => Promise.all(unblockable.map((reader) => reader.stop(graceMs)))),
+    Promise.all(waitedOut.map((reader) => reader.stop(CLOSE_BUDGET_MS))),
+  ]);
 }
 
 /**

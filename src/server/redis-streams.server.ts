@@ -135,7 +135,8 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
     if (this.state === 'closed' || this.state === 'closing') return;
     const wasRunning = this.state === 'listening';
     this.state = 'closing';
-    // One wait on a Redis that does not answer, shared by the reader stop, a recovery tick in progress and the QUITs.
+    // One wait on a Redis that does not answer, shared by the reader stop, a recovery tick in
+    // progress, a lease renewal or error records in flight, and the QUITs.
     const budget = new CloseBudget();
     listeningServers.delete(this);
     try {
@@ -150,7 +151,8 @@ export class RedisStreamsServer extends Server<RedisStreamsServerEvents, RedisSt
       if (wasRunning) await this.drain(this.parts as ServerParts);
     } finally {
       await this.stopFlow();
-      await this.parts?.recovery.stop();
+      const recovery = this.parts?.recovery;
+      if (recovery !== undefined) await budget.spend((waitMs) => recovery.stop(waitMs));
       this.observation.stop();
       await this.connections.close(budget);
       this.state = 'closed';

@@ -549,11 +549,21 @@ export class StreamReader {
     }
   }
 
+  /**
+   * Whether a blocked read of this reader can be made to return now (CLIENT UNBLOCK over the command
+   * connection): on one Redis, not on a Cluster, where the read's node and its client id are
+   * known only to ioredis' slot map (ids are per node: an UNBLOCK sent to the wrong node after a
+   * failover or a MOVED would end another client's read). There a read returns after its `blockMs`.
+   */
+  get unblockable(): boolean {
+    return this.host.commands instanceof Redis;
+  }
+
   private async unblock(): Promise<void> {
     const { commands } = this.host;
-    if (this.clientId === undefined || !(commands instanceof Redis) || commands.status !== 'ready') return;
+    if (this.clientId === undefined || !this.unblockable || commands.status !== 'ready') return;
     try {
-      await commands.call('CLIENT', 'UNBLOCK', this.clientId);
+      await (commands as Redis).call('CLIENT', 'UNBLOCK', this.clientId);
     } catch {
       // stop() falls back to dropping the connection
     }
