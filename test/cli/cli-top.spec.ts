@@ -119,6 +119,38 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     expect(pane()).toContain('top exited with 0');
   }, 240_000);
 
+  it('draws a frame whole: a process descheduled between its writes leaves no half-drawn frame on screen', async () => {
+    const streams = ['frame1', 'frame2', 'frame3', 'frame4', 'frame5', 'frame6'];
+    for (const stream of streams) await redis.client.xgroup('CREATE', stream, 'billing', '0', 'MKSTREAM');
+    const session = 'frames';
+    // top stalls 20 ms after each of its writes, as on a loaded host; drawn a line at a time, its
+    // first frame stayed on screen for half a second with the header and only some of the rows.
+    const slowWrites = resolve('test/fixtures/slow-terminal-writes.mjs');
+    const command = `SLOW_WRITE_MS=20 '${process.execPath}' --import '${slowWrites}' '${CLI}' top ${streams.join(' ')} --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', session);
+
+    // Every capture from the start until a frame shows: blank, or the whole frame.
+    const halfDrawn: string[] = [];
+    await waitFor(
+      () => {
+        const lines = pane().split('\n');
+        if (!lines.some((line) => line.startsWith('nestjs-redis-streams top · '))) return false;
+        const whole = lines.some((line) => line.startsWith('STREAM')) && streams.every((stream) => lines.filter((line) => line.startsWith(`${stream} `)).length === 1);
+        if (!whole) halfDrawn.push(lines.join('\n'));
+        return whole;
+      },
+      'top to show its first frame',
+      { timeout: 60_000, interval: 10 },
+    );
+    expect(halfDrawn).toEqual([]);
+
+    tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    expect(pane()).toContain('top exited with 0');
+  }, 240_000);
+
   it('marks a paused group beside its name, partitions included, still visible in a narrow terminal; the mark goes on resume', async () => {
     await redis.client.xgroup('CREATE', 'held', 'billing', '0', 'MKSTREAM');
     await redis.client.xgroup('CREATE', 'held', 'audit', '0');
