@@ -40,6 +40,16 @@ function streamRow(pane: string, stream: string): Record<string, string> | undef
   return Object.fromEntries(names.map((name, i) => [name, i === 0 ? stream : (cells[i - 1] ?? '')]));
 }
 
+/**
+ * Captures `session`'s pane until `shows` holds of a capture, and returns that capture: what is
+ * asserted after it is read from the same frame, not from a later capture (another frame).
+ */
+async function captureWhen(session: string, shows: (screen: string) => boolean, what: string): Promise<string> {
+  let screen = '';
+  await waitFor(() => shows((screen = tmux('capture-pane', '-p', '-t', session))), what, { timeout: 60_000, interval: 100 });
+  return screen;
+}
+
 describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
   const redis = useRedisServer();
 
@@ -62,15 +72,15 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
     const pane = () => tmux('capture-pane', '-p', '-t', SESSION);
 
-    await waitFor(() => ordersRow(pane())?.LENGTH === '3', 'top to show LENGTH 3', { timeout: 60_000, interval: 100 });
-    expect(pane()).toContain(`nestjs-redis-streams top · ${redis.server.url} · every 1.0s`);
-    expect(ordersRow(pane())).toMatchObject({ GROUP: 'billing', PENDING: '0', CONSUMERS: '0', DEAD: '0' });
+    let screen = await captureWhen(SESSION, (shown) => ordersRow(shown)?.LENGTH === '3', 'top to show LENGTH 3');
+    expect(screen).toContain(`nestjs-redis-streams top · ${redis.server.url} · every 1.0s`);
+    expect(ordersRow(screen)).toMatchObject({ GROUP: 'billing', PENDING: '0', CONSUMERS: '0', DEAD: '0' });
 
     for (let i = 0; i < 5; i++) await redis.client.xadd('orders', '*', 'n', String(i));
     await redis.client.xreadgroup('GROUP', 'billing', 'w1', 'COUNT', 4, 'STREAMS', 'orders', '>');
-    await waitFor(() => ordersRow(pane())?.PENDING === '4', 'top to show PENDING 4', { timeout: 60_000, interval: 100 });
-    expect(ordersRow(pane())).toMatchObject({ LENGTH: '8', PENDING: '4', CONSUMERS: '1' });
-    expect(pane().split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
+    screen = await captureWhen(SESSION, (shown) => ordersRow(shown)?.PENDING === '4', 'top to show PENDING 4');
+    expect(ordersRow(screen)).toMatchObject({ LENGTH: '8', PENDING: '4', CONSUMERS: '1' });
+    expect(screen.split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
 
     tmux('send-keys', '-t', SESSION, 'C-c');
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
@@ -101,18 +111,51 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     tmux('set-option', '-t', session, 'remain-on-exit', 'on');
     const pane = () => tmux('capture-pane', '-p', '-t', session);
 
-    await waitFor(() => streamRow(pane(), 'scheduled')?.DELAYED === '3', 'top to show 3 delayed entries of scheduled', { timeout: 60_000, interval: 100 });
-    expect(streamRow(pane(), 'scheduled')).toMatchObject({ GROUP: 'billing', LENGTH: '0', DELAYED: '3', DUE: '2' });
+    let screen = await captureWhen(session, (shown) => streamRow(shown, 'scheduled')?.DELAYED === '3', 'top to show 3 delayed entries of scheduled');
+    expect(streamRow(screen, 'scheduled')).toMatchObject({ GROUP: 'billing', LENGTH: '0', DELAYED: '3', DUE: '2' });
     // The partitions' streams do not exist yet (a promotion creates them): their held entries show all the same.
-    expect(streamRow(pane(), 'parted:p0')).toMatchObject({ DELAYED: '2', DUE: '1' });
-    expect(streamRow(pane(), 'parted:p1')).toMatchObject({ DELAYED: '1', DUE: '0' });
-    expect(streamRow(pane(), 'parted (total)')).toMatchObject({ DELAYED: '3', DUE: '1' });
+    expect(streamRow(screen, 'parted:p0')).toMatchObject({ DELAYED: '2', DUE: '1' });
+    expect(streamRow(screen, 'parted:p1')).toMatchObject({ DELAYED: '1', DUE: '0' });
+    expect(streamRow(screen, 'parted (total)')).toMatchObject({ DELAYED: '3', DUE: '1' });
 
     // Promoted (as a worker would): the entries leave the counts and enter the stream, on the next refresh.
     await promoteDelayedNow(redis.client, 'scheduled');
-    await waitFor(() => streamRow(pane(), 'scheduled')?.DUE === '0', 'top to show nothing due of scheduled', { timeout: 60_000, interval: 100 });
-    expect(streamRow(pane(), 'scheduled')).toMatchObject({ LENGTH: '2', DELAYED: '1', DUE: '0', LAG: expect.stringMatching(/^(2|-)$/) });
-    expect(pane().split('\n').filter((line) => line.startsWith('scheduled '))).toHaveLength(1); // redrawn in place
+    // The frame that shows them gone from DUE shows them in LENGTH, not in neither (one sample's figures).
+    screen = await captureWhen(session, (shown) => streamRow(shown, 'scheduled')?.DUE === '0', 'top to show nothing due of scheduled');
+    expect(streamRow(screen, 'scheduled')).toMatchObject({ LENGTH: '2', DELAYED: '1', DUE: '0', LAG: expect.stringMatching(/^(2|-)$/) });
+    expect(screen.split('\n').filter((line) => line.startsWith('scheduled '))).toHaveLength(1); // redrawn in place
+
+    tmux('send-keys', '-t', session, 'C-c');
+    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    expect(pane()).toContain('top exited with 0');
+  }, 240_000);
+
+  it('draws a frame whole: a process descheduled between its writes leaves no half-drawn frame on screen', async () => {
+    const streams = ['frame1', 'frame2', 'frame3', 'frame4', 'frame5', 'frame6'];
+    for (const stream of streams) await redis.client.xgroup('CREATE', stream, 'billing', '0', 'MKSTREAM');
+    const session = 'frames';
+    // top stalls 20 ms after each of its writes, as on a loaded host; drawn a line at a time, its
+    // first frame stayed on screen for half a second with the header and only some of the rows.
+    const slowWrites = resolve('test/fixtures/slow-terminal-writes.mjs');
+    const command = `SLOW_WRITE_MS=20 '${process.execPath}' --import '${slowWrites}' '${CLI}' top ${streams.join(' ')} --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
+    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
+    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+    const pane = () => tmux('capture-pane', '-p', '-t', session);
+
+    // Every capture from the start until a frame shows: blank, or the whole frame.
+    const halfDrawn: string[] = [];
+    await waitFor(
+      () => {
+        const lines = pane().split('\n');
+        if (!lines.some((line) => line.startsWith('nestjs-redis-streams top · '))) return false;
+        const whole = lines.some((line) => line.startsWith('STREAM')) && streams.every((stream) => lines.filter((line) => line.startsWith(`${stream} `)).length === 1);
+        if (!whole) halfDrawn.push(lines.join('\n'));
+        return whole;
+      },
+      'top to show its first frame',
+      { timeout: 60_000, interval: 10 },
+    );
+    expect(halfDrawn).toEqual([]);
 
     tmux('send-keys', '-t', session, 'C-c');
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
@@ -129,27 +172,27 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     tmux('new-session', '-d', '-s', session, '-x', '40', '-y', '20', 'bash', '-c', command);
     tmux('set-option', '-t', session, 'remain-on-exit', 'on');
     const pane = () => tmux('capture-pane', '-p', '-t', session);
-    /** The GROUP cell of each row of `stream` (whatever the terminal cut off to the right). */
-    const groupsOf = (stream: string) => {
-      const lines = pane().split('\n');
+    /** The GROUP cell of each row of `stream` on `screen` (whatever the terminal cut off to the right). */
+    const groupsOf = (screen: string, stream: string) => {
+      const lines = screen.split('\n');
       const at = lines.find((line) => line.startsWith('STREAM'))?.indexOf('GROUP') ?? -1;
       return lines.filter((line) => line.startsWith(`${stream} `)).map((line) => line.slice(at).split('  ')[0]);
     };
 
-    await waitFor(() => groupsOf('parted2 (total)').length === 1, 'top to show the partitioned stream', { timeout: 60_000, interval: 100 });
-    expect(groupsOf('held').sort()).toEqual(['audit', 'billing']);
+    let screen = await captureWhen(session, (shown) => groupsOf(shown, 'parted2 (total)').length === 1, 'top to show the partitioned stream');
+    expect(groupsOf(screen, 'held').sort()).toEqual(['audit', 'billing']);
 
     // On the partitioned stream's own name: every partition's row and the total are marked.
     await pauseGroup(redis.client, 'held', 'billing');
     await pauseGroup(redis.client, 'parted2', 'billing');
-    await waitFor(() => groupsOf('parted2 (total)')[0] === 'billing (paused)', 'top to mark the paused groups', { timeout: 60_000, interval: 100 });
-    expect(groupsOf('held').sort()).toEqual(['audit', 'billing (paused)']);
-    expect([...groupsOf('parted2:p0'), ...groupsOf('parted2:p1')]).toEqual(['billing (paused)', 'billing (paused)']);
-    expect(pane().split('\n').every((line) => line.length <= 40)).toBe(true);
+    screen = await captureWhen(session, (shown) => groupsOf(shown, 'parted2 (total)')[0] === 'billing (paused)', 'top to mark the paused groups');
+    expect(groupsOf(screen, 'held').sort()).toEqual(['audit', 'billing (paused)']);
+    expect([...groupsOf(screen, 'parted2:p0'), ...groupsOf(screen, 'parted2:p1')]).toEqual(['billing (paused)', 'billing (paused)']);
+    expect(screen.split('\n').every((line) => line.length <= 40)).toBe(true);
 
     await resumeGroup(redis.client, 'parted2', 'billing');
-    await waitFor(() => groupsOf('parted2 (total)')[0] === 'billing', 'top to drop the mark on resume', { timeout: 60_000, interval: 100 });
-    expect(groupsOf('held').sort()).toEqual(['audit', 'billing (paused)']);
+    screen = await captureWhen(session, (shown) => groupsOf(shown, 'parted2 (total)')[0] === 'billing', 'top to drop the mark on resume');
+    expect(groupsOf(screen, 'held').sort()).toEqual(['audit', 'billing (paused)']);
 
     tmux('send-keys', '-t', session, 'C-c');
     await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
@@ -167,8 +210,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     tmux('set-option', '-t', session, 'remain-on-exit', 'on');
     const pane = () => tmux('capture-pane', '-p', '-t', session);
 
-    await waitFor(() => pane().includes('csi\\x9b2J\\x7f'), 'top to show the second group', { timeout: 60_000, interval: 100 });
-    const lines = pane().split('\n');
+    const lines = (await captureWhen(session, (shown) => shown.includes('csi\\x9b2J\\x7f'), 'top to show the second group')).split('\n');
     // The header survives (ESC[2J would have cleared it) and the names are printed, escaped, in their column.
     expect(lines[0]).toContain('nestjs-redis-streams top · ');
     const header = lines.find((line) => line.startsWith('STREAM'))!;

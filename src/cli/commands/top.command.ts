@@ -1,4 +1,3 @@
-import { clearLine, clearScreenDown, cursorTo } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { integerArgument } from '../arguments.js';
@@ -21,7 +20,7 @@ const collect = (value: string, previous: string[] | undefined) => [...(previous
 
 /**
  * `top`: the chosen streams and groups, sampled every second until Ctrl-C. At a terminal the
- * screen is redrawn in place (Node's readline cursor functions); otherwise one JSON line per sample.
+ * screen is redrawn in place, a frame a write (ANSI cursor codes); otherwise one JSON line per sample.
  */
 export function registerTopCommand(program: Command, { io }: CliContext): void {
   program
@@ -76,16 +75,19 @@ function jsonLines(io: CliIo): (at: number, rows: TopRow[]) => void {
   return (at, rows) => io.stdout(`${jsonLine({ at: new Date(at).toISOString(), rows })}\n`);
 }
 
-/** Redraws from the top-left corner, clearing what the previous frame left to the right and below. */
+/** The ANSI control sequences of a redraw in place: cursor to the top-left corner, erase to the end of the line, erase below. */
+const CURSOR_HOME = '\u001b[H';
+const ERASE_TO_LINE_END = '\u001b[K';
+const ERASE_BELOW = '\u001b[J';
+
+/**
+ * Redraws from the top-left corner, clearing what the previous frame left to the right and below,
+ * in one write: drawn line by line (three writes a line), a terminal showed the frame half drawn
+ * whenever the process was descheduled between two writes, as on a loaded host.
+ */
 function screen(terminal: NodeJS.WriteStream, source: string, intervalMs: number): (at: number, rows: TopRow[]) => void {
   return (at, rows) => {
-    const frame = topView({ source, intervalMs, at, rows }, terminal.columns);
-    cursorTo(terminal, 0, 0);
-    for (const line of frame.trimEnd().split('\n')) {
-      terminal.write(line);
-      clearLine(terminal, 1);
-      terminal.write('\n');
-    }
-    clearScreenDown(terminal);
+    const lines = topView({ source, intervalMs, at, rows }, terminal.columns).trimEnd().split('\n');
+    terminal.write(`${CURSOR_HOME}${lines.map((line) => `${line}${ERASE_TO_LINE_END}\n`).join('')}${ERASE_BELOW}`);
   };
 }

@@ -4,20 +4,21 @@ import { RedisStreamsClaimError } from '../../claim/claim.errors.js';
 import { StreamInspector } from '../../claim/stream-inspector.js';
 import { countHeldAndDue } from '../../delayed/delayed-inspection.js';
 import { redisNow } from '../../redis/server-time.js';
+import { batchThisTick } from '../../redis/tick-batching.js';
 import { deadLetterKey } from '../../redis/keys.js';
 import { pausedGroupsOrNone } from '../paused-groups.js';
 import { partitionedSamples } from './partitioned-sample.js';
-import type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-sample.js';
+import type { GroupSample, StreamSample, TopSample } from './top-sample.js';
 
 export type { DelayedSample, GroupSample, StreamSample, TopSample } from './top-sample.js';
 
 /**
  * One snapshot of the chosen streams (and groups: all of a stream's groups when `groups` is
- * empty). Every command goes out at once on the one connection; the answers are read together.
- * Per stream key: XINFO STREAM, XINFO GROUPS, XLEN of its dead letters, ZCARD and ZCOUNT of its
- * delayed schedule, HGETALL of its pause state, then XPENDING (one entry) per group with pending
- * entries; one TIME a sample (due times are on Redis' clock), sent with the first of them. A
- * partitioned stream's pause state is read once, on its own name, for all its partitions.
+ * empty), on the one connection. One TIME a sample (due times are on Redis' clock), sent with
+ * each stream key's HGETALL of its pause state; once TIME answered, per stream key XINFO STREAM,
+ * XINFO GROUPS, XLEN of its dead letters, ZCARD and ZCOUNT of its delayed schedule in one write
+ * (`stateOfOneMoment`), then XPENDING (one entry) per group with pending entries. A partitioned
+ * stream's pause state is read once, on its own name, for all its partitions.
  */
 export async function sampleStreams(
   redis: RedisClient,
@@ -28,7 +29,7 @@ export async function sampleStreams(
   const at = Date.now();
   const inspector = new StreamInspector(redis);
   const now = redisNow(redis).catch(nullWhenRefused);
-  // Awaited by every stream's delayed counts; handled here too, for a sample that fails before it gets there.
+  // Awaited by every stream's reads; handled here too, for a sample that fails before it gets there.
   now.catch(() => undefined);
   const streams = await Promise.all(
     keys.map(async (key) => {
@@ -53,14 +54,11 @@ async function sampleStream(
   now: Promise<number | null>,
   paused: Promise<ReadonlySet<string>>,
 ): Promise<StreamSample> {
-  const deadLetters = redis.xlen(deadLetterKeyOf(key));
-  // Held entries may exist before their stream does (the promotion creates it): counted either way.
-  const delayed = delayedOf(redis, key, now);
-  delayed.catch(() => undefined);
+  const { deadLetters, delayed, streamAndGroups } = stateOfOneMoment(inspector, redis, key, deadLetterKeyOf(key), await now);
   let stream;
   let groups;
   try {
-    [stream, groups] = await Promise.all([inspector.stream(key), inspector.groups(key)]);
+    [stream, groups] = await streamAndGroups;
   } catch (error) {
     if (error instanceof RedisStreamsClaimError && error.reason === 'missing-stream') {
       const missing: StreamSample = { key, exists: false, length: 0, entriesAdded: null, deadLetters: await deadLetters, delayed: await delayed, groups: [], pausedGroups: await paused };
@@ -93,10 +91,25 @@ async function pausedNames(redis: RedisClient, key: string): Promise<ReadonlySet
   return new Set((await pausedGroupsOrNone(redis, key)).keys());
 }
 
-/** ZCARD and ZCOUNT(-inf, now) of the stream's schedule: counts only, however many entries are held. */
-async function delayedOf(redis: RedisClient, key: string, now: Promise<number | null>): Promise<DelayedSample | null> {
-  const nowMs = await now;
-  return nowMs === null ? null : countHeldAndDue(redis, key, nowMs).catch(nullWhenRefused);
+/**
+ * The stream (XINFO STREAM, XINFO GROUPS), its dead letters' length and its delayed counts (ZCARD
+ * and ZCOUNT up to `nowMs`: counts only, however many entries are held), sent in one socket
+ * write: Redis runs what one read of a connection brings back to back, so a promotion (held
+ * entries into the stream) or a dead-letter move (pending into the dead letters) runs before or
+ * after them all. Read apart (the counts waited for TIME's answer, the XINFO reads did not), a
+ * promotion in between showed its entries neither in LENGTH nor in DELAYED for a frame. Held
+ * entries may exist before their stream does (the promotion creates it): counted either way. A
+ * Cluster connection has no one socket: its reads go out as before, each on its own.
+ */
+function stateOfOneMoment(inspector: StreamInspector, redis: RedisClient, key: string, deadLetterKey: string, nowMs: number | null) {
+  batchThisTick(redis);
+  const deadLetters = redis.xlen(deadLetterKey);
+  const delayed = nowMs === null ? Promise.resolve(null) : countHeldAndDue(redis, key, nowMs).catch(nullWhenRefused);
+  const streamAndGroups = Promise.all([inspector.stream(key), inspector.groups(key)]);
+  // Awaited after the XINFO reads, which may fail first.
+  deadLetters.catch(() => undefined);
+  delayed.catch(() => undefined);
+  return { deadLetters, delayed, streamAndGroups };
 }
 
 /** Null for what the ACL refuses (the delayed keys, TIME), as `info` leaves them out: the rest of the row shows. */
