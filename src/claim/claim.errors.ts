@@ -32,7 +32,7 @@ export class RedisStreamsClaimError extends Error {
 /**
  * Turns a Redis reply error into a `RedisStreamsClaimError` that names the stream and group.
  * `streamExists` is only asked on NOGROUP (an error path), to tell a missing stream from a
- * missing group without a round trip on the normal path.
+ * missing group without a round trip on the normal path; "no such key" needs no asking.
  */
 export async function translateRedisError(
   error: unknown,
@@ -47,8 +47,11 @@ export async function translateRedisError(
   const missing = missingCommandError(error, 'the claim service');
   if (missing !== undefined) return missing;
   const message = errorMessage(error);
-  if (message.startsWith('NOGROUP') || message.startsWith('ERR no such key')) {
-    const exists = await streamExists().catch(() => true);
+  // "no such key" (XINFO) says the stream was missing when the command ran, even if it exists by
+  // now (a promotion created it meanwhile); NOGROUP may mean the stream or the group: EXISTS tells.
+  const noSuchKey = message.startsWith('ERR no such key');
+  if (noSuchKey || message.startsWith('NOGROUP')) {
+    const exists = !noSuchKey && (await streamExists().catch(() => true));
     if (!exists) {
       if (partitionCount === undefined) return missingStreamError(key, error);
       // Invalid metadata is the answer itself: it names the key to fix.

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisStreamsClaimError } from '../../src/claim/claim.errors.js';
+import { RedisStreamsClaimError, translateRedisError } from '../../src/claim/claim.errors.js';
 import { StreamInspectionService } from '../../src/module/claim-services.js';
 import { RedisStreamsOptionError } from '../../src/errors.js';
 import { capabilitiesOf } from '../helpers/capabilities.js';
@@ -115,5 +115,16 @@ describe('StreamInspectionService against redis-server', () => {
     await expect(inspection.consumers('orders', 'nope')).rejects.toMatchObject({ reason: 'missing-group', message: 'group "nope" does not exist on stream "orders"' });
     await expect(inspection.pendingSummary('orders', 'nope')).rejects.toMatchObject({ reason: 'missing-group' });
     await expect(inspection.pendingRange('missing', 'nope')).rejects.toMatchObject({ reason: 'missing-stream' });
+  });
+
+  it("Redis' \"no such key\" is a missing stream even when the stream was created before the error was read (top sampling during a promotion)", async () => {
+    const refused = await redis.xinfo('STREAM', 'created-meanwhile').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(String(refused)).toMatch(/no such key/);
+    await redis.xadd('created-meanwhile', '*', 'a', '1');
+    const translated = await translateRedisError(refused, 'created-meanwhile', undefined, async () => (await redis.exists('created-meanwhile')) === 1);
+    expect(translated).toMatchObject({ reason: 'missing-stream', message: 'stream "created-meanwhile" does not exist' });
   });
 });
