@@ -15,8 +15,8 @@ interface Link {
   muted: boolean;
   /** The link closes when the client sends this command (before Redis sees it). */
   dropOn: string | undefined;
-  /** The next time the client sends this command, the proxy answers it with `reply` instead of Redis. */
-  answerOn: { readonly command: string; readonly reply: string } | undefined;
+  /** The next time the client sends this command, Redis answers `error` in its stead (in order: see `failNext`). */
+  answerOn: { readonly command: string; readonly error: string } | undefined;
 }
 
 /**
@@ -87,11 +87,13 @@ export class HoldingProxy {
   }
 
   /**
-   * The next `command` a connection named `name` sends is answered `-<error>` by the proxy and never
-   * reaches Redis (the chunk that carries it is taken whole: for a command sent on its own).
+   * The next `command` a connection named `name` sends is answered `-<error>` and never runs: it is
+   * swapped for a script that answers that error, so the reply comes in its place among the
+   * replies of the commands sent before and with it (answered by the proxy at once, it overtook
+   * them, and ioredis gave each reply to the wrong command from then on).
    */
   failNext(name: string, command: string, error: string): void {
-    for (const link of this.named(name)) link.answerOn = { command, reply: `-${error}\r\n` };
+    for (const link of this.named(name)) link.answerOn = { command, error };
   }
 
   /** Closes the connections named `name` (what they held is lost) and holds every new connection until `release()`. */
@@ -136,12 +138,7 @@ export class HoldingProxy {
         this.cut++;
         return this.end(link);
       }
-      if (link.answerOn !== undefined && sendsCommand(chunk, link.answerOn.command)) {
-        link.client.write(link.answerOn.reply);
-        link.answerOn = undefined;
-        this.failed++;
-        return;
-      }
+      if (link.answerOn !== undefined && sendsCommand(chunk, link.answerOn.command)) chunk = this.swapAnswered(link, chunk);
       if (link.frozen || link.upstream === undefined) link.held.push(chunk);
       else link.upstream.write(chunk);
     });
@@ -149,6 +146,21 @@ export class HoldingProxy {
     client.on('close', () => this.end(link));
     if (this.holding !== undefined) this.holding.push(link);
     else this.forward(link);
+  }
+
+  /** `chunk` with the command `failNext` named swapped for one that answers its error (the others as they were). */
+  private swapAnswered(link: Link, chunk: Buffer): Buffer {
+    const commands = splitCommands(chunk);
+    if (commands === undefined) throw new Error(`HoldingProxy.failNext: a chunk that is not whole RESP commands: ${JSON.stringify(chunk.toString('latin1'))}`);
+    return Buffer.concat(
+      commands.map((command) => {
+        const answerOn = link.answerOn;
+        if (answerOn === undefined || !sendsCommand(command, answerOn.command)) return command;
+        link.answerOn = undefined;
+        this.failed++;
+        return respCommand(['EVAL', 'return redis.error_reply(ARGV[1])', '0', answerOn.error]);
+      }),
+    );
   }
 
   private forward(link: Link): void {
@@ -172,4 +184,30 @@ export class HoldingProxy {
 /** Whether `chunk` holds a RESP command named `command` (its name as an array's first bulk string). */
 function sendsCommand(chunk: Buffer, command: string): boolean {
   return new RegExp(`\\*\\d+\\r\\n\\$${command.length}\\r\\n${command}\\r\\n`, 'i').test(chunk.toString('latin1'));
+}
+
+/** The RESP commands (arrays of bulk strings) `chunk` holds, each whole; undefined when it ends inside one. */
+function splitCommands(chunk: Buffer): Buffer[] | undefined {
+  const commands: Buffer[] = [];
+  let at = 0;
+  const lineEnd = (from: number): number => chunk.indexOf('\r\n', from, 'latin1');
+  while (at < chunk.length) {
+    const start = at;
+    const headerEnd = lineEnd(at);
+    if (chunk[at] !== 0x2a || headerEnd === -1) return undefined; // '*'
+    let parts = Number(chunk.toString('latin1', at + 1, headerEnd));
+    at = headerEnd + 2;
+    for (; parts > 0; parts--) {
+      const lengthEnd = lineEnd(at);
+      if (chunk[at] !== 0x24 || lengthEnd === -1) return undefined; // '$'
+      at = lengthEnd + 2 + Number(chunk.toString('latin1', at + 1, lengthEnd)) + 2;
+      if (at > chunk.length) return undefined;
+    }
+    commands.push(chunk.subarray(start, at));
+  }
+  return commands;
+}
+
+function respCommand(args: readonly string[]): Buffer {
+  return Buffer.from(`*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`);
 }
