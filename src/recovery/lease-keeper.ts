@@ -59,7 +59,9 @@ export class LeaseKeeper {
    * Stops renewing, and waits for a renewal round in flight up to `waitMs` (what close() has left
    * to wait on Redis: a Redis not answering holds it no longer) and for the lease thread (its own
    * bound). A renewal given up on ends on the closed connection: its failure is not reported, nor
-   * is anything renewed after (the server is closed; its entries not acked stay pending).
+   * is anything renewed after (the server is closed; its entries not acked stay pending). A round
+   * that does end within the wait is not reported either (its renewed count, lost leases): after
+   * stop, nothing is.
    */
   async stop(waitMs: number): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);

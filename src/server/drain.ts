@@ -53,11 +53,11 @@ export async function stopReading(
   lanes.stop();
   handling.keyHolds.stop();
   slots.stopAccepting();
-  const unblockable = readers.filter((reader) => reader.unblockable);
-  const waitedOut = readers.filter((reader) => !reader.unblockable);
+  const canUnblock = readers.filter((reader) => reader.canUnblock);
+  const cannotUnblock = readers.filter((reader) => !reader.canUnblock);
   await Promise.all([
-    budget.spend((graceMs) => Promise.all(unblockable.map((reader) => reader.stop(graceMs)))),
-    Promise.all(waitedOut.map((reader) => reader.stop(CLOSE_BUDGET_MS))),
+    budget.spend((graceMs) => Promise.all(canUnblock.map((reader) => reader.stop(graceMs)))),
+    Promise.all(cannotUnblock.map((reader) => reader.stop(CLOSE_BUDGET_MS))),
   ]);
 }
 

@@ -555,13 +555,13 @@ export class StreamReader {
    * known only to ioredis' slot map (ids are per node: an UNBLOCK sent to the wrong node after a
    * failover or a MOVED would end another client's read). There a read returns after its `blockMs`.
    */
-  get unblockable(): boolean {
+  get canUnblock(): boolean {
     return this.host.commands instanceof Redis;
   }
 
   private async unblock(): Promise<void> {
     const { commands } = this.host;
-    if (this.clientId === undefined || !this.unblockable || commands.status !== 'ready') return;
+    if (this.clientId === undefined || !this.canUnblock || commands.status !== 'ready') return;
     try {
       await (commands as Redis).call('CLIENT', 'UNBLOCK', this.clientId);
     } catch {
