@@ -50,6 +50,25 @@ async function captureWhen(session: string, shows: (screen: string) => boolean, 
   return screen;
 }
 
+/**
+ * Starts `top <args>` in a new tmux session (`width` columns, 20 lines) and returns a capture of
+ * its pane. bash reports top's exit code on the pane once it ends (tmux's own pane_dead_status is
+ * not filled in reliably when the tmux server was started from node). `env` and `nodeOptions` go
+ * before node and before the CLI's path.
+ */
+function startTop(session: string, args: string, { width = 150, env = '', nodeOptions = '' } = {}): () => string {
+  const command = `${env}'${process.execPath}' ${nodeOptions}'${CLI}' top ${args}; echo "top exited with $?"`;
+  tmux('new-session', '-d', '-s', session, '-x', String(width), '-y', '20', 'bash', '-c', command);
+  tmux('set-option', '-t', session, 'remain-on-exit', 'on');
+  return () => tmux('capture-pane', '-p', '-t', session);
+}
+
+/** Ctrl-C to top, then waits for bash to report its exit on the pane. */
+async function interruptTop(session: string, pane: () => string): Promise<void> {
+  tmux('send-keys', '-t', session, 'C-c');
+  await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+}
+
 describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
   const redis = useRedisServer();
 
@@ -65,12 +84,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
   // The waits are for a process (node, in bash, in tmux) that starts and redraws in seconds under
   // load: generous deadlines cost nothing when it is fast.
   it('redraws changed figures every second and exits 0 on Ctrl-C', async () => {
-    // bash waits for top and then reports its exit code on the pane (tmux's own pane_dead_status
-    // is not filled in reliably when the tmux server was started from node).
-    const command = `'${process.execPath}' '${CLI}' top orders --url ${redis.server.url}; echo "top exited with $?"`;
-    tmux('new-session', '-d', '-s', SESSION, '-x', '150', '-y', '20', 'bash', '-c', command);
-    tmux('set-option', '-t', SESSION, 'remain-on-exit', 'on');
-    const pane = () => tmux('capture-pane', '-p', '-t', SESSION);
+    const pane = startTop(SESSION, `orders --url ${redis.server.url}`);
 
     let screen = await captureWhen(SESSION, (shown) => ordersRow(shown)?.LENGTH === '3', 'top to show LENGTH 3');
     expect(screen).toContain(`nestjs-redis-streams top · ${redis.server.url} · every 1.0s`);
@@ -82,8 +96,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     expect(ordersRow(screen)).toMatchObject({ LENGTH: '8', PENDING: '4', CONSUMERS: '1' });
     expect(screen.split('\n').filter((line) => line.startsWith('orders '))).toHaveLength(1); // redrawn in place
 
-    tmux('send-keys', '-t', SESSION, 'C-c');
-    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    await interruptTop(SESSION, pane);
     expect(pane()).toContain('top exited with 0');
   }, 240_000);
 
@@ -106,10 +119,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     }
     const session = 'delayed';
     // Refreshed every 200 ms: the first test covers the default second.
-    const command = `'${process.execPath}' '${CLI}' top scheduled parted --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
-    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
-    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
-    const pane = () => tmux('capture-pane', '-p', '-t', session);
+    const pane = startTop(session, `scheduled parted --interval 200 --url ${redis.server.url}`);
 
     let screen = await captureWhen(session, (shown) => streamRow(shown, 'scheduled')?.DELAYED === '3', 'top to show 3 delayed entries of scheduled');
     expect(streamRow(screen, 'scheduled')).toMatchObject({ GROUP: 'billing', LENGTH: '0', DELAYED: '3', DUE: '2' });
@@ -125,8 +135,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     expect(streamRow(screen, 'scheduled')).toMatchObject({ LENGTH: '2', DELAYED: '1', DUE: '0', LAG: expect.stringMatching(/^(2|-)$/) });
     expect(screen.split('\n').filter((line) => line.startsWith('scheduled '))).toHaveLength(1); // redrawn in place
 
-    tmux('send-keys', '-t', session, 'C-c');
-    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    await interruptTop(session, pane);
     expect(pane()).toContain('top exited with 0');
   }, 240_000);
 
@@ -137,10 +146,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     // top stalls 20 ms after each of its writes, as on a loaded host; drawn a line at a time, its
     // first frame stayed on screen for half a second with the header and only some of the rows.
     const slowWrites = resolve('test/fixtures/slow-terminal-writes.mjs');
-    const command = `SLOW_WRITE_MS=20 '${process.execPath}' --import '${slowWrites}' '${CLI}' top ${streams.join(' ')} --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
-    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
-    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
-    const pane = () => tmux('capture-pane', '-p', '-t', session);
+    const pane = startTop(session, `${streams.join(' ')} --interval 200 --url ${redis.server.url}`, { env: 'SLOW_WRITE_MS=20 ', nodeOptions: `--import '${slowWrites}' ` });
 
     // Every capture from the start until a frame shows: blank, or the whole frame.
     const halfDrawn: string[] = [];
@@ -159,8 +165,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     // line): one torn capture is tolerated; drawn a line at a time, 7 were seen in one run.
     expect(halfDrawn.length).toBeLessThanOrEqual(1);
 
-    tmux('send-keys', '-t', session, 'C-c');
-    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    await interruptTop(session, pane);
     expect(pane()).toContain('top exited with 0');
   }, 240_000);
 
@@ -170,10 +175,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     await redis.client.set(partitionsMetadataKey('parted2'), '2');
     for (const partition of ['parted2:p0', 'parted2:p1']) await redis.client.xgroup('CREATE', partition, 'billing', '0', 'MKSTREAM');
     const session = 'pause';
-    const command = `'${process.execPath}' '${CLI}' top held parted2 --interval 200 --url ${redis.server.url}; echo "top exited with $?"`;
-    tmux('new-session', '-d', '-s', session, '-x', '40', '-y', '20', 'bash', '-c', command);
-    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
-    const pane = () => tmux('capture-pane', '-p', '-t', session);
+    const pane = startTop(session, `held parted2 --interval 200 --url ${redis.server.url}`, { width: 40 });
     /** The GROUP cell of each row of `stream` on `screen` (whatever the terminal cut off to the right). */
     const groupsOf = (screen: string, stream: string) => {
       const lines = screen.split('\n');
@@ -196,8 +198,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     screen = await captureWhen(session, (shown) => groupsOf(shown, 'parted2 (total)')[0] === 'billing', 'top to drop the mark on resume');
     expect(groupsOf(screen, 'held').sort()).toEqual(['audit', 'billing (paused)']);
 
-    tmux('send-keys', '-t', session, 'C-c');
-    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    await interruptTop(session, pane);
   }, 240_000);
 
   it('shows hostile group and consumer names escaped: the screen is not cleared, the title not set', async () => {
@@ -207,10 +208,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     await redis.client.xreadgroup('GROUP', group, 'w1\u001b]0;pwned\u0007', 'STREAMS', 'hostile', '>');
     await redis.client.xgroup('CREATE', 'hostile', 'csi\u009b2J\u007f', '0');
     const session = 'hostile';
-    const command = `'${process.execPath}' '${CLI}' top hostile --url ${redis.server.url}; echo "top exited with $?"`;
-    tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
-    tmux('set-option', '-t', session, 'remain-on-exit', 'on');
-    const pane = () => tmux('capture-pane', '-p', '-t', session);
+    const pane = startTop(session, `hostile --url ${redis.server.url}`);
 
     const lines = (await captureWhen(session, (shown) => shown.includes('csi\\x9b2J\\x7f'), 'top to show the second group')).split('\n');
     // The header survives (ESC[2J would have cleared it) and the names are printed, escaped, in their column.
@@ -221,8 +219,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
     expect(rows.every((row) => row.indexOf(' 1 ') === rows[0]!.indexOf(' 1 '))).toBe(true);
     expect(tmux('display-message', '-p', '-t', session, '#{pane_title}')).not.toContain('pwned');
 
-    tmux('send-keys', '-t', session, 'C-c');
-    await waitFor(() => pane().includes('top exited with'), 'top to exit after Ctrl-C', { timeout: 60_000, interval: 100 });
+    await interruptTop(session, pane);
   }, 240_000);
 
   it('Redis paused in the middle: the last screen stays, one error line under it, exit 1', async () => {
@@ -232,10 +229,7 @@ describe.skipIf(!TMUX)('top in a real terminal (tmux)', () => {
       await client.xgroup('CREATE', 'orders', 'billing', '0', 'MKSTREAM');
       client.disconnect();
       const session = 'paused';
-      const command = `'${process.execPath}' '${CLI}' top orders --timeout 1000 --interval 200 --url ${paused.url}; echo "top exited with $?"`;
-      tmux('new-session', '-d', '-s', session, '-x', '150', '-y', '20', 'bash', '-c', command);
-      tmux('set-option', '-t', session, 'remain-on-exit', 'on');
-      const pane = () => tmux('capture-pane', '-p', '-t', session);
+      const pane = startTop(session, `orders --timeout 1000 --interval 200 --url ${paused.url}`);
       await waitFor(() => ordersRow(pane())?.GROUP === 'billing', 'top to show orders billing', { timeout: 60_000, interval: 100 });
 
       paused.pause();
